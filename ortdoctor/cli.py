@@ -1,0 +1,78 @@
+"""The click layer: parse options, call the library, pick the exit code. Nothing else lives here.
+
+Subcommands live in :mod:`ortdoctor.commands` and are imported only when used, so
+``ortdoctor preload`` does not pay for the modules of ``ortdoctor check``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from ortdoctor import exitcodes
+from ortdoctor._version import __version__
+
+# name -> module under ortdoctor.commands that defines a click command called `command`
+_COMMANDS = {
+    "check": "check",
+    "preload": "preload",
+    "explain": "explain",
+    "matrix": "matrix",
+    "hook": "hook",
+}
+
+_HELP = """Why is my ONNX Runtime session not using the GPU?
+
+\b
+Common uses:
+  ortdoctor check                  inspect, decide and prove the CUDA EP works
+  ortdoctor preload --directory "" load the right CUDA/cuDNN libraries, show which
+  ortdoctor explain - < log.txt    turn an ONNX Runtime error into cause and fix
+
+In Python, `import ortdoctor.hook` before the first session preloads the right libraries.
+"""
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = _COMMANDS.get(cmd_name)
+        if module is None:
+            return None
+        return importlib.import_module(f"ortdoctor.commands.{module}").command  # type: ignore[no-any-return]
+
+
+@click.group(cls=_LazyGroup, help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ortdoctor")
+def cli() -> None:
+    pass
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console entry point: no traceback reaches the user unless --debug was given."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    try:
+        return cli.main(args=args, prog_name="ortdoctor", standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("ortdoctor: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug in ortdoctor: say so, say where to report it, exit 3
+        if debug:
+            traceback.print_exc()
+        else:
+            click.echo(
+                f"ortdoctor: internal error: {type(exc).__name__}: {exc}\n"
+                f"This is a bug in ortdoctor {__version__}. Run again with --debug for the traceback and "
+                f"report it at {exitcodes.BUG_REPORT_URL}",
+                err=True,
+            )
+        sys.exit(exitcodes.CRASH)

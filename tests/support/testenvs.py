@@ -1,0 +1,93 @@
+"""Real installed environments for tests: the real onnxruntime wheels and NVIDIA CUDA wheels.
+
+Each environment is a ``pip install --target`` directory under ``.testenvs/`` in the repository,
+provisioned once (PyPI is needed the first time) and reused. Tests compose them on ``PYTHONPATH`` /
+``sys.path`` the way people do with ``--target`` installs, layered images and venvs.
+
+The versions are pinned to what the GPU validation machine runs, so results here and there compare.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = Path(os.environ.get("ORTDOCTOR_TESTENVS", ROOT / ".testenvs"))
+
+ORT_GPU_VERSION = "1.31.1"
+ORT_CPU_VERSION = "1.31.1"
+
+# name -> (pip arguments, whether to resolve dependencies)
+ENVS: dict[str, tuple[list[str], bool]] = {
+    # onnxruntime-gpu alone (no NVIDIA wheels): the provider's dependencies must come from elsewhere.
+    "ort-gpu": ([f"onnxruntime-gpu=={ORT_GPU_VERSION}"], False),
+    # the CPU build alone.
+    "ort-cpu": ([f"onnxruntime=={ORT_CPU_VERSION}"], False),
+    # both distributions installed into one location: the GPU wheel first, the CPU wheel last, so the
+    # CPU wheel's files win, as when a transitive dependency pulls `onnxruntime` in after the fact.
+    "ort-both": ([f"onnxruntime-gpu=={ORT_GPU_VERSION}", f"onnxruntime=={ORT_CPU_VERSION}"], False),
+    # the CUDA 13 wheels that onnxruntime-gpu[cuda,cudnn] pulls in, at the GPU machine's versions.
+    "nvidia-cu13": (
+        [
+            "nvidia-cuda-runtime==13.0.96",
+            "nvidia-cuda-nvrtc==13.0.88",
+            "nvidia-cublas==13.1.0.3",
+            "nvidia-cufft==12.0.0.61",
+            "nvidia-curand==10.4.0.35",
+            "nvidia-cudnn-cu13==9.19.0.56",
+        ],
+        True,
+    ),
+    # only the CUDA 12 runtime: the classic major mismatch beside a CUDA 13 onnxruntime-gpu.
+    "nvidia-cu12-runtime": (["nvidia-cuda-runtime-cu12==12.9.79"], False),
+}
+
+
+def ensure(name: str) -> Path:
+    """Return the site directory of environment ``name``, installing it first if needed."""
+    target = _install(name)
+    if name == "ort-both":
+        return next(target.glob("lib/python*/site-packages"))
+    return target
+
+
+def _install(name: str) -> Path:
+    args, with_deps = ENVS[name]
+    target = BASE / name
+    done = target / ".complete"
+    if done.exists():
+        return target
+    BASE.mkdir(parents=True, exist_ok=True)
+    with open(BASE / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return target
+        if target.exists():
+            subprocess.run(["rm", "-rf", str(target)], check=True)
+        if name == "ort-both":
+            # Two installs, in order, into one ordinary site-packages (--prefix uses the normal install
+            # scheme, file by file, unlike --target which replaces whole directories): the second
+            # overwrites the shared files and leaves the first one's extra files, as pip does in a venv.
+            for req in args:
+                _pip(["--no-deps", "--prefix", str(target), req])
+        else:
+            _pip([*([] if with_deps else ["--no-deps"]), "--target", str(target), *args])
+        done.write_text("ok\n")
+    return target
+
+
+def _pip(args: list[str]) -> None:
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+           "--only-binary=:all:", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"provisioning a test environment failed: {' '.join(cmd)}\n{proc.stderr[-4000:]}")
+
+
+if __name__ == "__main__":  # python -m tests.support.testenvs [name ...]: provision ahead of time
+    for env_name in sys.argv[1:] or list(ENVS):
+        print(env_name, ensure(env_name))
