@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Print the compatibility-matrix facts of one onnxruntime-gpu wheel, as YAML ready to paste.
+
+Usage:
+    python scripts/read_wheel.py path/to/onnxruntime_gpu-1.31.1-cp311-...whl
+    python scripts/read_wheel.py --download 1.31.1 [--python-version 3.11]
+
+It reads, without installing anything:
+  * ``onnxruntime/capi/build_and_package_info.py`` (package name, version, cuda_version, cudnn_version),
+  * the METADATA ``Requires-Dist`` lines that carry an extra (``cuda``, ``cudnn``),
+  * the ELF DT_NEEDED of ``capi/libonnxruntime_providers_cuda.so``, of the pybind module
+    (``capi/onnxruntime_pybind11_state*.so``) and of the TensorRT provider when present,
+  * the Python tag of the wheel file name.
+
+Only those members are extracted (the CUDA provider alone is ~280 MB), into a temporary directory
+that is removed afterwards. With ``--download`` the wheel itself is deleted too: disk space matters
+when a whole release history is re-read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# Run from a source checkout without installing ortdoctor.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ortdoctor.elf import ElfError, read_elf  # noqa: E402
+
+# The CUDA/cuDNN sonames worth recording; everything else in DT_NEEDED (libc, libstdc++, ...) is noise.
+_CUDA_SONAME = re.compile(r"^lib(cudart|cublas|cublasLt|cufft|curand|nvrtc|cudnn|nvinfer|nvonnxparser|"
+                          r"nvinfer_plugin|cupti|nvToolsExt|nvJitLink|cusparse|cusolver)\b")
+_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+              "manylinux2014_x86_64")
+
+
+def _member(names: list[str], pattern: str) -> str | None:
+    rx = re.compile(pattern)
+    hits = sorted(n for n in names if rx.search(n))
+    return hits[0] if hits else None
+
+
+def _build_info(text: str) -> dict[str, str]:
+    """The simple ``name = "value"`` assignments of build_and_package_info.py, without executing it."""
+    out: dict[str, str] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and isinstance(node.value.value, str):
+                    out[target.id] = node.value.value
+    return out
+
+
+def _extras(metadata: str) -> dict[str, list[str]]:
+    extras: dict[str, list[str]] = {}
+    for line in metadata.splitlines():
+        if not line.startswith("Requires-Dist:"):
+            continue
+        m = re.match(r"Requires-Dist:\s*(.+?)\s*;\s*extra\s*==\s*['\"]([^'\"]+)['\"]", line)
+        if m:
+            extras.setdefault(m.group(2), []).append(m.group(1).replace(" ", ""))
+    return extras
+
+
+def _plain_requires(metadata: str) -> list[str]:
+    return [line.split(":", 1)[1].strip() for line in metadata.splitlines()
+            if line.startswith("Requires-Dist:") and "extra ==" not in line]
+
+
+def _needed(zf: zipfile.ZipFile, member: str | None, tmp: Path) -> list[str] | None:
+    if member is None:
+        return None
+    target = tmp / Path(member).name
+    with zf.open(member) as src, open(target, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    try:
+        return list(read_elf(target).needed)
+    except ElfError as exc:
+        return [f"<unreadable: {exc}>"]
+    finally:
+        target.unlink()
+
+
+def read_wheel(wheel: Path) -> dict[str, Any]:
+    """The matrix facts of one wheel file, as plain data."""
+    facts: dict[str, Any] = {"wheel": wheel.name}
+    tags = wheel.name[:-4].split("-")
+    facts["version"] = tags[1]
+    facts["python_tag"] = tags[-3]
+    facts["platform_tag"] = tags[-1]
+    with zipfile.ZipFile(wheel) as zf, tempfile.TemporaryDirectory(prefix="ortdoctor-wheel-") as tmpdir:
+        tmp = Path(tmpdir)
+        names = zf.namelist()
+        info = _member(names, r"^onnxruntime/capi/build_and_package_info\.py$")
+        facts["build_info"] = _build_info(zf.read(info).decode()) if info else {}
+        meta = _member(names, r"\.dist-info/METADATA$")
+        text = zf.read(meta).decode() if meta else ""
+        facts["requires_plain"] = _plain_requires(text)
+        facts["extras"] = _extras(text)
+        provider = _member(names, r"^onnxruntime/capi/libonnxruntime_providers_cuda\.so$")
+        pybind = _member(names, r"^onnxruntime/capi/onnxruntime_pybind11_state[^/]*\.so$")
+        trt = _member(names, r"^onnxruntime/capi/libonnxruntime_providers_tensorrt\.so$")
+        provider_needed = _needed(zf, provider, tmp)
+        pybind_needed = _needed(zf, pybind, tmp)
+        trt_needed = _needed(zf, trt, tmp)
+        facts["provider_needed"] = provider_needed
+        facts["provider_needed_cuda"] = [n for n in provider_needed or [] if _CUDA_SONAME.match(n)]
+        facts["pybind_needed"] = pybind_needed
+        facts["pybind_needed_cuda"] = [n for n in pybind_needed or [] if _CUDA_SONAME.match(n)]
+        facts["tensorrt_needed_cuda"] = (
+            None if trt_needed is None else [n for n in trt_needed if _CUDA_SONAME.match(n)])
+    return facts
+
+
+def download(version: str, python_version: str, dest: Path) -> Path:
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+           "--disable-pip-version-check", f"onnxruntime-gpu=={version}", "-d", str(dest),
+           "--python-version", python_version, "--implementation", "cp"]
+    for plat in _PLATFORMS:
+        cmd += ["--platform", plat]
+    subprocess.run(cmd, check=True)
+    wheels = sorted(dest.glob("*.whl"))
+    if not wheels:
+        raise SystemExit(f"pip download produced no wheel for onnxruntime-gpu=={version}")
+    return wheels[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("wheel", nargs="?", help="an onnxruntime-gpu .whl file")
+    ap.add_argument("--download", metavar="VERSION", help="download onnxruntime-gpu==VERSION, read, delete")
+    ap.add_argument("--python-version", default="3.10", help="interpreter the downloaded wheel is for")
+    args = ap.parse_args(argv)
+    if bool(args.wheel) == bool(args.download):
+        ap.error("give a wheel file or --download VERSION")
+    if args.wheel:
+        facts = read_wheel(Path(args.wheel))
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix="ortdoctor-dl-"))
+        try:
+            facts = read_wheel(download(args.download, args.python_version, tmp))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    sys.stdout.write(yaml.safe_dump(facts, sort_keys=False, default_flow_style=None, width=200))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
