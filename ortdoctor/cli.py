@@ -16,13 +16,15 @@ import click
 from ortdoctor import exitcodes
 from ortdoctor._version import __version__
 
-# name -> module under ortdoctor.commands that defines a click command called `command`
+# name -> (module under ortdoctor.commands that defines a click command called `command`, short help).
+# The short help lives here so `ortdoctor --help` lists every command without importing any of them.
 _COMMANDS = {
-    "check": "check",
-    "preload": "preload",
-    "explain": "explain",
-    "matrix": "matrix",
-    "hook": "hook",
+    "check": ("check", "Find what is wrong, say how to fix it, prove the CUDA EP."),
+    "preload": ("preload", "Load the CUDA/cuDNN libraries onnxruntime-gpu needs."),
+    "explain": ("explain", "Explain a finding id, an error text or a log."),
+    "matrix": ("matrix", "Show the matrix; pick a build for a CUDA/torch stack."),
+    "hook": ("hook", "Install or remove the pre-session hook (.pth)."),
+    "completion": ("completion", "Print the bash, zsh or fish completion script."),
 }
 
 _HELP = """Why is my ONNX Runtime session not using the GPU?
@@ -42,10 +44,14 @@ class _LazyGroup(click.Group):
         return list(_COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        module = _COMMANDS.get(cmd_name)
-        if module is None:
+        entry = _COMMANDS.get(cmd_name)
+        if entry is None:
             return None
-        return importlib.import_module(f"ortdoctor.commands.{module}").command  # type: ignore[no-any-return]
+        return importlib.import_module(f"ortdoctor.commands.{entry[0]}").command  # type: ignore[no-any-return]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short) for name, (_module, short) in _COMMANDS.items()])
 
 
 @click.group(cls=_LazyGroup, help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
