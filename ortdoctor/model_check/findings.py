@@ -1,0 +1,407 @@
+"""Findings about the user's own model: what was seen, why it keeps work off the GPU, and the fix.
+
+Everything here is a pure function of the file inspection (:mod:`ortdoctor.model_check.inspect`), the
+child's answer (:mod:`ortdoctor.model_check.child`, already summarised into a :class:`Placement`) and the
+driver facts. :data:`CATALOG` documents each id once (cause and general fix) for ``ortdoctor explain``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortdoctor.facts import DriverInfo, Finding, Severity
+from ortdoctor.model_check.inspect import QUANTIZED_OPS, ModelInspection
+
+CUDA_EP = "CUDAExecutionProvider"
+CPU_EP = "CPUExecutionProvider"
+MEMCPY_OPS = frozenset({"MemcpyToHost", "MemcpyFromHost"})
+
+#: Small int64 shape ops the CUDA EP deliberately leaves on the CPU (used only when a node has no name
+#: to match against the model's own shape subgraph).
+SHAPE_OPS = frozenset({
+    "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Range",
+    "ConstantOfShape", "Reshape", "Expand", "NonZero", "Equal", "Where",
+})
+
+_CUDA_EP_DOCS = "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html"
+_QUANT_DOCS = "https://onnxruntime.ai/docs/performance/model-optimizations/quantization.html"
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    id: str
+    severity: Severity
+    title: str
+    cause: str
+    fix: str
+
+
+CATALOG: tuple[CatalogEntry, ...] = (
+    CatalogEntry("model-invalid", "error", "the model file is not a readable ONNX model",
+                 "The file is missing, empty, not a protobuf ModelProto, or has no graph.",
+                 "Point --model at the .onnx file itself; re-export it (torch.onnx.export, optimum-cli export onnx)."),
+    CatalogEntry("model-truncated", "error", "the model file is cut short",
+                 "The file ends in the middle of a field: an interrupted download or copy, or a Git LFS pointer.",
+                 "Download or copy the model again (git lfs pull for LFS checkouts) and compare its size."),
+    CatalogEntry("model-external-data-missing", "error", "the model's external weight files are missing",
+                 "Models over 2 GB keep their weights in separate files next to the .onnx; onnxruntime "
+                 "looks for them relative to the model's directory.",
+                 "Copy the data files named in the finding next to the model (same relative path)."),
+    CatalogEntry("model-opset-unsupported", "error", "the model's opset or IR version is newer than this onnxruntime",
+                 "Each onnxruntime release supports ONNX opsets and IR versions up to a maximum.",
+                 "Upgrade onnxruntime-gpu, or export the model again with a lower opset (opset_version=...)."),
+    CatalogEntry("model-load-failed", "error", "onnxruntime could not create a session for the model",
+                 "The session failed for a reason other than the file itself (a missing kernel, a custom op, ...).",
+                 "Read onnxruntime's message in the finding; `ortdoctor explain` the text for known causes."),
+    CatalogEntry("model-check-failed", "error", "the model check did not complete",
+                 "The child process that loads the model crashed, hung or printed no answer.",
+                 "Rerun with a longer --timeout; run the model in a plain script to see the native error."),
+    CatalogEntry("model-not-on-gpu", "error", "the model session did not get the CUDA execution provider",
+                 "The CUDA EP could not be created in this environment, so every node runs on the CPU.",
+                 "Fix the environment findings above first (ortdoctor check without --model shows them)."),
+    CatalogEntry("model-quantized-ops-on-cpu", "warning", "quantized ops of the model run on the CPU",
+                 "Dynamic quantization (MatMulInteger, DynamicQuantizeLinear, ConvInteger) targets CPUs; the "
+                 "CUDA EP has no kernels for most of these, so ORT places them on the CPU with copies around them.",
+                 "Use the float (or float16) model on the CUDA EP, or a statically quantized QDQ model on the "
+                 "TensorRT EP."),
+    CatalogEntry("model-cpu-compute-ops", "warning", "compute ops of the model run on the CPU",
+                 "The CUDA EP has no kernel for these ops at the model's opset and types.",
+                 "Change the op or its types at export, or run on a newer onnxruntime-gpu with the kernel."),
+    CatalogEntry("model-memcpy-nodes", "info", "onnxruntime inserted host/device copies",
+                 "Nodes on the CPU between GPU nodes make ORT copy tensors with MemcpyToHost/MemcpyFromHost.",
+                 "Remove the CPU-placed nodes (see the other model findings) or freeze shape subgraphs."),
+    CatalogEntry("model-control-flow-blocks-cuda-graph", "info", "the model has control-flow ops (If/Loop/Scan)",
+                 "CUDA graphs cannot capture control-flow nodes; ORT refuses enable_cuda_graph for such models.",
+                 "Export without control flow (unroll loops, fix the branch) or do not enable CUDA graphs."),
+    CatalogEntry("model-dynamic-shapes-block-cuda-graph", "warning", "model inputs have dynamic shapes",
+                 "A captured CUDA graph replays fixed shapes at fixed addresses; every new shape needs a new capture.",
+                 "Export with fixed input shapes (or pad to one shape) and bind inputs with IOBinding."),
+    CatalogEntry("model-cuda-graph-refused", "error", "onnxruntime refused to enable CUDA graphs for the model",
+                 "enable_cuda_graph needs every node on the CUDA EP and no control flow.",
+                 "Move the nodes named in the finding to the GPU, or run without enable_cuda_graph."),
+    CatalogEntry("model-too-large-for-device", "error", "the model does not fit in the GPU's free memory",
+                 "The weights alone need more memory than the device has free; activations need more.",
+                 "Use a GPU with more memory, free it (other processes), use float16 weights, or gpu_mem_limit."),
+    CatalogEntry("model-run-failed", "warning", "the test run with random inputs failed",
+                 "Running the model with the given --input-shape values raised an error.",
+                 "Check the shapes and dtypes against the model's inputs (listed in the report)."),
+)
+_BY_ID = {e.id: e for e in CATALOG}
+
+#: Finding ids that mean "the input model cannot be used as given": the check command exits with 2.
+INPUT_ERROR_IDS = frozenset({"model-invalid", "model-truncated", "model-external-data-missing",
+                             "model-opset-unsupported"})
+
+
+def make_finding(id_: str, detail: str, fix: str | None = None, severity: Severity | None = None,
+       title: str | None = None) -> Finding:
+    entry = _BY_ID[id_]
+    return Finding(id=id_, severity=severity or entry.severity, title=title or entry.title, detail=detail,
+                   fix=entry.fix if fix is None else fix)
+
+
+# --------------------------------------------------------------------------------------------------
+# Placement summary (from ORT's own answer)
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Placement:
+    """Where the nodes ran, as onnxruntime reported it."""
+
+    source: tuple[str, ...]  # "verbose-log" (final graph), "ep-graph-assignment-info" (as partitioned)
+    nodes_by_provider: dict[str, int] = field(default_factory=dict)  # final graph, Memcpy nodes included
+    op_types_by_provider: dict[str, dict[str, int]] = field(default_factory=dict)
+    cpu_nodes: tuple[dict[str, str], ...] = ()  # {"op_type", "name", "kind": quantized|shape|compute}
+    memcpy_nodes: int = 0
+    gpu_share: float | None = None  # CUDA EP nodes / all nodes, Memcpy nodes left out
+    op_types_from: str | None = None  # where op types per provider came from
+    final_graph_nodes: int | None = None  # nodes after all optimisations, from the verbose log
+
+    @property
+    def total(self) -> int:
+        return sum(self.nodes_by_provider.values())
+
+
+def summarise_placement(child: Mapping[str, Any], inspection: ModelInspection | None) -> Placement | None:
+    """Fold the child's raw sources into one :class:`Placement`; ``None`` when no session was created."""
+    if "providers" not in child:
+        return None
+    log = child.get("placements") or None
+    assignment = child.get("assignment") or None
+    sources = tuple(child.get("assignment_source") or ())
+    nodes: list[dict[str, str]] = []  # {"provider", "op_type", "name"} where individual nodes are known
+    counts: Counter[str] = Counter()
+    op_types_from = None
+    final_nodes: int | None = None
+    if log:
+        for ep, block in log["providers"].items():
+            counts[ep] += int(block["count"])
+            nodes.extend({"provider": ep, **n} for n in block["nodes"])
+        final_nodes = counts.total()
+        listed = sum(len(b["nodes"]) for b in log["providers"].values())
+        op_types_from = "verbose-log"
+        if listed < counts.total():
+            # "All nodes placed on [EP]" gives only a count: take the op types from ORT's assignment record
+            # (as partitioned, before EP-specific fusions) when it agrees on the provider.
+            only = log.get("all_on")
+            if assignment and only and all(a["provider"] == only for a in assignment):
+                # count what the op types describe, so the numbers add up (the final graph may be
+                # smaller after fusions; it stays in final_graph_nodes)
+                nodes = [dict(a) for a in assignment]
+                counts = Counter(a["provider"] for a in assignment)
+                op_types_from = "ep-graph-assignment-info"
+            elif only and inspection is not None and inspection.ok:
+                nodes = []
+                op_types_from = "model-file"
+    elif assignment:
+        nodes = [dict(a) for a in assignment]
+        counts.update(a["provider"] for a in assignment)
+        op_types_from = "ep-graph-assignment-info"
+    else:
+        return Placement(source=sources)
+
+    by_op: dict[str, Counter[str]] = {}
+    for n in nodes:
+        by_op.setdefault(n["provider"], Counter())[n["op_type"]] += 1
+    if op_types_from == "model-file" and inspection is not None and log and log.get("all_on"):
+        by_op = {log["all_on"]: Counter(inspection.op_types)}
+    memcpy = sum(1 for n in nodes if n["op_type"] in MEMCPY_OPS)
+    memcpy = max(memcpy, len(child.get("memcpy_added") or ()))
+    shape_names = set(inspection.shape_nodes) if inspection is not None else set()
+    cpu_nodes = tuple(
+        {"op_type": n["op_type"], "name": n.get("name", ""), "kind": _kind(n, shape_names)}
+        for n in nodes if n["provider"] == CPU_EP
+    )
+    real_total = counts.total() - memcpy
+    gpu = counts.get(CUDA_EP, 0) - sum(1 for n in nodes if n["provider"] == CUDA_EP and n["op_type"] in MEMCPY_OPS)
+    share = round(gpu / real_total, 4) if real_total > 0 else None
+    return Placement(
+        source=sources,
+        nodes_by_provider=dict(counts),
+        op_types_by_provider={ep: dict(sorted(c.items())) for ep, c in by_op.items()},
+        cpu_nodes=cpu_nodes,
+        memcpy_nodes=memcpy,
+        gpu_share=share,
+        op_types_from=op_types_from,
+        final_graph_nodes=final_nodes,
+    )
+
+
+def _kind(node: Mapping[str, str], shape_names: set[str]) -> str:
+    op = node["op_type"]
+    if op in QUANTIZED_OPS:
+        return "quantized"
+    name = node.get("name") or ""
+    if name and name in shape_names:
+        return "shape"
+    if not name and op in SHAPE_OPS:
+        return "shape"
+    return "compute"
+
+
+# --------------------------------------------------------------------------------------------------
+# Findings
+# --------------------------------------------------------------------------------------------------
+def inspection_findings(ins: ModelInspection) -> list[Finding]:
+    """What the file alone proves wrong (before any session)."""
+    if ins.problem == "truncated":
+        return [make_finding("model-truncated", f"{ins.path}: {ins.problem_detail} (file size {ins.file_bytes} bytes).")]
+    if ins.problem is not None:
+        return [make_finding("model-invalid", f"{ins.path}: {ins.problem_detail}.")]
+    missing = ins.missing_external
+    if missing:
+        listed = "; ".join(
+            f"tensor {r.tensor!r} -> {r.path}" + (f" ({r.problem})" if r.problem else " (file not found)")
+            for r in missing[:5]
+        )
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        locations = sorted({r.location for r in missing})
+        return [make_finding("model-external-data-missing",
+                   f"{ins.path} keeps {len(ins.external_refs)} initializer(s) in external files; "
+                   f"missing or unusable: {listed}{more}.",
+                   fix=f"Place {', '.join(locations)} in {_dirname(ins.path)} (the path is relative to the "
+                   "model file), e.g. copy the whole export directory, not only the .onnx file.")]
+    return []
+
+
+def _dirname(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else "."
+
+
+_OPSET_MAX = re.compile(r"Current official support for domain (\S+) is till opset (\d+)")
+_OPSET_UNDER_DEV = re.compile(r"Opset (\d+) is under development")
+_IR_VERSION = re.compile(r"Unsupported model IR version: (\d+), max supported IR version: (\d+)")
+_NO_KERNEL = re.compile(r"Could not find an implementation for (\S+)")
+
+
+def session_error_findings(error: str, ins: ModelInspection | None, ort_version: str | None) -> list[Finding]:
+    """Classify onnxruntime's own error text from creating the session."""
+    where = f"onnxruntime {ort_version}" if ort_version else "onnxruntime"
+    quoted = error.strip()
+    if len(quoted) > 1200:
+        quoted = quoted[:1200] + " ..."
+    opset_max = _OPSET_MAX.search(error)
+    ir = _IR_VERSION.search(error)
+    if opset_max or _OPSET_UNDER_DEV.search(error) or ir or ("opset" in error.lower() and "not supported" in error):
+        model_opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in (ins.opsets.items() if ins else ()))
+        if ir:
+            seen = f"The model has IR version {ir.group(1)}; {where} supports up to {ir.group(2)}."
+        elif opset_max:
+            seen = (f"The model imports {model_opsets or 'an opset'}; {where} officially supports domain "
+                    f"{opset_max.group(1)} up to opset {opset_max.group(2)}.")
+        else:
+            seen = f"The model imports {model_opsets or 'an opset'}, newer than {where} supports."
+        fix = ("pip install --upgrade onnxruntime-gpu  (a newer release supports newer opsets), or export "
+               "the model again with a lower opset, e.g. torch.onnx.export(..., opset_version=17)")
+        if opset_max:
+            fix += f" (at most {opset_max.group(2)} for this onnxruntime)"
+        return [make_finding("model-opset-unsupported", f"{seen} onnxruntime said: {quoted}", fix=fix)]
+    if "External data path" in error or "external data" in error.lower():
+        return [make_finding("model-external-data-missing", f"{where} could not read the model's external data: {quoted}")]
+    if "INVALID_PROTOBUF" in error or "Protobuf parsing failed" in error:
+        return [make_finding("model-invalid", f"{where} could not parse the model: {quoted}")]
+    if "NO_SUCHFILE" in error or "File doesn't exist" in error:
+        return [make_finding("model-invalid", f"{where} could not open the model: {quoted}")]
+    kernel = _NO_KERNEL.search(error)
+    if kernel:
+        return [make_finding("model-load-failed", f"{where} has no kernel for {kernel.group(1)}: {quoted}",
+                   fix="Export the node with types/opset this onnxruntime implements, or upgrade onnxruntime; "
+                   "a custom-op model needs its custom-op library registered (SessionOptions.register_custom_ops_library).")]
+    return [make_finding("model-load-failed", f"{where} could not create a session: {quoted}")]
+
+
+def placement_findings(p: Placement, child: Mapping[str, Any], ins: ModelInspection | None, *,
+                       cuda_graph: bool) -> list[Finding]:
+    out: list[Finding] = []
+    providers = list(child.get("providers") or ())
+    if not child.get("cuda_ep_active"):
+        # ORT's own reason: the provider library's load error and the "Failed to create" warning
+        evidence = [ln for ln in child.get("log_lines") or ()
+                    if "Failed to" in ln or "CUDA failure" in ln or "cudaError" in ln]
+        why = (" onnxruntime said: " + " | ".join(_strip_log_prefix(x) for x in evidence[-3:])) if evidence else ""
+        available = child.get("available_providers") or []
+        if CUDA_EP not in available:
+            why = (f" This onnxruntime {child.get('ort_version') or ''} has no CUDA EP at all "
+                   f"(available: {', '.join(available)}).")
+        out.append(make_finding("model-not-on-gpu",
+                      f"The session for {child.get('model')} runs on {providers or 'no provider'}; all "
+                      f"{p.total} node(s) are on the CPU, so nothing here says which nodes the GPU would "
+                      f"take.{why}"))
+        if ins is not None and ins.quantized_ops:
+            ops = ", ".join(f"{op} x{n}" for op, n in ins.quantized_ops.items())
+            out.append(make_finding("model-quantized-ops-on-cpu", severity="info",
+                          title="the model is quantized for the CPU (placement on the GPU not verified here)",
+                          detail=f"The model contains {ops}. The CUDA EP runs few of these; with a working "
+                          "CUDA EP onnxruntime would place them on the CPU. Not verified: the CUDA EP was "
+                          "not created in this environment."))
+        return out
+    quantized = Counter(n["op_type"] for n in p.cpu_nodes if n["kind"] == "quantized")
+    compute = Counter(n["op_type"] for n in p.cpu_nodes if n["kind"] == "compute")
+    shape = [n for n in p.cpu_nodes if n["kind"] == "shape"]
+    share = f"{p.gpu_share:.0%}" if p.gpu_share is not None else "unknown"
+    if quantized:
+        out.append(make_finding("model-quantized-ops-on-cpu",
+                      f"onnxruntime placed {_ops(quantized)} on the CPU ({share} of the graph on the CUDA "
+                      f"EP; {p.memcpy_nodes} Memcpy node(s) inserted). These come from dynamic "
+                      "quantization (onnxruntime.quantization.quantize_dynamic), which targets CPUs."))
+    if compute:
+        names = ", ".join(n["name"] or n["op_type"] for n in p.cpu_nodes if n["kind"] == "compute")
+        out.append(make_finding("model-cpu-compute-ops",
+                      f"onnxruntime placed {_ops(compute)} on the CPU ({share} of the graph on the CUDA EP): "
+                      f"{_clip(names)}."))
+    if p.memcpy_nodes:
+        out.append(make_finding("model-memcpy-nodes",
+                      f"{p.memcpy_nodes} MemcpyToHost/MemcpyFromHost node(s) move tensors between the GPU "
+                      f"and the CPU on every run ({len(shape)} CPU node(s) only compute shapes)."))
+    if cuda_graph:
+        cg = child.get("cuda_graph") or {}
+        if cg.get("tried") and not cg.get("ok"):
+            out.append(make_finding("model-cuda-graph-refused",
+                          f"Creating the session with enable_cuda_graph=1 failed: {cg.get('error')}"))
+    return out
+
+
+def structure_findings(ins: ModelInspection, *, cuda_graph: bool) -> list[Finding]:
+    """CUDA-graph constraints that the file alone shows (control flow, dynamic input shapes)."""
+    out: list[Finding] = []
+    if ins.control_flow_nodes:
+        out.append(make_finding("model-control-flow-blocks-cuda-graph",
+                      severity="warning" if cuda_graph else "info",
+                      detail=f"The model has {len(ins.control_flow_nodes)} control-flow node(s): "
+                      f"{_clip(', '.join(ins.control_flow_nodes))}. enable_cuda_graph cannot be used with it"
+                      + ("." if cuda_graph else " (only matters if you enable CUDA graphs).")))
+    if cuda_graph and ins.dynamic_inputs:
+        dyn = "; ".join(f"{i.name} {list(i.shape) if i.shape is not None else '(no shape)'}"
+                        for i in ins.dynamic_inputs)
+        out.append(make_finding("model-dynamic-shapes-block-cuda-graph",
+                      f"Inputs with dynamic dimensions: {_clip(dyn)}. A captured CUDA graph is only valid "
+                      "for the shapes it was captured with."))
+    return out
+
+
+def memory_findings(ins: ModelInspection, driver: DriverInfo | None, device_id: int) -> list[Finding]:
+    if driver is None or not driver.available:
+        return []
+    device = next((d for d in driver.devices if d.index == device_id), None)
+    if device is None:
+        return []
+    free_mib = device.memory_free_mib if device.memory_free_mib is not None else device.memory_total_mib
+    if free_mib is None:
+        return []
+    need = ins.total_bytes
+    if need <= free_mib * 1024 * 1024:
+        return []
+    kind = "free" if device.memory_free_mib is not None else "total"
+    return [make_finding("model-too-large-for-device",
+               f"The model's weights take {_mib(need)} MiB ({ins.path} plus external data); GPU {device_id} "
+               f"({device.name}) has {free_mib} MiB {kind} (NVML index {device.index}; with "
+               "CUDA_VISIBLE_DEVICES set, CUDA's device numbers may differ).")]
+
+
+def run_findings(run: Mapping[str, Any] | None) -> list[Finding]:
+    if not run:
+        return []
+    if run.get("problems"):
+        return [make_finding("model-run-failed", "; ".join(run["problems"]) + ".")]
+    out = []
+    for side in ("cuda", "cpu"):
+        r = run.get(side) or {}
+        if r and not r.get("ok") and "was not created" not in (r.get("error") or ""):
+            out.append(make_finding("model-run-failed", f"The {side.upper()} run failed: {r.get('error')}"))
+    return out
+
+
+def _ops(c: Counter[str]) -> str:
+    return ", ".join(f"{op} x{n}" for op, n in c.most_common())
+
+
+def _clip(text: str, limit: int = 400) -> str:
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _mib(n: int) -> int:
+    return -(-n // (1024 * 1024))
+
+
+def _strip_log_prefix(line: str) -> str:
+    """Drop the timestamp/source prefix of an ORT log record: the text is what classifies it."""
+    return re.sub(r"^.*?\] ", "", line, count=1) if "onnxruntime" in line[:80] else line
+
+
+__all__ = [
+    "CATALOG",
+    "INPUT_ERROR_IDS",
+    "CatalogEntry",
+    "Placement",
+    "inspection_findings",
+    "make_finding",
+    "memory_findings",
+    "placement_findings",
+    "run_findings",
+    "session_error_findings",
+    "structure_findings",
+    "summarise_placement",
+]
