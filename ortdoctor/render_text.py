@@ -1,0 +1,312 @@
+"""The human report: one screen, read top to bottom.
+
+A verdict line first, then what was found (Python, onnxruntime, PyTorch, driver/GPU, libraries,
+smoke) with ✔/⚠/✘, then every problem with its fix underneath. Returns a string; the caller
+decides about colour (``color=True`` only for a terminal without NO_COLOR).
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Sequence
+
+from ortdoctor._version import __version__
+from ortdoctor.doctor import Report
+from ortdoctor.facts import Finding, LibraryPlan
+
+__all__ = ["render"]
+
+OK, WARN, FAIL, INFO = "✔", "⚠", "✘", "ℹ"
+_WIDTH = 100
+_LABEL = 13  # width of the section labels
+
+
+class _Style:
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.color and text else text
+
+    def red(self, t: str) -> str:
+        return self._wrap("31", t)
+
+    def yellow(self, t: str) -> str:
+        return self._wrap("33", t)
+
+    def green(self, t: str) -> str:
+        return self._wrap("32", t)
+
+    def bold(self, t: str) -> str:
+        return self._wrap("1", t)
+
+    def dim(self, t: str) -> str:
+        return self._wrap("2", t)
+
+    def mark(self, mark: str) -> str:
+        return {OK: self.green, WARN: self.yellow, FAIL: self.red}.get(mark, self.dim)(mark)
+
+
+def render(report: Report, *, color: bool = False, debug: bool = False) -> str:
+    s = _Style(color)
+    lines = [_verdict_line(report, s), ""]
+    lines += _python(report, s, debug)
+    lines += _ort(report, s, debug)
+    lines += _torch(report, s)
+    lines += _driver(report, s, debug)
+    lines += _libraries(report, s, debug)
+    lines += _smoke(report, s, debug)
+    lines += _problems(report, s, debug)
+    if debug:
+        lines += ["", s.bold("Timings (ms)"),
+                  "  " + ", ".join(f"{k} {v:g}" for k, v in report.timings_ms.items())]
+        if report.matrix_path:
+            lines.append(f"  matrix: {report.matrix_path}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+def _counts(findings: Sequence[Finding]) -> str:
+    errors = sum(f.severity == "error" for f in findings)
+    warnings = sum(f.severity == "warning" for f in findings)
+    parts = []
+    if errors:
+        parts.append(f"{errors} error{'s' * (errors != 1)}")
+    if warnings:
+        parts.append(f"{warnings} warning{'s' * (warnings != 1)}")
+    return ", ".join(parts)
+
+
+def _verdict_line(report: Report, s: _Style) -> str:
+    head = f"ortdoctor {__version__}: "
+    ort = report.env.ort
+    what = f"{ort.active or 'onnxruntime'} {ort.version}" if ort.installed else "onnxruntime"
+    if report.verdict == "fail":
+        first = next(f for f in report.findings if f.severity == "error")
+        return (head + s.red(s.bold(f"{FAIL} FAIL")) + f": {what} cannot use the GPU here "
+                f"({_counts(report.findings)}; first: {first.id})")
+    if report.verdict == "warn":
+        return head + s.yellow(s.bold(f"{WARN} WARN")) + f": {what} should work, with {_counts(report.findings)}"
+    proof = " (proved by the smoke session)" if report.smoke is not None and getattr(report.smoke, "ok", False) else ""
+    return head + s.green(s.bold(f"{OK} OK")) + f": {what} can use the GPU{proof}"
+
+
+def _row(label: str, mark: str, text: str, s: _Style) -> str:
+    return f"{s.bold(label.ljust(_LABEL))}{s.mark(mark) + ' ' if mark else ''}{text}"
+
+
+def _home(path: str | None) -> str:
+    if not path:
+        return ""
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and path.startswith(home + os.sep):
+        return "~" + path[len(home):]
+    return path
+
+
+def _short(path: str, report: Report, debug: bool) -> str:
+    """A library path relative to its site directory (``…/nvidia/cu13/lib/x``) unless --debug."""
+    if debug:
+        return _home(path)
+    for site in report.env.python.site_dirs:
+        if site and path.startswith(site.rstrip(os.sep) + os.sep):
+            return "…/" + path[len(site.rstrip(os.sep)) + 1:]
+    return _home(path)
+
+
+def _python(report: Report, s: _Style, debug: bool) -> list[str]:
+    py = report.env.python
+    extra = [py.platform]
+    if py.libc:
+        extra.append(py.libc)
+    if py.venv:
+        extra.append("venv")
+    if py.conda_prefix:
+        extra.append(f"conda {py.conda_prefix}")
+    if py.container:
+        extra.append("container")
+    if py.wsl:
+        extra.append("WSL2")
+    out = [_row("Python", "", f"{py.version} {_home(py.executable)} ({', '.join(extra)})", s)]
+    if debug:
+        out += [" " * _LABEL + s.dim(f"site: {_home(d)}") for d in py.site_dirs]
+    return out
+
+
+def _ort(report: Report, s: _Style, debug: bool) -> list[str]:
+    from ortdoctor.diagnose import is_cuda_build
+
+    ort = report.env.ort
+    if not ort.installed:
+        rec = report.recommendation or 'pip install "onnxruntime-gpu[cuda,cudnn]"'
+        return [_row("onnxruntime", FAIL, "not installed", s), " " * _LABEL + f"for this machine: {s.bold(rec)}"]
+    dists = [d for d in ort.distributions if not d.name.lower().startswith("onnxruntime-genai")]
+    if is_cuda_build(ort):
+        cudnn = f", cuDNN {ort.cudnn_major}" if ort.cudnn_major else ""
+        mark, text = OK, f"{ort.active or ort.package_name} {ort.version} (CUDA {ort.cuda_version or '?'}{cudnn})"
+    else:
+        mark, text = FAIL, f"{ort.active or ort.package_name} {ort.version} (CPU build: no CUDA provider)"
+    if len(dists) > 1:
+        mark = FAIL
+        text += "; also installed: " + ", ".join(f"{d.name} {d.version}" for d in dists if d.name != ort.active)
+    out = [_row("onnxruntime", mark, text, s), " " * _LABEL + s.dim(_home(ort.package_dir))]
+    if debug:
+        for d in ort.distributions:
+            owner = {True: "files on disk", False: "overwritten", None: "?"}[d.owns_files_on_disk]
+            out.append(" " * _LABEL + s.dim(f"{d.name} {d.version}: {owner} ({_home(d.dist_info)})"))
+        if ort.cuda_provider is not None:
+            needed = getattr(ort.cuda_provider, "needed", None) or getattr(ort.cuda_provider, "imports", ())
+            out.append(" " * _LABEL + s.dim("CUDA provider needs: " + ", ".join(needed)))
+    return out
+
+
+def _torch(report: Report, s: _Style) -> list[str]:
+    t = report.env.torch
+    if t is None:
+        return [_row("PyTorch", "", s.dim("not installed"), s)]
+    ids = {f.id for f in report.findings}
+    mark = WARN if "torch-cuda-mismatch" in ids else OK
+    detail = f"CUDA {t.cuda}" if t.cuda else "CPU build"
+    if t.cudnn:
+        detail += f", cuDNN {t.cudnn}"
+    return [_row("PyTorch", mark, f"{t.version} ({detail})", s)]
+
+
+def _driver(report: Report, s: _Style, debug: bool) -> list[str]:
+    from ortdoctor.diagnose import visible_devices
+
+    d = report.env.driver
+    ids = {f.id for f in report.findings}
+    if not d.available:
+        reason = d.error or (d.error_kind.value if d.error_kind else "not available")
+        return [_row("Driver/GPU", FAIL, f"no usable NVIDIA driver ({reason})", s)]
+    driver_bad = ids & {"driver-too-old", "cuda-compat-on-unsupported-hw"}
+    out = [_row("Driver/GPU", FAIL if "driver-too-old" in driver_bad else (WARN if driver_bad else OK),
+                f"driver {d.version} (CUDA {d.cuda_version or '?'})", s)]
+    visible, why = visible_devices(d)
+    visible_idx = {dev.index for dev in visible}
+    if not d.devices:
+        out.append(" " * _LABEL + s.red(f"{FAIL} no GPU visible"))
+    for dev in d.devices:
+        mem = ""
+        if dev.memory_total_mib is not None:
+            mem = f", {dev.memory_total_mib} MiB" + (f" ({dev.memory_free_mib} free)" if dev.memory_free_mib is not None else "")
+        hidden = "" if dev.index in visible_idx else s.dim(" hidden by CUDA_VISIBLE_DEVICES")
+        out.append(" " * _LABEL + f"GPU {dev.index}: {dev.name} (sm {dev.compute_capability or '?'}{mem}){hidden}")
+    if why and debug:
+        out.append(" " * _LABEL + s.dim(why))
+    return out
+
+
+def _lib_mark(lp: LibraryPlan, report: Report) -> tuple[str, str]:
+    from ortdoctor.diagnose import loader_visible
+
+    if lp.skipped:
+        return INFO, f"skipped ({lp.skipped})"
+    if lp.chosen is None:
+        if _is_sub(lp):
+            return INFO, "not in this cuDNN (loaded only if its release has it)"
+        essential = lp.required or lp.name.lower() == "cudnn"
+        if lp.other_major:
+            return (FAIL if essential else WARN), "only another major: " + ", ".join(
+                os.path.basename(c.path) for c in lp.other_major[:3])
+        return (FAIL if essential else WARN), "not found"
+    where = f"{lp.chosen.source}  {_short(lp.chosen.path, report, False)}"
+    if lp.chosen.version:
+        where = f"{lp.chosen.version}  " + where
+    if loader_visible(report.env, lp.soname, lp.chosen):
+        return OK, where
+    return WARN, where + "  (needs preload)"
+
+
+def _libraries(report: Report, s: _Style, debug: bool) -> list[str]:
+    plan = report.plan
+    if plan is None:
+        return []
+    head = f"CUDA {plan.cuda_major}" + (f", cuDNN {plan.cudnn_major}" if plan.cudnn_major else "")
+    if plan.directory is not None:
+        head += f"; --directory {plan.directory!r}"
+    out = [_row("Libraries", "", head, s)]
+    libs = [lp for lp in plan.libraries if not lp.soname.lower().startswith("libcuda.so")]
+    subs = [lp for lp in libs if _is_sub(lp)]
+    if not debug:
+        # The cuDNN sub-libraries follow the main library: one summary line unless --debug.
+        libs = [lp for lp in libs if not _is_sub(lp)]
+    name_w = max((len(lp.name) for lp in libs), default=0) + 2
+    so_w = max((len(lp.soname) for lp in libs), default=0) + 2
+    for lp in libs:
+        mark, text = _lib_mark(lp, report)
+        kind = "" if lp.required else s.dim(" lazy")
+        out.append(f"  {s.mark(mark)} {lp.name.ljust(name_w)}{lp.soname.ljust(so_w)}{text}{kind}")
+        if debug:
+            for c in lp.candidates:
+                why = f" — {c.rejected}" if c.rejected else ""
+                out.append(s.dim(f"      candidate [{c.source}] {_home(c.path)}{why}"))
+            for c in lp.other_major:
+                out.append(s.dim(f"      other major [{c.source}] {_home(c.path)} — {c.rejected or ''}"))
+    if subs and not debug:
+        found = [lp for lp in subs if lp.chosen is not None]
+        text = f"{len(found)} of {len(subs)} known cuDNN sub-libraries present"
+        if len(found) < len(subs):
+            text += " (cuDNN loads those of its own release)"
+        out.append(s.dim(f"  {INFO} {text}; --debug lists them"))
+    return out
+
+
+def _is_sub(lp: LibraryPlan) -> bool:
+    return lp.name.lower().startswith("cudnn_") or lp.name.lower().startswith("cudnn-")
+
+
+def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
+    sm = report.smoke
+    if sm is None:
+        return [_row("Smoke", "", s.dim(f"not run ({report.smoke_skipped or 'skipped'})"), s)]
+    providers = list(getattr(sm, "providers", None) or [])
+    timings = getattr(sm, "timings_ms", None) or {}
+    if getattr(sm, "ok", False):
+        t = ", ".join(f"{k} {v:g} ms" for k, v in timings.items()) if timings else ""
+        out = [_row("Smoke", OK, f"MatMul+Add+Relu ran on {providers[0] if providers else 'CUDA'} "
+                    f"(device {getattr(sm, 'device_id', 0)}); results correct", s)]
+        if t:
+            out.append(" " * _LABEL + s.dim(t))
+        return out
+    if not getattr(sm, "ran", False):
+        return [_row("Smoke", WARN, f"did not run: {getattr(sm, 'error', None) or 'unknown reason'}", s)]
+    where = f" (ran on {providers})" if providers else ""
+    err = (getattr(sm, "error", None) or "").strip().splitlines()
+    out = [_row("Smoke", FAIL, f"failed{where}", s)]
+    if err:
+        shown = err if debug else err[-2:]
+        out += [" " * _LABEL + s.dim(line[:_WIDTH]) for line in shown]
+    return out
+
+
+def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
+    problems = [f for f in report.findings if f.severity != "info"]
+    notes = [f for f in report.findings if f.severity == "info"]
+    out: list[str] = []
+    if problems:
+        out += ["", s.bold(f"Problems ({_counts(problems)})")]
+        for f in problems:
+            out += _finding(f, s)
+    elif report.verdict == "ok":
+        out += ["", s.green("No problems found.")]
+    if notes:
+        out += ["", s.bold("Notes") + s.dim(" (ortdoctor explain ID, or --debug, for detail)")]
+        for f in notes:
+            out += _finding(f, s) if debug else [f"{s.mark(INFO)} {f.title}  {s.dim('[' + f.id + ']')}"]
+    return out
+
+
+def _finding(f: Finding, s: _Style) -> list[str]:
+    mark = {"error": FAIL, "warning": WARN}.get(f.severity, INFO)
+    out = ["", f"{s.mark(mark)} {s.bold(f.title)}  {s.dim('[' + f.id + ']')}"]
+    for para in f.detail.splitlines():
+        out += textwrap.wrap(para, _WIDTH, initial_indent="    ", subsequent_indent="      ",
+                             break_long_words=False, break_on_hyphens=False) or [""]
+    if f.fix:
+        fix_lines = f.fix.splitlines()
+        out.append("    " + s.green("fix: ") + s.bold(fix_lines[0]))
+        out += ["         " + s.bold(line) for line in fix_lines[1:]]
+    return out

@@ -1,0 +1,80 @@
+"""The human report: verdict first, sections, marks, the fix under each problem, colour only when asked."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from ortdoctor.commands.check import _use_color
+from ortdoctor.facts import OrtInfo, SystemInfo, TorchInfo
+from ortdoctor.render_text import render
+from tests.test_diagnose import SITE, driver_none, full_plan, healthy_env, lib
+from tests.test_report import make_report
+
+
+def test_verdict_line_comes_first_and_fixes_sit_under_problems() -> None:
+    text = render(make_report(healthy_env(driver=driver_none()), full_plan()))
+    lines = text.splitlines()
+    assert lines[0].startswith("ortdoctor ")
+    assert "✘ FAIL" in lines[0]
+    assert "driver-missing" in lines[0]
+    for section in ("Python", "onnxruntime", "PyTorch", "Driver/GPU", "Libraries", "Smoke", "Problems"):
+        assert any(line.startswith(section) for line in lines), section
+    i = next(n for n, line in enumerate(lines) if "[driver-missing]" in line)
+    assert any("fix: " in line for line in lines[i + 1: i + 6])
+    assert "\033[" not in text
+
+
+def test_libraries_show_marks_and_preload_need() -> None:
+    plan = full_plan(curand=lib("curand", "libcurand.so.10", None))
+    text = render(make_report(healthy_env(system=SystemInfo()), plan))
+    assert "✘ curand" in text
+    assert "(needs preload)" in text
+    assert "…/nvidia/cu13/lib/libcudart.so.13" in text
+
+
+def test_ok_report() -> None:
+    text = render(make_report(healthy_env(), full_plan()))
+    assert "✔ OK" in text.splitlines()[0]
+    assert "No problems found." in text
+    assert "✔ cudart" in text
+
+
+def test_not_installed_says_what_to_install() -> None:
+    rep = make_report(healthy_env(ort=OrtInfo(installed=False)), None, recommendation='pip install "onnxruntime-gpu[cuda,cudnn]"')
+    text = render(rep)
+    assert "not installed" in text
+    assert 'for this machine: pip install "onnxruntime-gpu[cuda,cudnn]"' in text
+
+
+def test_torch_row() -> None:
+    torch = TorchInfo("2.11.0+cu128", "12.8", "9.10.2", f"{SITE}/torch/lib", SITE)
+    text = render(make_report(healthy_env(torch=torch), full_plan()))
+    assert "⚠ 2.11.0+cu128 (CUDA 12.8, cuDNN 9.10.2)" in text
+
+
+def test_color_and_debug() -> None:
+    rep = make_report(healthy_env(driver=driver_none()), full_plan())
+    assert "\033[31m" in render(rep, color=True)
+    debug = render(rep, debug=True)
+    assert "candidate [nvidia-wheel]" in debug
+    assert "Timings (ms)" in debug
+    assert "site: " in debug
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+def test_colour_only_on_a_terminal_without_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert _use_color(_Stream(True)) is True
+    assert _use_color(_Stream(False)) is False
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert _use_color(_Stream(True)) is False
