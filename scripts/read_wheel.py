@@ -6,7 +6,8 @@ Usage:
     python scripts/read_wheel.py --download 1.31.1 [--python-version 3.11]
 
 It reads, without installing anything:
-  * ``onnxruntime/capi/build_and_package_info.py`` (package name, version, cuda_version, cudnn_version),
+  * ``onnxruntime/capi/build_and_package_info.py`` (package name, version, cuda_version) and, in
+    older wheels, ``capi/version_info.py`` (cuda_version, cudnn_version),
   * the METADATA ``Requires-Dist`` lines that carry an extra (``cuda``, ``cudnn``),
   * the ELF DT_NEEDED of ``capi/libonnxruntime_providers_cuda.so``, of the pybind module
     (``capi/onnxruntime_pybind11_state*.so``) and of the TensorRT provider when present,
@@ -35,11 +36,11 @@ import yaml
 # Run from a source checkout without installing ortdoctor.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ortdoctor.elf import ElfError, read_elf  # noqa: E402
+from ortdoctor.elf import ElfError, read_elf
 
 # The CUDA/cuDNN sonames worth recording; everything else in DT_NEEDED (libc, libstdc++, ...) is noise.
-_CUDA_SONAME = re.compile(r"^lib(cudart|cublas|cublasLt|cufft|curand|nvrtc|cudnn|nvinfer|nvonnxparser|"
-                          r"nvinfer_plugin|cupti|nvToolsExt|nvJitLink|cusparse|cusolver)\b")
+_CUDA_SONAME = re.compile(r"^lib(cudart|cublasLt|cublas|cufft|curand|nvrtc|cudnn(?:_[a-z_]+)?|nvinfer(?:_plugin)?|"
+                          r"nvonnxparser|cupti|nvToolsExt|nvJitLink|cusparse|cusolver)\.so")
 _PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
               "manylinux2014_x86_64")
 
@@ -77,16 +78,36 @@ def _plain_requires(metadata: str) -> list[str]:
             if line.startswith("Requires-Dist:") and "extra ==" not in line]
 
 
-def _needed(zf: zipfile.ZipFile, member: str | None, tmp: Path) -> list[str] | None:
+def _strings_cuda(path: Path) -> list[str]:
+    """CUDA sonames named in the file's bytes: what a library dlopens instead of linking."""
+    found: set[str] = set()
+    rx = re.compile(rb"lib(?:cudart|cublasLt|cublas|cufft|curand|nvrtc|cudnn)\.so\.[0-9.]+")
+    with open(path, "rb") as f:
+        tail = b""
+        while chunk := f.read(1 << 24):
+            buf = tail + chunk
+            found.update(m.group().decode().rstrip(".") for m in rx.finditer(buf))
+            tail = buf[-64:]
+    return sorted(found)
+
+
+def _elf(zf: zipfile.ZipFile, member: str | None, tmp: Path, strings: bool = False) -> dict[str, Any] | None:
+    """DT_NEEDED and RPATH/RUNPATH of one member; with ``strings``, also the sonames in its bytes when
+    DT_NEEDED names no CUDA library (1.15 links none and dlopens them)."""
     if member is None:
         return None
     target = tmp / Path(member).name
     with zf.open(member) as src, open(target, "wb") as dst:
         shutil.copyfileobj(src, dst, 1 << 20)
     try:
-        return list(read_elf(target).needed)
+        info = read_elf(target)
+        out: dict[str, Any] = {"needed": list(info.needed), "rpath": list(info.rpath),
+                               "runpath": list(info.runpath)}
+        if strings and not any(_CUDA_SONAME.match(n) for n in info.needed):
+            out["strings_cuda"] = _strings_cuda(target)
+        return out
     except ElfError as exc:
-        return [f"<unreadable: {exc}>"]
+        return {"needed": [f"<unreadable: {exc}>"]}
     finally:
         target.unlink()
 
@@ -101,8 +122,15 @@ def read_wheel(wheel: Path) -> dict[str, Any]:
     with zipfile.ZipFile(wheel) as zf, tempfile.TemporaryDirectory(prefix="ortdoctor-wheel-") as tmpdir:
         tmp = Path(tmpdir)
         names = zf.namelist()
-        info = _member(names, r"^onnxruntime/capi/build_and_package_info\.py$")
-        facts["build_info"] = _build_info(zf.read(info).decode()) if info else {}
+        # build_and_package_info.py carries cuda_version from 1.21 on; older wheels keep
+        # cuda_version / cudnn_version in version_info.py.
+        build: dict[str, str] = {}
+        for pattern in (r"^onnxruntime/capi/version_info\.py$",
+                        r"^onnxruntime/capi/build_and_package_info\.py$"):
+            info = _member(names, pattern)
+            if info:
+                build.update(_build_info(zf.read(info).decode()))
+        facts["build_info"] = build
         meta = _member(names, r"\.dist-info/METADATA$")
         text = zf.read(meta).decode() if meta else ""
         facts["requires_plain"] = _plain_requires(text)
@@ -110,20 +138,26 @@ def read_wheel(wheel: Path) -> dict[str, Any]:
         provider = _member(names, r"^onnxruntime/capi/libonnxruntime_providers_cuda\.so$")
         pybind = _member(names, r"^onnxruntime/capi/onnxruntime_pybind11_state[^/]*\.so$")
         trt = _member(names, r"^onnxruntime/capi/libonnxruntime_providers_tensorrt\.so$")
-        provider_needed = _needed(zf, provider, tmp)
-        pybind_needed = _needed(zf, pybind, tmp)
-        trt_needed = _needed(zf, trt, tmp)
+        prov = _elf(zf, provider, tmp, strings=True)
+        pyb = _elf(zf, pybind, tmp)
+        trt_elf = _elf(zf, trt, tmp)
+        provider_needed = prov["needed"] if prov else None
         facts["provider_needed"] = provider_needed
         facts["provider_needed_cuda"] = [n for n in provider_needed or [] if _CUDA_SONAME.match(n)]
+        if prov and (prov.get("rpath") or prov.get("runpath")):
+            facts["provider_rpath"] = prov.get("rpath") or prov.get("runpath")
+        if prov and "strings_cuda" in prov:
+            facts["provider_strings_cuda"] = prov["strings_cuda"]
+        pybind_needed = pyb["needed"] if pyb else None
         facts["pybind_needed"] = pybind_needed
         facts["pybind_needed_cuda"] = [n for n in pybind_needed or [] if _CUDA_SONAME.match(n)]
         facts["tensorrt_needed_cuda"] = (
-            None if trt_needed is None else [n for n in trt_needed if _CUDA_SONAME.match(n)])
+            None if trt_elf is None else [n for n in trt_elf["needed"] if _CUDA_SONAME.match(n)])
     return facts
 
 
 def download(version: str, python_version: str, dest: Path) -> Path:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet", "--no-cache-dir",
            "--disable-pip-version-check", f"onnxruntime-gpu=={version}", "-d", str(dest),
            "--python-version", python_version, "--implementation", "cp"]
     for plat in _PLATFORMS:
@@ -139,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("wheel", nargs="?", help="an onnxruntime-gpu .whl file")
     ap.add_argument("--download", metavar="VERSION", help="download onnxruntime-gpu==VERSION, read, delete")
-    ap.add_argument("--python-version", default="3.10", help="interpreter the downloaded wheel is for")
+    ap.add_argument("--python-version", default="3.11", help="interpreter the downloaded wheel is for")
     args = ap.parse_args(argv)
     if bool(args.wheel) == bool(args.download):
         ap.error("give a wheel file or --download VERSION")
