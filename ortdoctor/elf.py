@@ -55,7 +55,8 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
             return _read(f, p)
     except ElfError:
         raise
-    except (OSError, struct.error, OverflowError, MemoryError) as exc:
+    except (OSError, struct.error, OverflowError, MemoryError, ValueError) as exc:
+        # ValueError: seek() to an offset >= 2**63 (a corrupt 64-bit header field) raises it.
         raise ElfError(f"{p}: cannot read ELF headers: {exc}") from None
 
 

@@ -35,6 +35,9 @@ def build_so(
     src = out_dir / f".{target.name}.c"
     src.write_text(code)
     cmd = [GCC, "-shared", "-fPIC", "-o", str(target), str(src), f"-Wl,-soname,{soname}"]
+    # Some toolchains (Debian's and Ubuntu's gcc) link with --as-needed by default, which drops a
+    # DT_NEEDED whose symbols the code does not use: ask for every dependency to be recorded.
+    cmd.append("-Wl,--no-as-needed")
     for dep in needed:
         # Link by full path with -l:file and -L so DT_NEEDED records the dependency's soname, not a path.
         cmd += [f"-L{dep.parent}", f"-l:{dep.name}"]

@@ -1,0 +1,238 @@
+"""The NVIDIA driver, through NVML (nvidia-ml-py), plus the files that show whether one is installed.
+
+NVML answers without creating a CUDA context, so this is safe in the main process. Its error codes
+tell apart "no driver installed" (the library is missing), "driver not loaded" (library present,
+kernel module absent) and "driver/library mismatch" (upgraded without a reboot). No exception
+escapes :func:`probe_driver`.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import platform as _platform
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ortdoctor.facts import Device, DriverError, DriverInfo
+from ortdoctor.probes.system import default_lib_dirs, read_ld_cache
+
+__all__ = ["cuda_version_text", "probe_driver"]
+
+# NVML return codes (nvml.h); pynvml raises NVMLError subclasses carrying them in `.value`.
+_NVML_ERROR_KINDS = {
+    12: DriverError.LIBRARY_NOT_FOUND,
+    9: DriverError.DRIVER_NOT_LOADED,
+    18: DriverError.LIB_RM_VERSION_MISMATCH,
+    4: DriverError.NO_PERMISSION,
+    15: DriverError.GPU_IS_LOST,
+}
+_ERROR_TEXT = {
+    DriverError.LIBRARY_NOT_FOUND: "libnvidia-ml.so.1 not found: no NVIDIA driver is installed "
+    "(or it was not passed into this container)",
+    DriverError.DRIVER_NOT_LOADED: "NVML: driver not loaded (the NVIDIA kernel module is not running)",
+    DriverError.LIB_RM_VERSION_MISMATCH: "NVML: driver/library version mismatch (the driver was upgraded; "
+    "reboot or reload the kernel module)",
+    DriverError.NO_PERMISSION: "NVML: insufficient permissions to query the driver",
+    DriverError.GPU_IS_LOST: "NVML: the GPU is lost (fell off the bus or hung)",
+}
+_COMPUTE_MODES = {0: "default", 1: "exclusive-thread", 2: "prohibited", 3: "exclusive-process"}
+_KERNEL_MODULE_RE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)*)")
+_WSL_LIB = "/usr/lib/wsl/lib"
+
+
+def cuda_version_text(value: int) -> str:
+    """NVML's integer CUDA version: 13000 -> "13.0", 12080 -> "12.8"."""
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _mib(value: Any) -> int | None:
+    return int(value) // (1024 * 1024) if isinstance(value, int) else None
+
+
+def _classify(exc: BaseException) -> tuple[DriverError, str]:
+    code = getattr(exc, "value", None)
+    kind = _NVML_ERROR_KINDS.get(code, DriverError.OTHER) if isinstance(code, int) else DriverError.OTHER
+    if kind is DriverError.OTHER:
+        try:
+            detail = str(exc)
+        except Exception:  # a broken error string must not hide the error itself
+            detail = type(exc).__name__
+        return kind, f"NVML error {code}: {detail}" if isinstance(code, int) else f"NVML: {detail}"
+    return kind, _ERROR_TEXT[kind]
+
+
+def _device(nvml: Any, index: int) -> Device:
+    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+
+    def ask(fn_name: str, *args: Any) -> Any:
+        try:
+            return getattr(nvml, fn_name)(handle, *args)
+        except Exception:  # one unsupported query (NOT_SUPPORTED on some boards) loses one field only
+            return None
+
+    name = ask("nvmlDeviceGetName")
+    uuid = ask("nvmlDeviceGetUUID")
+    cc = ask("nvmlDeviceGetCudaComputeCapability")
+    mem = ask("nvmlDeviceGetMemoryInfo")
+    mode = ask("nvmlDeviceGetComputeMode")
+    return Device(
+        index=index,
+        name=_text(name) if name is not None else f"GPU {index}",
+        uuid=_text(uuid) if uuid is not None else None,
+        compute_capability=f"{cc[0]}.{cc[1]}" if isinstance(cc, tuple) and len(cc) == 2 else None,
+        memory_total_mib=_mib(getattr(mem, "total", None)),
+        memory_free_mib=_mib(getattr(mem, "free", None)),
+        compute_mode=_COMPUTE_MODES.get(mode, f"unknown({mode})") if mode is not None else None,
+    )
+
+
+_Answer = tuple[bool, str | None, str | None, tuple[Device, ...], DriverError | None, str | None]
+
+
+def _query_nvml(nvml: Any) -> _Answer:
+    """(initialised, driver version, CUDA version, devices, error kind, error text)."""
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:
+        kind, text = _classify(exc)
+        return False, None, None, (), kind, text
+    try:
+        version: str | None = None
+        cuda: str | None = None
+        try:
+            version = _text(nvml.nvmlSystemGetDriverVersion())
+        except Exception:
+            version = None
+        try:
+            cuda = cuda_version_text(int(nvml.nvmlSystemGetCudaDriverVersion_v2()))
+        except Exception:
+            try:
+                cuda = cuda_version_text(int(nvml.nvmlSystemGetCudaDriverVersion()))
+            except Exception:
+                cuda = None
+        try:
+            count = int(nvml.nvmlDeviceGetCount())
+        except Exception as exc:
+            kind, text = _classify(exc)
+            return True, version, cuda, (), kind, text
+        devices: list[Device] = []
+        for i in range(count):
+            try:
+                devices.append(_device(nvml, i))
+            except Exception as exc:
+                kind, text = _classify(exc)
+                return True, version, cuda, tuple(devices), kind, f"device {i}: {text}"
+        return True, version, cuda, tuple(devices), None, None
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def _libcuda_locations(
+    os_name: str,
+    environ: Mapping[str, str],
+    ld_cache: Mapping[str, Sequence[str]] | None,
+    fs_root: str,
+    default_dirs: Sequence[str],
+) -> tuple[str, ...]:
+    found: list[str] = []
+
+    def add(path: str) -> None:
+        if path not in found and os.path.exists(path):
+            found.append(path)
+
+    if os_name == "windows":
+        add(os.path.join(environ.get("WINDIR", "C:\\Windows"), "System32", "nvcuda.dll"))
+        return tuple(found)
+    for path in (ld_cache or {}).get("libcuda.so.1", ()):
+        add(os.path.join(fs_root, path.lstrip("/")) if fs_root != "/" else path)
+    for entry in environ.get("LD_LIBRARY_PATH", "").split(":"):
+        if entry and os.path.isabs(entry):
+            add(os.path.join(entry, "libcuda.so.1"))
+    for d in (_WSL_LIB, *default_dirs):
+        add(os.path.join(fs_root, d.lstrip("/"), "libcuda.so.1"))
+    return tuple(found)
+
+
+def _kernel_module_version(fs_root: str) -> str | None:
+    try:
+        with open(os.path.join(fs_root, "proc/driver/nvidia/version"), "rb") as f:
+            text = f.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    m = _KERNEL_MODULE_RE.search(text)
+    return m.group(1) if m else None
+
+
+def probe_driver(
+    nvml: Any = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    ld_cache: Mapping[str, Sequence[str]] | None = None,
+    fs_root: str = "/",
+    default_dirs: Sequence[str] | None = None,
+    os_name: str | None = None,
+) -> DriverInfo:
+    """Ask NVML about the driver and the devices; look for libcuda and the device nodes.
+
+    ``nvml`` is the pynvml module (imported here when None) or any object with its functions.
+    ``ld_cache`` is the parsed ld.so cache (see :mod:`ortdoctor.probes.system`); when None it is read.
+    """
+    env = os.environ if environ is None else environ
+    if os_name is None:
+        os_name = "windows" if sys.platform == "win32" else ("linux" if sys.platform.startswith("linux") else sys.platform)
+
+    version = cuda = error = None
+    initialised = False
+    kind: DriverError | None = None
+    devices: tuple[Device, ...] = ()
+    if nvml is None:
+        try:
+            import pynvml
+
+            nvml = pynvml
+        except Exception as exc:  # nvidia-ml-py missing or broken: say so, do not crash
+            kind, error = DriverError.OTHER, f"nvidia-ml-py is not importable: {exc}"
+    if nvml is not None:
+        try:
+            initialised, version, cuda, devices, kind, error = _query_nvml(nvml)
+        except Exception as exc:  # belt and braces: nothing escapes a probe
+            kind, error = DriverError.OTHER, f"NVML query failed: {exc!r}"
+
+    if ld_cache is None and os_name == "linux":
+        try:
+            ld_cache = read_ld_cache(os.path.join(fs_root, "etc/ld.so.cache"), _platform.machine())
+        except Exception:
+            ld_cache = {}
+    dirs = default_lib_dirs() if default_dirs is None else default_dirs
+    libcuda = _libcuda_locations(os_name, env, ld_cache, fs_root, dirs)
+    dev_nodes: tuple[str, ...] = ()
+    if os_name == "linux":
+        nodes = sorted(glob.glob(os.path.join(fs_root, "dev", "nvidia*")))
+        dxg = os.path.join(fs_root, "dev", "dxg")
+        if os.path.exists(dxg):
+            nodes.append(dxg)
+        dev_nodes = tuple(nodes)
+
+    return DriverInfo(
+        available=initialised,
+        version=version,
+        cuda_version=cuda,
+        error=error,
+        error_kind=kind,
+        devices=devices,
+        cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+        nvidia_visible_devices=env.get("NVIDIA_VISIBLE_DEVICES"),
+        libcuda=libcuda,
+        dev_nodes=dev_nodes,
+        kernel_module_version=_kernel_module_version(fs_root) if os_name == "linux" else None,
+    )

@@ -1,0 +1,304 @@
+"""The onnxruntime family, inspected on disk without importing it.
+
+Every wheel of the family (onnxruntime, onnxruntime-gpu, -directml, -openvino, -training,
+ort-nightly*, ...) installs into the same ``onnxruntime/`` import package, so the distributions are
+found by what their RECORD lists, and the one whose files are actually on disk is told by the RECORD
+hash of the pybind module. ``build_and_package_info.py`` is parsed as text with :mod:`ast`; it is
+never executed, so a hostile file cannot run.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import sys
+from collections.abc import Iterable, Sequence
+
+from ortdoctor.elf import ElfError, read_elf
+from ortdoctor.facts import ElfInfo, OrtDistribution, OrtInfo, PeInfo
+from ortdoctor.pe import PeError, read_pe
+from ortdoctor.probes.distributions import DistIndex, Distribution, file_sha256, normalize
+from ortdoctor.probes.platform import find_site_dirs
+
+__all__ = ["parse_literal_assignments", "probe_ort", "read_binary"]
+
+PACKAGE = "onnxruntime"
+GENAI_PACKAGE = "onnxruntime_genai"
+
+# Only these names are parsed (the scanner must stay cheap with thousands of distributions); the
+# RECORD then decides whether a candidate really owns files under onnxruntime/.
+_FAMILY_PREFIXES = ("onnxruntime", "ort-nightly")
+
+_PYBIND_RE = re.compile(r"^onnxruntime/capi/onnxruntime_pybind11_state[^/]*\.(so|pyd)$")
+_CUDA_PROVIDERS = ("libonnxruntime_providers_cuda.so", "onnxruntime_providers_cuda.dll")
+_TRT_PROVIDERS = ("libonnxruntime_providers_tensorrt.so", "onnxruntime_providers_tensorrt.dll")
+_CUDNN_EXTRA_RE = re.compile(r"^\s*nvidia[-_.]cudnn[-_.]cu\d+\s*(?:\[[^\]]*\])?\s*(?:~=|==|>=|===)\s*v?(\d+)", re.I)
+_CUDNN_SONAME_RE = re.compile(r"^(?:libcudnn\.so\.(\d+)|cudnn64_(\d+)\.dll)$", re.I)
+_CUDA_LIB_RE = re.compile(r"cuda[^/]*\.(so(\.[0-9.]+)?|dll)$", re.I)
+_MAX_BUILD_INFO = 256 * 1024
+_MAX_OTHER_LIBS = 32
+
+
+def read_binary(path: str) -> tuple[ElfInfo | PeInfo | None, str | None]:
+    """ELF or PE headers of ``path`` (by its suffix); (None, why) when it cannot be read."""
+    try:
+        if path.lower().endswith((".dll", ".pyd")):
+            return read_pe(path), None
+        return read_elf(path), None
+    except (ElfError, PeError) as exc:
+        return None, str(exc)
+
+
+def parse_literal_assignments(source: str) -> dict[str, object]:
+    """``name = <literal>`` (and ``name: T = <literal>``) at module level; nothing is evaluated."""
+    tree = ast.parse(source)
+    out: dict[str, object] = {}
+    for node in tree.body:
+        target: ast.expr | None = None
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        if not isinstance(target, ast.Name) or value is None:
+            continue
+        try:
+            out[target.id] = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue  # not a literal: skipped, never evaluated
+    return out
+
+
+def _read_build_info(path: str) -> tuple[dict[str, object], str | None]:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_BUILD_INFO + 1)
+    except FileNotFoundError:
+        return {}, "build_and_package_info.py missing"
+    except OSError as exc:
+        return {}, f"build_and_package_info.py unreadable: {exc}"
+    if len(raw) > _MAX_BUILD_INFO:
+        return {}, f"build_and_package_info.py larger than {_MAX_BUILD_INFO} bytes"
+    try:
+        return parse_literal_assignments(raw.decode("utf-8", "replace")), None
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        return {}, f"build_and_package_info.py does not parse: {exc}"
+
+
+def _owns_family_files(dist: Distribution, package: str) -> bool:
+    prefix = package + "/"
+    return any(p.startswith(prefix) for p in dist.files())
+
+
+def _owns_pybind(dist: Distribution) -> bool | None:
+    """Does the pybind module on disk match this distribution's RECORD hash?"""
+    for entry in dist.record or ():
+        if _PYBIND_RE.match(entry.path):
+            if not entry.hash or not entry.hash.startswith("sha256="):
+                return None
+            on_disk = file_sha256(dist.abspath(entry.path))
+            if on_disk is None:
+                return False  # RECORD names it, the file is gone: its files are not on disk
+            return on_disk == entry.hash
+    return None
+
+
+def _to_ort_distribution(dist: Distribution) -> OrtDistribution:
+    return OrtDistribution(
+        name=dist.name,
+        version=dist.version,
+        location=dist.location,
+        dist_info=dist.dist_info,
+        owns_files_on_disk=_owns_pybind(dist) if dist.record is not None else None,
+        requires=dist.requires,
+        installer=dist.installer,
+        index_url=dist.index_url,
+        problems=dist.problems,
+    )
+
+
+def _find_package_dir(import_path: Iterable[str]) -> str | None:
+    """The ``onnxruntime/`` that ``import onnxruntime`` gets: the first one on the path."""
+    for entry in import_path:
+        if not entry:
+            continue
+        candidate = os.path.join(os.path.abspath(entry), PACKAGE)
+        if os.path.isfile(os.path.join(candidate, "__init__.py")):
+            return candidate
+    return None
+
+
+def _first_existing(capi: str, names: Sequence[str]) -> str | None:
+    for name in names:
+        path = os.path.join(capi, name)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _pybind_path(capi: str) -> str | None:
+    try:
+        with os.scandir(capi) as it:
+            names = sorted(e.name for e in it if e.name.startswith("onnxruntime_pybind11_state"))
+    except OSError:
+        return None
+    for name in names:
+        if name.endswith((".so", ".pyd")):
+            return os.path.join(capi, name)
+    return None
+
+
+def _cudnn_major_from_requires(requires: Iterable[str]) -> int | None:
+    for req in requires:
+        m = _CUDNN_EXTRA_RE.match(req)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _cudnn_major_from_binary(info: ElfInfo | PeInfo | None) -> int | None:
+    if info is None:
+        return None
+    names = info.needed if isinstance(info, ElfInfo) else info.imports
+    for name in names:
+        m = _CUDNN_SONAME_RE.match(name)
+        if m:
+            return int(m.group(1) or m.group(2))
+    return None
+
+
+def _pick_active(
+    dists: Sequence[OrtDistribution], package_dir: str | None, package_name: str | None
+) -> str | None:
+    if package_dir is None:
+        return None
+    location = os.path.dirname(package_dir)
+    here = [d for d in dists if os.path.abspath(d.location) == location]
+    owners = [d for d in here if d.owns_files_on_disk]
+    if len(owners) == 1:
+        return owners[0].name
+    if package_name:
+        named = [d for d in here if d.name.lower() == package_name.lower()]
+        if len(named) == 1:
+            return named[0].name
+    if len(here) == 1:
+        return here[0].name
+    return None
+
+
+def probe_ort(
+    site_dirs: Iterable[str] | None = None,
+    *,
+    import_path: Iterable[str] | None = None,
+    index: DistIndex | None = None,
+) -> OrtInfo:
+    """Inspect the installed onnxruntime family.
+
+    ``site_dirs`` are searched for distributions; ``import_path`` (default: ``site_dirs``) decides
+    which ``onnxruntime/`` package an ``import onnxruntime`` would get. ``index`` shares one
+    distribution scan between probes.
+    """
+    if index is None:
+        index = DistIndex(find_site_dirs(sys.path) if site_dirs is None else site_dirs)
+    problems: list[str] = []
+
+    family = [index.load(r) for r in index.select(lambda n: n.startswith(_FAMILY_PREFIXES))]
+    ort_dists: list[Distribution] = []
+    genai_dists: list[Distribution] = []
+    for dist in family:
+        if dist.record is None:
+            # No RECORD to go by: a family name is evidence enough, with the problem noted.
+            if not normalize(dist.name).startswith("onnxruntime-genai"):
+                ort_dists.append(dist)
+            continue
+        if _owns_family_files(dist, PACKAGE):
+            ort_dists.append(dist)
+        if _owns_family_files(dist, GENAI_PACKAGE):
+            genai_dists.append(dist)
+
+    distributions = tuple(_to_ort_distribution(d) for d in ort_dists)
+    package_dir = _find_package_dir(index.site_dirs if import_path is None else import_path)
+    if package_dir is None and not distributions:
+        return OrtInfo(installed=False, other_cuda_libraries=_other_cuda_libraries(genai_dists, problems),
+                       problems=tuple(problems))
+    if package_dir is None:
+        problems.append("onnxruntime distributions are installed but no onnxruntime/ package is on the path")
+    elif not any(os.path.abspath(d.location) == os.path.dirname(package_dir) for d in distributions):
+        problems.append(f"{package_dir} belongs to no installed distribution (copied in or built locally?)")
+
+    build: dict[str, object] = {}
+    build_info_path: str | None = None
+    build_info_error: str | None = None
+    cuda_provider = tensorrt_provider = pybind = None
+    is_gpu_build = False
+    if package_dir is not None:
+        capi = os.path.join(package_dir, "capi")
+        build_info_path = os.path.join(capi, "build_and_package_info.py")
+        build, build_info_error = _read_build_info(build_info_path)
+        cuda_path = _first_existing(capi, _CUDA_PROVIDERS)
+        is_gpu_build = cuda_path is not None
+        for path, slot in ((cuda_path, "cuda"), (_first_existing(capi, _TRT_PROVIDERS), "trt"),
+                           (_pybind_path(capi), "pybind")):
+            if path is None:
+                continue
+            info, why = read_binary(path)
+            if why:
+                problems.append(why)
+            if slot == "cuda":
+                cuda_provider = info
+            elif slot == "trt":
+                tensorrt_provider = info
+            else:
+                pybind = info
+
+    def text(key: str) -> str | None:
+        value = build.get(key)
+        return value if isinstance(value, str) and value else None
+
+    package_name = text("package_name")
+    active = _pick_active(distributions, package_dir, package_name)
+    active_dist = next((d for d in distributions if d.name == active), None)
+    version = text("__version__") or (active_dist.version if active_dist else None)
+    cudnn_major = _cudnn_major_from_requires(active_dist.requires if active_dist else ())
+    if cudnn_major is None and is_gpu_build:
+        cudnn_major = _cudnn_major_from_binary(cuda_provider) or _cudnn_major_from_binary(tensorrt_provider)
+
+    return OrtInfo(
+        installed=True,
+        distributions=distributions,
+        package_dir=package_dir,
+        active=active,
+        version=version,
+        package_name=package_name,
+        cuda_version=text("cuda_version"),
+        cudnn_major=cudnn_major,
+        is_gpu_build=is_gpu_build,
+        cuda_provider=cuda_provider,
+        tensorrt_provider=tensorrt_provider,
+        pybind=pybind,
+        build_info_path=build_info_path,
+        build_info_error=build_info_error,
+        other_cuda_libraries=_other_cuda_libraries(genai_dists, problems),
+        problems=tuple(problems),
+    )
+
+
+def _other_cuda_libraries(dists: Iterable[Distribution], problems: list[str]) -> tuple[ElfInfo | PeInfo, ...]:
+    """CUDA-linked libraries shipped by ORT-family packages beside onnxruntime (genai, ...)."""
+    out: list[ElfInfo | PeInfo] = []
+    for dist in dists:
+        for rel in dist.files():
+            if rel.startswith(PACKAGE + "/") or not _CUDA_LIB_RE.search(rel.rsplit("/", 1)[-1]):
+                continue
+            path = dist.abspath(rel)
+            if not os.path.isfile(path):
+                continue
+            info, why = read_binary(path)
+            if info is not None:
+                out.append(info)
+            elif why:
+                problems.append(why)
+            if len(out) >= _MAX_OTHER_LIBS:
+                return tuple(out)
+    return tuple(out)

@@ -1,0 +1,130 @@
+"""The Python interpreter and the platform it runs on: version, architecture, libc, venv/conda,
+container and WSL hints, and the site directories that hold installed distributions."""
+
+from __future__ import annotations
+
+import glob
+import os
+import platform as _platform
+import sys
+import sysconfig
+from collections.abc import Iterable, Mapping
+
+from ortdoctor.facts import PythonInfo
+from ortdoctor.probes.distributions import list_dist_infos
+
+__all__ = ["find_site_dirs", "probe_python"]
+
+_CGROUP_HINTS = ("docker", "kubepods", "containerd", "libpod", "lxc")
+
+
+def _os_name(sys_platform: str) -> str:
+    if sys_platform.startswith("linux"):
+        return "linux"
+    if sys_platform in ("win32", "cygwin"):
+        return "windows"
+    return sys_platform
+
+
+def find_site_dirs(sys_path: Iterable[str]) -> tuple[str, ...]:
+    """Every entry of ``sys_path`` that is a directory holding ``*.dist-info``, in path order.
+
+    That covers the venv's site-packages, the user site and ``pip install --target`` directories put
+    on PYTHONPATH; all of them feed ``import``, so all of them are searched.
+    """
+    out: list[str] = []
+    for entry in sys_path:
+        if not entry:  # "" is the current directory of `python -c`: not an install location
+            continue
+        path = os.path.abspath(entry)
+        if path not in out and os.path.isdir(path) and list_dist_infos(path):
+            out.append(path)
+    return tuple(out)
+
+
+def _read_head(path: str, limit: int = 16 * 1024) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _libc(fs_root: str) -> str | None:
+    try:
+        value = os.confstr("CS_GNU_LIBC_VERSION")
+    except (AttributeError, ValueError, OSError):
+        value = None
+    if value:
+        return value  # "glibc 2.36"
+    # musl has no confstr for it; its loader's name gives it away.
+    if glob.glob(os.path.join(fs_root, "lib", "ld-musl-*.so.1")):
+        return "musl"
+    return None
+
+
+def _container_hints(environ: Mapping[str, str], fs_root: str) -> tuple[str, ...]:
+    hints: list[str] = []
+    for marker in ("/.dockerenv", "/run/.containerenv"):
+        if os.path.exists(os.path.join(fs_root, marker.lstrip("/"))):
+            hints.append(marker)
+    cgroup = _read_head(os.path.join(fs_root, "proc/1/cgroup"))
+    if cgroup:
+        for word in _CGROUP_HINTS:
+            if word in cgroup:
+                hints.append(f"cgroup:{word}")
+    if environ.get("KUBERNETES_SERVICE_HOST"):
+        hints.append("KUBERNETES_SERVICE_HOST")
+    if environ.get("container"):  # set by podman and systemd-nspawn
+        hints.append(f"container={environ['container']}")
+    return tuple(hints)
+
+
+def _is_wsl(environ: Mapping[str, str], fs_root: str) -> bool:
+    if environ.get("WSL_DISTRO_NAME"):
+        return True
+    version = _read_head(os.path.join(fs_root, "proc/version"), 4096)
+    return bool(version and "microsoft" in version.lower())
+
+
+def _start_method(os_name: str) -> str | None:
+    """The multiprocessing start method, without importing multiprocessing or fixing its context."""
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None:
+        try:
+            chosen = mp.get_start_method(allow_none=True)  # None: not fixed yet, and it stays so
+            return chosen or mp.get_all_start_methods()[0]  # the first one is the default
+        except (AttributeError, IndexError, ValueError):
+            pass
+    if os_name in ("windows", "darwin"):
+        return "spawn"
+    if os_name == "linux":
+        return "forkserver" if sys.version_info >= (3, 14) else "fork"
+    return None
+
+
+def probe_python(
+    *,
+    sys_path: Iterable[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    fs_root: str = "/",
+) -> PythonInfo:
+    """Describe the running interpreter. ``sys_path``, ``environ`` and ``fs_root`` are seams for tests."""
+    env = os.environ if environ is None else environ
+    os_name = _os_name(sys.platform)
+    venv = sys.prefix if sys.prefix != getattr(sys, "base_prefix", sys.prefix) else None
+    return PythonInfo(
+        version=_platform.python_version(),
+        executable=sys.executable,
+        implementation=_platform.python_implementation(),
+        platform=sysconfig.get_platform(),
+        machine=_platform.machine(),
+        os=os_name,
+        libc=_libc(fs_root) if os_name == "linux" else None,
+        venv=venv,
+        conda_prefix=env.get("CONDA_PREFIX") or None,
+        container=_container_hints(env, fs_root) if os_name == "linux" else (),
+        wsl=_is_wsl(env, fs_root) if os_name == "linux" else False,
+        site_dirs=find_site_dirs(sys.path if sys_path is None else sys_path),
+        multiprocessing_start_method=_start_method(os_name),
+    )
