@@ -10,11 +10,14 @@ The public API is small and imports nothing heavy at ``import ortdoctor`` time:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ortdoctor._version import __version__
 
+# `typing` costs ~10 ms to import and `import ortdoctor.hook` sits on programs' start-up path, so
+# the annotations below stay strings and typing is imported for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ortdoctor.preloader import PreloadResult
 
 __all__ = ["__version__", "check", "preload"]

@@ -1,0 +1,252 @@
+"""``import ortdoctor.hook``: preload the right CUDA/cuDNN libraries once, before the first session.
+
+* silent when everything loaded; one :class:`OrtdoctorWarning` (finding id and fix) when not;
+* imports neither onnxruntime nor torch, and nothing of ortdoctor's CLI;
+* idempotent and thread-safe: a second import, or :func:`run` from another thread, does nothing;
+* never raises, unless ``ORTDOCTOR_STRICT=1``; ``ORTDOCTOR_DISABLE=1`` turns it off;
+* ``ORTDOCTOR_DIRECTORY`` is the ``directory`` argument: unset = default order, empty = NVIDIA wheels
+  then the system, a path = that directory then the system.
+
+Fast path: after a clean run (everything loaded, nothing to warn about) the hook remembers its
+decision in a small file in the user's cache directory (``$ORTDOCTOR_CACHE_DIR``, else
+``$XDG_CACHE_HOME/ortdoctor``, else ``~/.cache/ortdoctor``; ``ORTDOCTOR_CACHE=0`` turns it off). The
+next interpreter with the same executable, ``sys.path`` and environment variables reuses it only if
+every directory that was searched, every site directory, ``/etc/ld.so.cache`` and every chosen file
+still have the same modification time (and the files the same inode), and none of the libraries is
+already loaded; it then dlopens the same absolute paths and checks ``/proc/self/maps`` for their
+inodes. Anything else takes the full path. So the hook costs about what the dlopens cost.
+
+The outcome is :data:`result` (a :class:`~ortdoctor.preloader.PreloadResult`, or None when disabled
+or when preloading could not run); on the fast path it is rebuilt from the cache when first read.
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import sys
+import warnings
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs more than the whole fast path
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["OrtdoctorWarning", "run"]  # and `result`, served by __getattr__
+
+_CACHE_FORMAT = 1
+_ENV_KEYS = ("ORTDOCTOR_DIRECTORY", "LD_LIBRARY_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "CUDNN_PATH")
+
+
+class OrtdoctorWarning(UserWarning):
+    """Something is wrong with the CUDA/cuDNN libraries onnxruntime-gpu will use."""
+
+
+_result: Any = None  # PreloadResult | None
+_cached_json: dict[str, Any] | None = None  # the fast path's result, turned into PreloadResult when read
+_done = False
+_lock = _thread.allocate_lock()  # threading.Lock without importing threading
+
+
+def __getattr__(name: str) -> Any:
+    if name == "result":
+        return _current_result()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _current_result() -> Any:
+    global _result, _cached_json
+    if _result is None and _cached_json is not None:
+        from ortdoctor.preloader import result_from_json
+
+        _result, _cached_json = result_from_json(_cached_json), None
+    return _result
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, OrtdoctorWarning, stacklevel=4)
+
+
+def _message(res: Any) -> str | None:
+    """One line for the first problem, or None when there is nothing to say."""
+    serious = [f for f in res.findings if f.severity == "error"] or [
+        f for f in res.findings if f.severity == "warning"]
+    if not serious and not res.failed:
+        return None
+    if any(f.id == "ort-not-installed" for f in res.findings) and not res.failed:
+        return None  # no onnxruntime at all: nothing to preload, nothing to say
+    first = serious[0] if serious else None
+    more = len(serious) - 1 + (len(res.failed) if not serious else 0)
+    if first is None:
+        f = res.failed[0]
+        text = f"ortdoctor [cuda-lib-missing]: {f.soname} could not be loaded: {f.error}"
+    else:
+        text = f"ortdoctor [{first.id}]: {first.title}. {first.detail}"
+        if first.fix:
+            text += f" Fix: {first.fix}"
+    if more > 0:
+        text += f" ({more} more: run `ortdoctor preload` for details)"
+    return text
+
+
+# --------------------------------------------------------------------------------------------------
+# The cache of a clean decision
+# --------------------------------------------------------------------------------------------------
+def _cache_key() -> str:
+    paths = [p for p in sys.path if p and os.path.isabs(p)]
+    env = [f"{k}={os.environ.get(k)!r}" for k in _ENV_KEYS]
+    return "\0".join([sys.executable, sys.version, *env, *paths])
+
+
+def _cache_file(key: str) -> str | None:
+    if os.environ.get("ORTDOCTOR_CACHE") == "0":
+        return None
+    base = os.environ.get("ORTDOCTOR_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ortdoctor")
+    if not os.path.isabs(base):
+        return None
+    import zlib
+
+    return os.path.join(base, f"hook-{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.bin")
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_ino)
+
+
+def _try_fast_path() -> bool:
+    """Load from a still-valid cached decision; False (nothing loaded) when it does not apply."""
+    global _cached_json
+    if not sys.platform.startswith("linux"):
+        return False
+    key = _cache_key()
+    path = _cache_file(key)
+    if path is None:
+        return False
+    import marshal
+
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            # the cache names files to load: only trust one that this user owns and nobody else can write
+            if st.st_uid != os.getuid() or st.st_mode & 0o022:
+                return False
+            fmt, cached_key, stamps, loads, result_json = marshal.loads(f.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return False
+    if fmt != _CACHE_FORMAT or cached_key != key:
+        return False
+    if any(_stamp(p) != tuple(s) for p, s in stamps):
+        return False
+    import ctypes
+
+    noload = getattr(os, "RTLD_NOLOAD", 4) | getattr(os, "RTLD_LAZY", 1)
+    for soname, _lib_path, _inode in loads:
+        try:
+            ctypes.CDLL(soname, mode=noload)
+            return False  # already in the process: the full path reports where it came from
+        except OSError:
+            pass
+    mode = getattr(os, "RTLD_NOW", 2) | getattr(os, "RTLD_LOCAL", 0)
+    for _soname, lib_path, _inode in loads:
+        try:
+            ctypes.CDLL(lib_path, mode=mode)
+        except OSError:
+            return False  # the full path retries (what was loaded stays, and is reported as loaded)
+    with open("/proc/self/maps", "rb") as f:
+        maps = f.read().decode("utf-8", "surrogateescape")
+    inodes = {line.split(None, 5)[4] for line in maps.splitlines() if line.count(" ") >= 5}
+    if any(str(inode) not in inodes for _s, _p, inode in loads):
+        return False
+    # Libraries the first run saw mapped as a side effect (cuDNN maps a sub-library when its version
+    # is asked) are reported only if they are mapped now too.
+    kept, dropped = [], []
+    for x in result_json["loaded"]:
+        (kept if x["loaded_by"] is None or str(x["inode"]) in inodes else dropped).append(x)
+    result_json["loaded"] = kept
+    result_json["skipped"] = [*result_json["skipped"], *(
+        {"name": x["name"], "reason": f"cuDNN sub-library: {x['loaded_by']} loads it on first use"} for x in dropped)]
+    _cached_json = result_json
+    return True
+
+
+def _write_cache(res: Any) -> None:
+    key = _cache_key()
+    path = _cache_file(key)
+    if path is None or not res.loaded or res.failed or res.dry_run:
+        return
+    if any(x.source == "loaded" and x.loaded_by is None for x in res.loaded):
+        return  # something was already loaded before us: not a decision to replay
+    import marshal
+
+    paths = [p for p in sys.path if p and os.path.isabs(p)]
+    watched = [*paths, *res.searched, "/etc/ld.so.cache", *(x.path for x in res.loaded)]
+    stamps = [(p, _stamp(p)) for p in dict.fromkeys(watched)]
+    loads = [(x.soname, x.path, x.inode) for x in res.loaded if x.loaded_by is None and x.inode is not None]
+    data = marshal.dumps((_CACHE_FORMAT, key, stamps, loads, res.to_json()))
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home is fine: the next start takes the full path again
+
+
+# --------------------------------------------------------------------------------------------------
+# The hook
+# --------------------------------------------------------------------------------------------------
+def _run() -> None:
+    global _done, _result
+    with _lock:
+        if _done:
+            return
+        _done = True
+        if os.environ.get("ORTDOCTOR_DISABLE") == "1":
+            return
+        strict = os.environ.get("ORTDOCTOR_STRICT") == "1"
+        try:
+            if _try_fast_path():
+                return
+        except Exception:
+            pass
+        directory = os.environ.get("ORTDOCTOR_DIRECTORY")  # None: unset; "": the NVIDIA wheels first
+        try:
+            from ortdoctor.preloader import preload
+            from ortdoctor.resolver import BUILTIN
+
+            # The built-in library rows (the matrix's, without parsing YAML at every start-up).
+            _result = preload(directory=directory, matrix=BUILTIN)
+        except ImportError as exc:  # a broken ortdoctor install must not break the user's program
+            if strict:
+                raise
+            _warn(f"ortdoctor [ortdoctor-broken]: the hook could not import its modules ({exc}). "
+                  "Fix: pip install --force-reinstall ortdoctor")
+            return
+        except Exception as exc:
+            if strict:
+                raise
+            _warn(f"ortdoctor [preload-error]: preloading failed: {type(exc).__name__}: {exc}")
+            return
+        message = _message(_result)
+        if message:
+            if strict:
+                from ortdoctor.preloader import PreloadError
+
+                raise PreloadError(_result)
+            _warn(message)
+            return
+        _write_cache(_result)
+
+
+def run() -> Any:
+    """Preload once per process; returns the result (later calls return the first one)."""
+    _run()
+    return _current_result()
+
+
+_run()
