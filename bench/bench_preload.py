@@ -6,6 +6,8 @@ onnxruntime-gpu on PYTHONPATH), interleaved, several repetitions each; the media
 * anchor A: a bare script that dlopens, by absolute path and in the same order, exactly the files the
   hook loads (the list comes from a dry run of the same preload). Target: hook <= 1.10 x A.
 * anchor B: ``import onnxruntime; onnxruntime.preload_dlls(directory="")``. Target: hook <= 0.6 x B.
+* anchor C (``--torch``, where PyTorch is installed): ``import torch``, the common "import torch first"
+  workaround, which maps torch's own CUDA libraries as a side effect.
 
 Usage: python bench/bench_preload.py [--reps N] [--sitedirs DIR ...]
 (default site directories: the test environments "nvidia-cu13" and "ort-gpu").
@@ -60,6 +62,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--sitedirs", nargs="*", default=None)
+    ap.add_argument("--torch", action="store_true", help="also time `import torch` (anchor C)")
     args = ap.parse_args()
     if args.sitedirs is None:
         sys.path.insert(0, str(ROOT))
@@ -75,10 +78,10 @@ def main() -> None:
         env["ORTDOCTOR_DIRECTORY"] = ""  # the same directory semantics as the preload_dlls anchor
         env["ORTDOCTOR_CACHE_DIR"] = str(Path(tmp) / "cache")
         env["ORTDOCTOR_BENCH_CWD"] = tmp
-        _bench(env, args.reps)
+        _bench(env, args.reps, with_torch=args.torch)
 
 
-def _bench(env: dict[str, str], reps: int) -> None:
+def _bench(env: dict[str, str], reps: int, *, with_torch: bool = False) -> None:
     py = sys.executable
     # The files the hook loads, in its order (a dry run in a child with the same environment).
     listing = subprocess.run(
@@ -96,6 +99,8 @@ def _bench(env: dict[str, str], reps: int) -> None:
         "hook": [py, "-c", "import ortdoctor.hook"],
         "hook-nocache": [py, "-c", "import ortdoctor.hook"],
     }
+    if with_torch:
+        commands["torch"] = [py, "-c", "import torch"]
     envs = dict.fromkeys(commands, env)
     envs["hook-nocache"] = {**env, "ORTDOCTOR_CACHE": "0"}
     for name, cmd in commands.items():  # warm the page cache (and the hook's cache) once
@@ -112,13 +117,19 @@ def _bench(env: dict[str, str], reps: int) -> None:
     for name, label in (("bare", "bare dlopen script, same files, same order (anchor A)"),
                         ("ort", "import onnxruntime; preload_dlls(directory='') (anchor B)"),
                         ("hook", "import ortdoctor.hook (validated cache)"),
-                        ("hook-nocache", "import ortdoctor.hook, ORTDOCTOR_CACHE=0 (full path)")):
+                        ("hook-nocache", "import ortdoctor.hook, ORTDOCTOR_CACHE=0 (full path)"),
+                        ("torch", "import torch (anchor C)")):
+        if name not in med:
+            continue
         print(f"  {label:<58} {med[name] * 1000:8.1f} ms   maps: {', '.join(mapped[name]) or '-'}")
     for name in ("hook", "hook-nocache"):
         ra, rb = med[name] / med["bare"], med[name] / med["ort"]
         print(f"{name:<13} / anchor A = {ra:.3f}x (target <= 1.10x: {'met' if ra <= 1.10 else 'NOT met'});"
               f"  / anchor B = {rb:.3f}x (target <= 0.60x: {'met' if rb <= 0.60 else 'NOT met'})")
     print(f"anchor B / anchor A = {med['ort'] / med['bare']:.3f}x")
+    if "torch" in med:
+        for name in ("hook", "hook-nocache"):
+            print(f"{name:<13} / anchor C (import torch) = {med[name] / med['torch']:.3f}x")
 
 
 if __name__ == "__main__":
