@@ -23,16 +23,12 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 #: Findings that only say "the CUDA EP was not used"; a more specific cause usually sits beside them.
 CONSEQUENCE_IDS = frozenset({"cuda-ep-fell-back-to-cpu"})
 
-#: Ids the classifier can produce that the catalog may not (yet) document; explain falls back to these.
+from ortdoctor.findings_catalog import CATALOG as _CATALOG  # noqa: E402  (kept beside its one use)
+
+#: Ids whose (title, cause, fix) the classifier quotes in its matches and `explain` falls back to. The text
+#: is taken from the catalog, the single source of every finding's documentation.
 LOCAL_DOCS: dict[str, tuple[str, str, str]] = {
-    "cuda-ep-fell-back-to-cpu": (
-        "the session was created without the CUDA execution provider",
-        "When the CUDA EP cannot be created (a missing library or driver), ONNX Runtime logs the failure "
-        "and builds the session on the CPU without raising; the Python wrapper may also print an "
-        "`EP Error` banner and retry with the CPU. `get_available_providers()` still lists CUDA.",
-        "Fix the cause ORT logged just before this line (`ortdoctor explain -` on the whole log names it); "
-        "in code, check `session.get_providers()[0] == 'CUDAExecutionProvider'`.",
-    ),
+    fid: (_CATALOG[fid].title, _CATALOG[fid].cause, _CATALOG[fid].fix) for fid in ("cuda-ep-fell-back-to-cpu",)
 }
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ortdoctor.devices import CudaDevice, DeviceMap, describe, map_devices
 from ortdoctor.facts import (
     Candidate,
     Device,
@@ -44,6 +45,9 @@ _SUPERSEDED = {"ld-library-path-unsafe-entry": "ld-library-path-unsafe", "lib-so
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 # Free memory below this (MiB) leaves too little for an arena plus cuDNN workspaces.
 LOW_MEMORY_MIB = 1024
+# NVML compute modes that refuse a new CUDA context (always, or while another process holds one).
+_RESTRICTED_MODES = {"prohibited": "gpu-compute-mode-prohibited", "exclusive-process": "gpu-compute-mode-exclusive",
+                     "exclusive-thread": "gpu-compute-mode-exclusive"}
 _CUDA_SONAME = re.compile(r"^(?:lib(cudart|cublasLt|cublas|cufft|curand|nvrtc|cudnn)\.so\.(\d+)"
                           r"|(cudart|cublasLt|cublas|cufft|curand|nvrtc)64_(\d+)\.dll)", re.IGNORECASE)
 _DATACENTER_HINTS = ("Tesla", "A100", "A30", "A10", "A40", "H100", "H200", "H800", "B100", "B200", "GH200",
@@ -60,6 +64,8 @@ class _Ctx:
     match: ReleaseMatch | None
     gpu_build: bool
     cuda_major: int | None
+    all_devices: bool = False  # check every visible GPU, not only device_id's
+    device_order: str | None = None  # CUDA_DEVICE_ORDER
 
 
 def diagnose(
@@ -70,6 +76,9 @@ def diagnose(
     *,
     os_name: str | None = None,
     device_id: int = 0,
+    all_devices: bool = False,
+    device_order: str | None = None,
+    device_smokes: Sequence[Any] = (),
 ) -> list[Finding]:
     """Every problem the facts show, most severe first.
 
@@ -77,13 +86,17 @@ def diagnose(
     its own findings are included. ``smoke`` is a :class:`ortdoctor.smoke.SmokeResult` (or None): a
     failed smoke run confirms a finding (its evidence is appended) or adds its own. ``os_name`` is
     ``"linux"`` or ``"windows"`` (default: the inspected Python's). ``device_id`` is the GPU the
-    session will use (counted after CUDA_VISIBLE_DEVICES, as CUDA does).
+    session will use (counted after CUDA_VISIBLE_DEVICES, as CUDA does); ``all_devices`` checks every
+    visible GPU instead. ``device_order`` is CUDA_DEVICE_ORDER. ``device_smokes`` are the
+    :class:`ortdoctor.devices.DeviceSmoke` results of ``check --all-devices``: the one on ``device_id``
+    is ``smoke``; a failure on another device gets its own finding naming the device.
     """
     ort = env.ort
     os_name = os_name or env.python.os
     match = matrix.release_for(ort.version) if ort.installed and ort.version else None
     gpu_build = ort.installed and is_cuda_build(ort)
-    ctx = _Ctx(env, plan, matrix, os_name, device_id, match, gpu_build, _build_cuda_major(env, plan, match))
+    ctx = _Ctx(env, plan, matrix, os_name, device_id, match, gpu_build, _build_cuda_major(env, plan, match),
+               all_devices, device_order)
 
     found: list[Finding] = []
     found += _check_platform(ctx)
@@ -103,6 +116,7 @@ def diagnose(
         found += _check_multiprocessing(ctx)
     found = _merge_plan_findings(found, plan)
     found = _merge_smoke(found, smoke)
+    found = _merge_device_smokes(found, ctx, smoke, device_smokes)
     return sorted(found, key=lambda f: _SEVERITY_ORDER.get(f.severity, 3))
 
 
@@ -260,31 +274,12 @@ def _check_import(ctx: _Ctx) -> list[Finding]:
 # ================================================================================================
 # Driver and GPU
 # ================================================================================================
-def visible_devices(driver: Any) -> tuple[list[Device], str | None]:
-    """The devices CUDA will enumerate after CUDA_VISIBLE_DEVICES, and why some are hidden.
-
-    NVML ignores CUDA_VISIBLE_DEVICES; CUDA applies it: indices or GPU-/MIG- UUID prefixes, comma
-    separated; enumeration stops at the first entry that names no device (CUDA's rule).
-    """
-    devices = list(driver.devices)
-    raw = driver.cuda_visible_devices
-    if raw is None:
-        return devices, None
-    entries = [e.strip() for e in raw.split(",")] if raw.strip() else []
-    chosen: list[Device] = []
-    for entry in entries:
-        dev: Device | None = None
-        if re.fullmatch(r"\d+", entry):
-            idx = int(entry)
-            dev = next((d for d in devices if d.index == idx), None)
-        elif entry.upper().startswith(("GPU-", "MIG-")):
-            dev = next((d for d in devices if d.uuid and d.uuid.upper().startswith(entry.upper())), None)
-        if dev is None or dev in chosen:
-            break
-        chosen.append(dev)
-    if len(chosen) == len(devices):
-        return chosen, None
-    return chosen, f"CUDA_VISIBLE_DEVICES={raw!r} leaves {len(chosen)} of {len(devices)} GPU(s) visible"
+def visible_devices(driver: Any, *, device_order: str | None = None) -> tuple[list[Device], str | None]:
+    """The NVML devices CUDA will enumerate after CUDA_VISIBLE_DEVICES, in CUDA's order, and why some
+    are hidden (see :func:`ortdoctor.devices.map_devices` for CUDA's rules; a MIG instance that NVML's
+    list cannot tie to a GPU is left out here and kept in the map)."""
+    dmap = map_devices(driver, device_order=device_order)
+    return [c.device for c in dmap.devices if c.device is not None], dmap.visibility_note
 
 
 def _check_driver(ctx: _Ctx) -> list[Finding]:
@@ -326,8 +321,9 @@ def _check_driver(ctx: _Ctx) -> list[Finding]:
     out: list[Finding] = []
     out += _check_driver_version(ctx)
     out += _check_compat_libs(ctx)
-    visible, why = visible_devices(drv)
-    if not visible:
+    dmap = map_devices(drv, device_order=ctx.device_order)
+    why = dmap.visibility_note
+    if not dmap.devices:
         detail = why or "NVML reports no GPU"
         detail += f" (driver {drv.version}; NVML sees {len(drv.devices)} device(s))"
         if drv.nvidia_visible_devices is not None:
@@ -341,22 +337,61 @@ def _check_driver(ctx: _Ctx) -> list[Finding]:
             fix = CATALOG["no-gpu-visible"].fix
         out.append(make("no-gpu-visible", detail + hints, fix))
         return out
+    visible = list(dmap.devices)
     if ctx.device_id < 0 or ctx.device_id >= len(visible):
-        names = ", ".join(f"{i}: {d.name}" for i, d in enumerate(visible))
-        cvd = f" (CUDA_VISIBLE_DEVICES={drv.cuda_visible_devices!r})" if drv.cuda_visible_devices is not None else ""
-        out.append(make("invalid-device-ordinal",
-                        f"device_id {ctx.device_id} requested, but {len(visible)} GPU(s) are visible{cvd}: {names}",
-                        f"Use a device_id from 0 to {len(visible) - 1} (e.g. --device-id 0 / "
-                        "{'device_id': 0} in the CUDA provider options)"))
+        out.append(_invalid_ordinal(ctx, dmap))
+        target = visible
+    elif ctx.all_devices:
         target = visible
     else:
         target = [visible[ctx.device_id]]
     if ctx.gpu_build:
-        out += _check_arch(ctx, target)
-    out += _check_memory(target)
+        out += _check_arch(ctx, target, visible)
+    out += _check_memory(target, visible)
+    out += _check_compute_mode(target, visible)
     return out
 
 
+def _invalid_ordinal(ctx: _Ctx, dmap: DeviceMap) -> Finding:
+    """A device_id CUDA does not have here: what is visible, and the id or variable that gets the GPU meant."""
+    drv = ctx.env.driver
+    visible = dmap.devices
+    n = len(visible)
+    cvd = f" (CUDA_VISIBLE_DEVICES={drv.cuda_visible_devices!r})" if drv.cuda_visible_devices is not None else ""
+    detail = (f"device_id {ctx.device_id} requested, but {n} GPU(s) are visible{cvd}; CUDA numbers them from 0: "
+              f"{dmap.listing()}.")
+    if dmap.visibility_note:
+        detail += f"\n{dmap.visibility_note}."
+    detail += "\nORT fails with `CUDA failure 101: invalid device ordinal`."
+    fixes = [f"--device-id {0 if n == 1 else f'0 … {n - 1}'}  (provider option {{'device_id': 0}}: ids count from 0 "
+             "after CUDA_VISIBLE_DEVICES)"]
+    # The GPU the id was probably meant for: NVML's (nvidia-smi's) GPU with that number.
+    meant = next((d for d in drv.devices if d.index == ctx.device_id), None)
+    if meant is not None:
+        ordinal = dmap.ordinal_of(meant.index)
+        if ordinal is not None:
+            fixes.append(f"nvidia-smi's GPU {meant.index} ({meant.name}) is CUDA device {ordinal} here: "
+                         f"--device-id {ordinal}")
+        elif drv.cuda_visible_devices is not None:
+            keep = [c.entry for c in visible if c.entry]
+            ident = meant.uuid or str(meant.index)
+            fixes.append(f"to use nvidia-smi's GPU {meant.index} ({meant.name}), make it visible: export "
+                         f"CUDA_VISIBLE_DEVICES={','.join([*keep, ident])} and use --device-id {len(keep)}")
+    return make("invalid-device-ordinal", detail, "\n".join(fixes))
+
+
+def _visible_ids(devices: Sequence[CudaDevice]) -> str:
+    """A CUDA_VISIBLE_DEVICES value naming exactly these GPUs (UUIDs: they survive renumbering)."""
+    return ",".join(c.uuid or str(c.nvml_index) for c in devices)
+
+
+def _others_fix(bad: Sequence[CudaDevice], visible: Sequence[CudaDevice]) -> str | None:
+    good = [c for c in visible if c not in bad and c.device is not None]
+    if not good or len(visible) < 2:
+        return None
+    ords = ", ".join(str(c.ordinal) for c in good)
+    return (f"or use only the GPUs without this problem (CUDA devices {ords}): --device-id {good[0].ordinal}, "
+            f"or for a server using every GPU: export CUDA_VISIBLE_DEVICES={_visible_ids(good)}")
 def _environment_hints(ctx: _Ctx) -> str:
     py = ctx.env.python
     parts = []
@@ -469,39 +504,104 @@ def _arch_supported(cc: tuple[int, int], archs: Iterable[str]) -> bool:
     return False
 
 
-def _check_arch(ctx: _Ctx, devices: Sequence[Device]) -> list[Finding]:
+def _arch_problem(ctx: _Ctx, dev: Device) -> tuple[str, str | None] | None:
+    """Why ``dev`` cannot run this build's kernels, with the fix (None when it can, or when unknown)."""
     archs = ctx.match.release.archs if ctx.match else ()
-    out: list[Finding] = []
-    for dev in devices:
-        cc = _sm(dev.compute_capability or "")
-        if cc is None:
-            continue
-        why = None
-        if ctx.cuda_major is not None and ctx.cuda_major >= 13 and cc < (7, 5):
-            why = (f"CUDA {ctx.cuda_major} dropped Maxwell, Pascal and Volta (compute capability < 7.5); this "
-                   f"build cannot run on sm_{cc[0]}{cc[1]}")
-            cu12 = _build_for_major(ctx, 12) or 'pip install "onnxruntime-gpu<1.27"'
-            fix = f"Install a CUDA 12 build: {cu12} (with a CUDA 12 driver stack)"
-        elif archs and not _arch_supported(cc, archs):
-            why = (f"compute capability {dev.compute_capability} (sm_{cc[0]}{cc[1]}) is not among the build's "
-                   f"architectures: {', '.join(archs)}")
-            fix = CATALOG["gpu-arch-unsupported"].fix
-        if why:
-            out.append(make("gpu-arch-unsupported",
-                            f"GPU {dev.index} {dev.name}: {why} (onnxruntime-gpu {ctx.env.ort.version}). ORT fails "
-                            "at run time with cudaErrorNoKernelImageForDevice.", fix))
-    return out
+    cc = _sm(dev.compute_capability or "")
+    if cc is None:
+        return None
+    if ctx.cuda_major is not None and ctx.cuda_major >= 13 and cc < (7, 5):
+        why = (f"CUDA {ctx.cuda_major} dropped Maxwell, Pascal and Volta (compute capability < 7.5); this "
+               f"build cannot run on sm_{cc[0]}{cc[1]}")
+        cu12 = _build_for_major(ctx, 12) or 'pip install "onnxruntime-gpu<1.27"'
+        return why, f"Install a CUDA 12 build: {cu12} (with a CUDA 12 driver stack)"
+    if archs and not _arch_supported(cc, archs):
+        return (f"compute capability {dev.compute_capability} (sm_{cc[0]}{cc[1]}) is not among the build's "
+                f"architectures: {', '.join(archs)}"), CATALOG["gpu-arch-unsupported"].fix
+    return None
 
 
-def _check_memory(devices: Sequence[Device]) -> list[Finding]:
-    out: list[Finding] = []
-    for dev in devices:
-        if dev.memory_free_mib is None or dev.memory_total_mib is None:
+def _check_arch(ctx: _Ctx, target: Sequence[CudaDevice], visible: Sequence[CudaDevice]) -> list[Finding]:
+    lines: list[str] = []
+    fixes: list[str] = []
+    bad: list[CudaDevice] = []
+    for c in target:
+        problem = _arch_problem(ctx, c.device) if c.device is not None else None
+        if problem is None:
             continue
-        if dev.memory_free_mib < LOW_MEMORY_MIB:
-            out.append(make("gpu-low-memory",
-                            f"GPU {dev.index} {dev.name}: {dev.memory_free_mib} MiB free of "
-                            f"{dev.memory_total_mib} MiB."))
+        why, fix = problem
+        bad.append(c)
+        lines.append(f"{_gpu(c)}: {why}")
+        if fix and fix not in fixes:
+            fixes.append(fix)
+    if not bad:
+        return []
+    # Among GPUs of several generations, the ones this build supports are a fix of their own.
+    supported = [c for c in visible if c.device is not None and _arch_problem(ctx, c.device) is None]
+    others = _others_fix(bad, supported + bad) if supported else None
+    if others:
+        fixes.append(others)
+    detail = "\n".join(lines) + (f"\n(onnxruntime-gpu {ctx.env.ort.version}.) ORT fails at run time with "
+                                 "cudaErrorNoKernelImageForDevice.")
+    return [make("gpu-arch-unsupported", detail, "\n".join(fixes) or None)]
+
+
+def _gpu(c: CudaDevice) -> str:
+    """How a finding names a GPU: the CUDA ordinal, NVML's index, the model, the UUID."""
+    return describe(c)
+
+
+def _check_memory(target: Sequence[CudaDevice], visible: Sequence[CudaDevice]) -> list[Finding]:
+    """Free memory below LOW_MEMORY_MIB (NVML's count, before ORT creates its context and arena)."""
+    def low(c: CudaDevice) -> bool:
+        d = c.device
+        return d is not None and not c.mig and d.memory_free_mib is not None and d.memory_total_mib is not None \
+            and d.memory_free_mib < LOW_MEMORY_MIB
+
+    bad = [c for c in target if low(c)]
+    if not bad:
+        return []
+    lines = [f"{_gpu(c)}: {c.device.memory_free_mib} MiB free of {c.device.memory_total_mib} MiB"  # type: ignore[union-attr]
+             for c in bad]
+    detail = "\n".join(lines) + (f"\nA session needs a CUDA context, cuBLAS/cuDNN workspaces and an arena: below "
+                                 f"{LOW_MEMORY_MIB} MiB free it can fail to start.")
+    fix = CATALOG["gpu-low-memory"].fix
+    others = _others_fix(bad, [c for c in visible if not low(c)] + bad)
+    return [make("gpu-low-memory", detail, fix + (f"\n{others}" if others else ""))]
+
+
+def _check_compute_mode(target: Sequence[CudaDevice], visible: Sequence[CudaDevice]) -> list[Finding]:
+    """Compute modes that refuse a new CUDA context: Prohibited always, Exclusive-process when another
+    process already has one (NVML's facts cannot tell which process; the memory in use hints)."""
+    out: list[Finding] = []
+    modes = _RESTRICTED_MODES
+    for mode_id in ("gpu-compute-mode-prohibited", "gpu-compute-mode-exclusive"):
+        bad = [c for c in target if c.device is not None and modes.get(c.device.compute_mode or "") == mode_id]
+        if not bad:
+            continue
+        lines = []
+        for c in bad:
+            d = c.device
+            assert d is not None
+            line = f"{_gpu(c)}: compute mode {d.compute_mode}"
+            if mode_id == "gpu-compute-mode-exclusive" and d.memory_total_mib is not None and d.memory_free_mib is not None:
+                used = d.memory_total_mib - d.memory_free_mib
+                line += f"; {used} MiB in use" + (" (another process probably holds its one context)"
+                                                  if used >= LOW_MEMORY_MIB else "")
+            lines.append(line)
+        if mode_id == "gpu-compute-mode-prohibited":
+            detail = "\n".join(lines) + "\nNo process may create a CUDA context on it"
+        else:
+            detail = "\n".join(lines) + "\nOnly one process at a time may hold a CUDA context on it"
+        detail += ("; ORT fails with `all CUDA-capable devices are busy or unavailable` "
+                   "(cudaErrorDevicesUnavailable, 46).")
+        reset = " && ".join(f"sudo nvidia-smi -i {c.nvml_index} -c DEFAULT" for c in bad if c.nvml_index is not None)
+        fix = f"{reset}  (as root; a cluster scheduler may set this on purpose)" if reset else CATALOG[mode_id].fix
+        if mode_id == "gpu-compute-mode-exclusive":
+            fix = "Run one process per GPU (one worker per device), or " + fix
+        others = _others_fix(bad, [c for c in visible if c not in bad and (c.device is None or
+                                   modes.get(c.device.compute_mode or "") is None)] + bad)
+        out.append(make(mode_id, detail, fix + (f"\n{others}" if others else "")))
     return out
 
 
@@ -930,8 +1030,11 @@ def _merge_smoke(found: list[Finding], smoke: Any) -> list[Finding]:
         return found
     confirm = "Confirmed by the smoke session (a real CUDA session in a child process); ORT said:\n"
     cause_ids: list[str] = []
+    mode_ids = [f.id for f in found if f.id in _RESTRICTED_MODES.values()]
     for cause in getattr(smoke, "causes", ()) or ():
         cid = getattr(cause, "finding_id", None)
+        if mode_ids and _is_busy(cause):
+            cid = mode_ids[0]  # the GPU refuses contexts because of its compute mode, not for lack of GPUs
         if not cid or getattr(cause, "consequence", False) or cid in cause_ids:
             continue
         cause_ids.append(cid)
@@ -964,6 +1067,88 @@ def _merge_smoke(found: list[Finding], smoke: Any) -> list[Finding]:
             detail += "\n" + _clip(evidence)
     fix = f"Fix {', '.join(cause_ids)} first (above)." if cause_ids else None
     return [*found, make(fid, detail, fix)]
+
+
+def _smoke_signature(smoke: Any) -> tuple[str | None, tuple[str, ...]]:
+    return getattr(smoke, "finding_id", None), tuple(getattr(smoke, "cause_ids", ()) or ())
+
+
+def _merge_device_smokes(found: list[Finding], ctx: _Ctx, smoke: Any, device_smokes: Sequence[Any]) -> list[Finding]:
+    """``check --all-devices``: a device whose smoke session failed like the main one's is named in that
+    finding; one that failed differently (or while the main one passed) gets a finding of its own."""
+    if not device_smokes:
+        return found
+    failed = [ds for ds in device_smokes if ds.smoke is not None and ds.smoke is not smoke
+              and getattr(ds.smoke, "ran", False) and not getattr(ds.smoke, "ok", False)]
+    if not failed:
+        return found
+    usable = [ds.cuda for ds in device_smokes if ds.cuda is not None and getattr(ds.smoke, "ok", False)]
+    main_failed = smoke is not None and getattr(smoke, "ran", False) and not getattr(smoke, "ok", False)
+    main_sig = _smoke_signature(smoke) if main_failed else None
+    same = [ds for ds in failed if main_sig is not None and _smoke_signature(ds.smoke) == main_sig]
+    if same:
+        fid = main_sig[0] if main_sig and main_sig[0] in CATALOG else "smoke-failed"
+        hit = next((i for i, f in enumerate(found) if f.id == fid), None)
+        names = "; ".join(_device_name(ds) for ds in same)
+        if hit is not None:
+            found[hit] = replace(found[hit], detail=f"{found[hit].detail}\nThe same failure on: {names}.")
+    for ds in failed:
+        if ds in same:
+            continue
+        sm = ds.smoke
+        fid = getattr(sm, "finding_id", None) or "smoke-failed"
+        if fid not in CATALOG:
+            fid = "smoke-failed"
+        where = _device_name(ds)
+        providers = getattr(sm, "providers", None)
+        detail = f"On {where} the smoke session "
+        detail += f"ran on {list(providers)}" if providers else "did not run on the CUDA EP"
+        error = getattr(sm, "error", None)
+        detail += (":\n" + _clip(error, 800)) if error else "."
+        fixes: list[str] = []
+        mode_id = _mode_finding(ds.cuda)
+        for cause in getattr(sm, "causes", ()) or ():
+            if getattr(cause, "consequence", False):
+                continue
+            if mode_id and _is_busy(cause):
+                detail += (f"\nCause ({mode_id}): the GPU's compute mode refuses a new context "
+                           "(CUDA error 46, cudaErrorDevicesUnavailable).")
+                continue
+            detail += f"\nCause ({cause.finding_id}): {getattr(cause, 'what', '')}"
+            fix = getattr(cause, "fix", None)
+            if fix and fix not in fixes:
+                fixes.append(fix)
+        if mode_id and ds.cuda is not None and ds.cuda.nvml_index is not None:
+            fixes.insert(0, f"sudo nvidia-smi -i {ds.cuda.nvml_index} -c DEFAULT  (see {mode_id})")
+        good = [c for c in usable if c is not ds.cuda]
+        if good:
+            ords = ", ".join(str(c.ordinal) for c in good)
+            fixes.append(f"The smoke session passed on CUDA device(s) {ords}: --device-id {good[0].ordinal}, or "
+                         f"export CUDA_VISIBLE_DEVICES={_visible_ids(good)} to keep a server off this GPU")
+        found.append(make(fid, detail, "\n".join(fixes) or None,
+                          title=f"the smoke session failed on CUDA device {ds.ordinal}"
+                          if fid == "smoke-failed" else f"the smoke session on CUDA device {ds.ordinal} did "
+                          "not run on the CUDA execution provider"))
+    return found
+
+
+def _mode_finding(c: CudaDevice | None) -> str | None:
+    """The compute-mode finding id of a GPU that refuses new contexts (None for the default mode)."""
+    if c is None or c.device is None:
+        return None
+    return _RESTRICTED_MODES.get(c.device.compute_mode or "")
+
+
+def _is_busy(cause: Any) -> bool:
+    """CUDA error 46 (cudaErrorDevicesUnavailable): what a GPU in a restricted compute mode answers.
+    The classifier files it with no-gpu-visible; on a GPU NVML shows in such a mode the mode is the cause."""
+    text = f"{getattr(cause, 'evidence', '')} {getattr(cause, 'details', {}).get('cuda_error', '')}"
+    return getattr(cause, "finding_id", None) == "no-gpu-visible" and (
+        "busy or unavailable" in text or "DevicesUnavailable" in text or " 46" in f" {text}")
+
+
+def _device_name(ds: Any) -> str:
+    return describe(ds.cuda) if ds.cuda is not None else f"CUDA device {ds.ordinal} (not visible)"
 
 
 def _clip(text: str, limit: int = 1500) -> str:

@@ -40,6 +40,10 @@ class Report:
     timings_ms: dict[str, float] = field(default_factory=dict)
     # What to install on this machine when no GPU build is installed (None when one is).
     recommendation: str | None = None
+    device_map: Any = None  # ortdoctor.devices.DeviceMap: CUDA ordinal -> NVML device
+    all_devices: bool = False  # `check --all-devices`: every visible GPU was checked
+    device_smokes: tuple[Any, ...] = ()  # ortdoctor.devices.DeviceSmoke per ordinal (--all-devices)
+    model: Any = None  # ortdoctor.model_check.ModelReport (`check --model`)
 
 
 def verdict_of(findings: Iterable[Finding]) -> Verdict:
@@ -69,23 +73,38 @@ def run_check(
     maps_path: str = "/proc/self/maps",
     cwd: str | None = None,
     allow_unsafe_dirs: bool = False,
+    all_devices: bool = False,
+    max_parallel: int | None = None,
+    model: str | os.PathLike[str] | None = None,
+    input_shapes: Mapping[str, Iterable[int]] | Iterable[str] | None = None,
+    model_cuda_graph: bool = False,
+    model_timeout: float = 120.0,
+    model_provider_options: Mapping[str, str] | None = None,
 ) -> Report:
     """Inspect, resolve, diagnose and (when a GPU build is installed) prove the CUDA EP.
 
     ``smoke``: True always runs the smoke session, False never, ``"auto"`` (default) only when a CUDA
     build of onnxruntime is installed. ``smoke_request`` is a :class:`ortdoctor.smoke.SmokeRequest`
-    (default: one built from ``device_id`` and ``directory``). The other arguments are the probes'
-    roots (see :func:`ortdoctor.probes.collect_environment`), so tests point them at built trees.
+    (default: one built from ``device_id`` and ``directory``). ``all_devices`` checks every GPU CUDA
+    can see and runs the smoke session once per device, ``max_parallel`` children at a time (default:
+    :func:`ortdoctor.devices.default_parallelism`); ``device_id`` still picks the result reported as
+    the main smoke session. ``model`` (with ``input_shapes``, ``model_cuda_graph``, ``model_timeout``,
+    ``model_provider_options``) also checks where the user's model runs
+    (:func:`ortdoctor.model_check.check_model`), after the environment. The other arguments are the
+    probes' roots (see :func:`ortdoctor.probes.collect_environment`), so tests point them at built trees.
 
     Raises:
         MatrixError: the matrix file cannot be used.
         DirectoryError: ``directory`` does not exist.
+        ValueError: an ``input_shapes`` entry is malformed (checked before anything runs).
     """
+    from ortdoctor.devices import map_devices
     from ortdoctor.diagnose import diagnose, is_cuda_build
     from ortdoctor.matrix import load_matrix
     from ortdoctor.probes import collect_environment
     from ortdoctor.resolver import resolve
 
+    shapes = _model_shapes(input_shapes) if model is not None else {}
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     if matrix is None:
@@ -103,25 +122,48 @@ def run_check(
                    allow_unsafe_dirs=allow_unsafe_dirs) if gpu_build else None
     timings["resolve"] = _ms(t)
 
+    device_order = (os.environ if environ is None else environ).get("CUDA_DEVICE_ORDER")
+    device_map = map_devices(env.driver, device_order=device_order)
+
     smoke_result = None
+    device_smokes: tuple[Any, ...] = ()
     skipped: str | None = None
     if smoke is False:
         skipped = "--no-smoke"
     elif smoke == "auto" and not gpu_build:
         skipped = "no CUDA build of onnxruntime is installed"
+    elif all_devices and device_map.devices:
+        t = time.perf_counter()
+        device_smokes = _run_device_smokes(smoke_request, device_map, device_id=device_id, directory=directory,
+                                           max_parallel=max_parallel)
+        smoke_result = next((d.smoke for d in device_smokes if d.ordinal == device_id), None)
+        timings["smoke"] = _ms(t)
     else:
+        # No GPU CUDA could enumerate (or one device asked for): one session, whose error says why.
         t = time.perf_counter()
         smoke_result = _run_smoke(smoke_request, device_id=device_id, directory=directory)
         timings["smoke"] = _ms(t)
 
     t = time.perf_counter()
-    findings = diagnose(env, plan, matrix, smoke_result, device_id=device_id)
+    findings = diagnose(env, plan, matrix, smoke_result, device_id=device_id, all_devices=all_devices,
+                        device_order=device_order, device_smokes=device_smokes)
     recommendation = None
     if not gpu_build:
         from ortdoctor.diagnose import recommended_install
 
         recommendation = recommended_install(env, matrix)
     timings["diagnose"] = _ms(t)
+
+    model_report = None
+    if model is not None:
+        from ortdoctor.model_check import check_model
+
+        t = time.perf_counter()
+        model_report = check_model(model, input_shapes=shapes, device_id=device_id, cuda_graph=model_cuda_graph,
+                                   timeout=model_timeout, env=None if environ is None else dict(environ),
+                                   driver=env.driver, provider_options=model_provider_options)
+        findings = sorted([*findings, *model_report.findings], key=_severity_rank)
+        timings["model"] = _ms(t)
     timings["total"] = _ms(t0)
     return Report(
         verdict=verdict_of(findings),
@@ -135,6 +177,10 @@ def run_check(
         directory=directory,
         timings_ms=timings,
         recommendation=recommendation,
+        device_map=device_map,
+        all_devices=all_devices,
+        device_smokes=device_smokes,
+        model=model_report,
     )
 
 
@@ -145,6 +191,39 @@ def _run_smoke(request: Any, *, device_id: int, directory: str | None) -> Any:
     if request is None:
         request = SmokeRequest(device_id=device_id, directory=directory)
     return run_smoke(request)
+
+
+def _run_device_smokes(request: Any, device_map: Any, *, device_id: int, directory: str | None,
+                       max_parallel: int | None) -> tuple[Any, ...]:
+    """The smoke session on every visible ordinal (plus ``device_id`` when CUDA has no such device, so
+    its failure is shown too), in parallel children."""
+    from ortdoctor.devices import run_device_smokes
+    from ortdoctor.smoke import SmokeRequest
+
+    if request is None:
+        request = SmokeRequest(device_id=device_id, directory=directory)
+    ordinals = [c.ordinal for c in device_map.devices]
+    if device_id not in ordinals:
+        ordinals.append(device_id)
+    return run_device_smokes(request, ordinals, device_map=device_map, max_parallel=max_parallel)
+
+
+def _model_shapes(value: Mapping[str, Iterable[int]] | Iterable[str] | None) -> dict[str, tuple[int, ...]]:
+    """``--input-shape`` values checked before anything runs: a malformed one is a usage error."""
+    if not value:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): tuple(int(d) for d in v) for k, v in value.items()}
+    from ortdoctor.model_check import parse_input_shapes
+
+    return parse_input_shapes(value)
+
+
+_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def _severity_rank(f: Finding) -> int:
+    return _SEVERITY_RANK.get(f.severity, 3)
 
 
 def _ms(start: float) -> float:

@@ -20,6 +20,8 @@ from ortdoctor.facts import Finding, Severity
 _ORT_ISSUES = "https://github.com/microsoft/onnxruntime/issues/"
 _CUDA_EP_DOCS = "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html"
 _INSTALL_DOCS = "https://onnxruntime.ai/docs/install/#cuda-and-cudnn"
+_MODEL_DOCS = "https://onnxruntime.ai/docs/get-started/with-python.html"
+_QUANT_DOCS = "https://onnxruntime.ai/docs/performance/model-optimizations/quantization.html"
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,8 @@ class CatalogEntry:
     fix: str
     modes: tuple[int, ...] = ()  # numbers in the failure-mode research the finding stands for
     docs: tuple[str, ...] = ()  # upstream reports and documentation
-    produced_by: str = "check"  # "check" (inspection), "smoke" (the child session), "explain" (error text)
+    # "check" (inspection), "smoke" (the child session), "explain" (error text), "model" (check --model)
+    produced_by: str = "check"
 
 
 _ENTRIES: tuple[CatalogEntry, ...] = (
@@ -387,8 +390,12 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         title="the requested device id is not a visible GPU",
         cause="CUDA renumbers the GPUs CUDA_VISIBLE_DEVICES leaves visible from 0, so a device_id that was "
         "right for the whole machine is out of range (`CUDA failure 101: invalid device ordinal`).",
-        evidence="The device id against the number of GPUs visible after CUDA_VISIBLE_DEVICES.",
-        fix="Pass a device_id below the visible count (ids count from 0 after CUDA_VISIBLE_DEVICES).",
+        evidence="The device id against the GPUs CUDA enumerates after CUDA_VISIBLE_DEVICES (read left to "
+        "right: indices, `GPU-` UUID prefixes, `MIG-` ids; the first entry naming no device ends the list, a "
+        "device named twice hides them all), each with its NVML index and UUID.",
+        fix="Pass a device_id below the visible count (`--device-id 0`; ids count from 0 after "
+        "CUDA_VISIBLE_DEVICES), or make the GPU meant visible: export CUDA_VISIBLE_DEVICES=<its index or "
+        "UUID>.",
         modes=(9,),
         docs=(_ORT_ISSUES + "22980",),
     ),
@@ -412,11 +419,42 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         title="the GPU has little free memory",
         cause="Other processes (or other sessions' BFC arenas) hold most of the GPU memory; session creation "
         "or the first run can fail with `BFCArena::AllocateRawInternal Failed to allocate memory`.",
-        evidence="NVML free and total memory per visible device.",
+        evidence="NVML free and total memory of the device the session uses (every visible device with "
+        "`--all-devices`); reported below 1024 MiB free, which leaves too little for a CUDA context "
+        "(a few hundred MiB), cuBLAS/cuDNN workspaces and the first arena chunk.",
         fix="Stop the other GPU processes (nvidia-smi lists them), or limit the arena: "
-        "{'gpu_mem_limit': N, 'arena_extend_strategy': 'kSameAsRequested'}",
+        "{'gpu_mem_limit': N, 'arena_extend_strategy': 'kSameAsRequested'}; or use a GPU with free memory "
+        "(--device-id N)",
         modes=(26,),
         docs=(_ORT_ISSUES + "16307",),
+    ),
+    CatalogEntry(
+        id="gpu-compute-mode-prohibited",
+        severity="error",
+        title="the GPU's compute mode is Prohibited: no process may use it",
+        cause="An administrator (or a cluster scheduler) set the GPU's compute mode to Prohibited "
+        "(`nvidia-smi -c PROHIBITED`), so every attempt to create a CUDA context on it fails: ORT reports "
+        "`all CUDA-capable devices are busy or unavailable` (cudaErrorDevicesUnavailable, 46).",
+        evidence="NVML's compute mode of the device the session uses (every visible device with `--all-devices`).",
+        fix="sudo nvidia-smi -i <NVML index> -c DEFAULT  (if the mode was not set on purpose), or run on another "
+        "GPU: --device-id N / CUDA_VISIBLE_DEVICES=<its UUID>",
+        modes=(9,),
+        docs=("https://docs.nvidia.com/deploy/nvidia-smi/index.html",),
+    ),
+    CatalogEntry(
+        id="gpu-compute-mode-exclusive",
+        severity="warning",
+        title="the GPU's compute mode is Exclusive-process: one process at a time",
+        cause="In Exclusive-process mode only one process can hold a CUDA context on the GPU; a second one "
+        "(another worker, a second server, or a check run beside the server) fails with `all CUDA-capable "
+        "devices are busy or unavailable` (cudaErrorDevicesUnavailable, 46).",
+        evidence="NVML's compute mode of the device the session uses (every visible device with "
+        "`--all-devices`), and its memory in use as a hint that a process holds it; the smoke session on the "
+        "device confirms it.",
+        fix="Run one process per GPU (one worker per device, pinned with CUDA_VISIBLE_DEVICES), or sudo "
+        "nvidia-smi -i <NVML index> -c DEFAULT",
+        modes=(9,),
+        docs=("https://docs.nvidia.com/deploy/nvidia-smi/index.html",),
     ),
     CatalogEntry(
         id="wsl-libcuda-missing",
@@ -518,6 +556,165 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         docs=(_ORT_ISSUES + "16116",),
         produced_by="explain",
     ),
+    # ---------------------------------------------------------------------------------- the user's model
+    CatalogEntry(
+        id="model-invalid",
+        severity="error",
+        title="the model file is not a readable ONNX model",
+        cause="The file is missing, empty, not a protobuf ModelProto, or has no graph.",
+        evidence="The file itself, read by ortdoctor's own protobuf reader; onnxruntime's error when it "
+        "refuses to parse it.",
+        fix="Point --model at the .onnx file itself; re-export it (torch.onnx.export, optimum-cli export onnx).",
+        docs=(_MODEL_DOCS,),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-truncated",
+        severity="error",
+        title="the model file is cut short",
+        cause="The file ends in the middle of a field: an interrupted download or copy, or a Git LFS pointer.",
+        evidence="A protobuf field whose length runs past the end of the file; the file size.",
+        fix="Download or copy the model again (git lfs pull for LFS checkouts) and compare its size.",
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-external-data-missing",
+        severity="error",
+        title="the model's external weight files are missing",
+        cause="Models over 2 GB keep their weights in separate files next to the .onnx; onnxruntime "
+        "looks for them relative to the model's directory.",
+        evidence="The `external_data` locations of the model's initializers, checked relative to the model's "
+        "directory; onnxruntime's error when it cannot read them.",
+        fix="Copy the data files named in the finding next to the model (same relative path).",
+        docs=("https://onnx.ai/onnx/repo-docs/ExternalData.html",),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-opset-unsupported",
+        severity="error",
+        title="the model's opset or IR version is newer than this onnxruntime",
+        cause="Each onnxruntime release supports ONNX opsets and IR versions up to a maximum.",
+        evidence="The model's opset imports and IR version; onnxruntime's own message (`Current official "
+        "support for domain ... is till opset N`, `Unsupported model IR version`).",
+        fix="Upgrade onnxruntime-gpu, or export the model again with a lower opset (opset_version=...).",
+        docs=("https://onnxruntime.ai/docs/reference/compatibility.html",),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-load-failed",
+        severity="error",
+        title="onnxruntime could not create a session for the model",
+        cause="The session failed for a reason other than the file itself (a missing kernel, a custom op, ...).",
+        evidence="onnxruntime's error text from the model-check child.",
+        fix="Read onnxruntime's message in the finding; `ortdoctor explain` the text for known causes.",
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-check-failed",
+        severity="error",
+        title="the model check did not complete",
+        cause="The child process that loads the model crashed, hung or printed no answer.",
+        evidence="The child's exit status or signal, the timeout, its last lines of output.",
+        fix="Rerun with a longer --timeout; run the model in a plain script to see the native error.",
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-not-on-gpu",
+        severity="error",
+        title="the model session did not get the CUDA execution provider",
+        cause="The CUDA EP could not be created in this environment, so every node runs on the CPU.",
+        evidence="The model session's `get_providers()` and onnxruntime's log while creating it.",
+        fix="Fix the environment findings above first (ortdoctor check without --model shows them).",
+        modes=(4,),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-quantized-ops-on-cpu",
+        severity="warning",
+        title="quantized ops of the model run on the CPU",
+        cause="Dynamic quantization (MatMulInteger, DynamicQuantizeLinear, ConvInteger) targets CPUs; the "
+        "CUDA EP has no kernels for most of these, so ORT places them on the CPU with copies around them.",
+        evidence="onnxruntime's own per-node provider assignment (verbose session log, EP graph assignment "
+        "info) for the quantized op types.",
+        fix="Use the float (or float16) model on the CUDA EP, or a statically quantized QDQ model on the "
+        "TensorRT EP.",
+        docs=(_QUANT_DOCS,),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-cpu-compute-ops",
+        severity="warning",
+        title="compute ops of the model run on the CPU",
+        cause="The CUDA EP has no kernel for these ops at the model's opset and types.",
+        evidence="onnxruntime's own per-node provider assignment: CPU-placed nodes outside the model's "
+        "shape subgraphs.",
+        fix="Change the op or its types at export, or run on a newer onnxruntime-gpu with the kernel.",
+        docs=(_CUDA_EP_DOCS,),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-memcpy-nodes",
+        severity="info",
+        title="onnxruntime inserted host/device copies",
+        cause="Nodes on the CPU between GPU nodes make ORT copy tensors with MemcpyToHost/MemcpyFromHost.",
+        evidence="MemcpyToHost/MemcpyFromHost nodes in onnxruntime's final graph (verbose session log).",
+        fix="Remove the CPU-placed nodes (see the other model findings) or freeze shape subgraphs.",
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-control-flow-blocks-cuda-graph",
+        severity="info",
+        title="the model has control-flow ops (If/Loop/Scan)",
+        cause="CUDA graphs cannot capture control-flow nodes; ORT refuses enable_cuda_graph for such models.",
+        evidence="If, Loop and Scan nodes in the model's graph (subgraphs included).",
+        fix="Export without control flow (unroll loops, fix the branch) or do not enable CUDA graphs.",
+        modes=(25,),
+        docs=(_CUDA_EP_DOCS,),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-dynamic-shapes-block-cuda-graph",
+        severity="warning",
+        title="model inputs have dynamic shapes",
+        cause="A captured CUDA graph replays fixed shapes at fixed addresses; every new shape needs a new capture.",
+        evidence="Symbolic or unknown dimensions of the model's inputs, reported when CUDA graphs are asked "
+        "for (--cuda-graph).",
+        fix="Export with fixed input shapes (or pad to one shape) and bind inputs with IOBinding.",
+        modes=(25,),
+        docs=(_CUDA_EP_DOCS,),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-cuda-graph-refused",
+        severity="error",
+        title="onnxruntime refused to enable CUDA graphs for the model",
+        cause="enable_cuda_graph needs every node on the CUDA EP and no control flow.",
+        evidence="onnxruntime's error when the session is created with enable_cuda_graph=1.",
+        fix="Move the nodes named in the finding to the GPU, or run without enable_cuda_graph.",
+        modes=(25,),
+        docs=(_CUDA_EP_DOCS,),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-too-large-for-device",
+        severity="error",
+        title="the model does not fit in the GPU's free memory",
+        cause="The weights alone need more memory than the device has free; activations need more.",
+        evidence="The model's initializer and external data bytes against NVML's free memory of the device "
+        "the session uses (its CUDA ordinal mapped to NVML's device through CUDA_VISIBLE_DEVICES).",
+        fix="Use a GPU with more memory, free it (other processes), use float16 weights, or gpu_mem_limit.",
+        modes=(26,),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-run-failed",
+        severity="warning",
+        title="the test run with random inputs failed",
+        cause="Running the model with the given --input-shape values raised an error.",
+        evidence="onnxruntime's error for the run on the CUDA EP and on the CPU EP.",
+        fix="Check the shapes and dtypes against the model's inputs (listed in the report).",
+        produced_by="model",
+    ),
     # ---------------------------------------------------------------------------------- smoke
     CatalogEntry(
         id="smoke-fell-back-to-cpu",
@@ -536,11 +733,14 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         id="cuda-ep-fell-back-to-cpu",
         severity="error",
         title="the CUDA execution provider could not be created and ORT fell back to the CPU",
-        cause="ORT logs `Failed to create CUDAExecutionProvider` (or prints the `EP Error ... Falling back` "
-        "banner) and carries on with the CPU; the real cause is the error line before it.",
+        cause="When the CUDA EP cannot be created (a missing library or driver), ORT logs `Failed to create "
+        "CUDAExecutionProvider` and builds the session on the CPU without raising; the Python wrapper may "
+        "also print an `EP Error ... Falling back` banner and retry with the CPU. `get_available_providers()` "
+        "still lists CUDA. The real cause is the error line before it.",
         evidence="The error text: the consequence line and the cause line above it.",
         fix="Fix the cause ORT logged just before (ortdoctor explain classifies the whole log: `... 2>&1 | "
-        "ortdoctor explain -`), or run `ortdoctor check`.",
+        "ortdoctor explain -`), or run `ortdoctor check`; in code, check "
+        "`session.get_providers()[0] == 'CUDAExecutionProvider'`.",
         modes=(4,),
         docs=(_ORT_ISSUES + "23372",),
         produced_by="explain",

@@ -57,6 +57,8 @@ def render(report: Report, *, color: bool = False, debug: bool = False) -> str:
     lines += _driver(report, s, debug)
     lines += _libraries(report, s, debug)
     lines += _smoke(report, s, debug)
+    lines += _devices(report, s, debug)
+    lines += _model(report)
     lines += _problems(report, s, debug)
     if debug:
         lines += ["", s.bold("Timings (ms)"),
@@ -174,7 +176,7 @@ def _torch(report: Report, s: _Style) -> list[str]:
 
 
 def _driver(report: Report, s: _Style, debug: bool) -> list[str]:
-    from ortdoctor.diagnose import visible_devices
+    from ortdoctor.devices import map_devices
 
     d = report.env.driver
     ids = {f.id for f in report.findings}
@@ -184,18 +186,29 @@ def _driver(report: Report, s: _Style, debug: bool) -> list[str]:
     driver_bad = ids & {"driver-too-old", "cuda-compat-on-unsupported-hw"}
     out = [_row("Driver/GPU", FAIL if "driver-too-old" in driver_bad else (WARN if driver_bad else OK),
                 f"driver {d.version} (CUDA {d.cuda_version or '?'})", s)]
-    visible, why = visible_devices(d)
-    visible_idx = {dev.index for dev in visible}
+    dmap = report.device_map if report.device_map is not None else map_devices(d)
+    why = dmap.visibility_note
     if not d.devices:
         out.append(" " * _LABEL + s.red(f"{FAIL} no GPU visible"))
+    remapped = d.cuda_visible_devices is not None
     for dev in d.devices:
         mem = ""
         if dev.memory_total_mib is not None:
             mem = f", {dev.memory_total_mib} MiB" + (f" ({dev.memory_free_mib} free)" if dev.memory_free_mib is not None else "")
-        hidden = "" if dev.index in visible_idx else s.dim(" hidden by CUDA_VISIBLE_DEVICES")
-        out.append(" " * _LABEL + f"GPU {dev.index}: {dev.name} (sm {dev.compute_capability or '?'}{mem}){hidden}")
-    if why and debug:
+        ordinal = dmap.ordinal_of(dev.index)
+        if ordinal is None:
+            where = s.dim(" hidden by CUDA_VISIBLE_DEVICES")
+        else:
+            where = s.dim(f" = CUDA device {ordinal}") if remapped or debug else ""
+        mode = f", {dev.compute_mode}" if dev.compute_mode not in (None, "default") else ""
+        out.append(" " * _LABEL + f"GPU {dev.index}: {dev.name} (sm {dev.compute_capability or '?'}{mem}{mode}){where}")
+    for c in dmap.devices:
+        if c.device is None:
+            out.append(" " * _LABEL + f"CUDA device {c.ordinal}: {c.mig or '?'} (a MIG instance NVML's list does not show)")
+    if why and (debug or remapped):
         out.append(" " * _LABEL + s.dim(why))
+    if dmap.order_note:
+        out.append(" " * _LABEL + s.yellow(f"{WARN} {dmap.order_note}"))
     return out
 
 
@@ -282,14 +295,64 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
     return out
 
 
+def _devices(report: Report, s: _Style, debug: bool) -> list[str]:
+    """``check --all-devices``: one line per CUDA ordinal with the NVML device behind it."""
+    if not report.all_devices:
+        return []
+    if not report.device_smokes:
+        return [_row("Devices", "", s.dim("no smoke session per device (" + (report.smoke_skipped or
+                                                                              "no GPU visible") + ")"), s)]
+    out = [_row("Devices", "", f"the smoke session on each of {len(report.device_smokes)} CUDA device(s)", s)]
+    for ds in report.device_smokes:
+        mark = {"ok": OK, "fell-back": FAIL, "failed": FAIL}.get(ds.result, WARN)
+        c = ds.cuda
+        if c is None:
+            head = f"cuda:{ds.ordinal}  (no such device here)"
+        else:
+            nvml = f"GPU {c.nvml_index}" if c.nvml_index is not None else "GPU ?"
+            dev = c.device
+            facts = [f"sm {dev.compute_capability or '?'}" if dev else "sm ?"]
+            if dev is not None and dev.memory_free_mib is not None:
+                facts.append(f"{dev.memory_free_mib} MiB free")
+            if dev is not None and dev.compute_mode not in (None, "default"):
+                facts.append(str(dev.compute_mode))
+            uuid = f" {c.uuid}" if c.uuid and debug else ""
+            head = f"cuda:{ds.ordinal} = {nvml} {c.name}{uuid} ({', '.join(facts)})"
+        sm = ds.smoke
+        if ds.result == "ok":
+            t = getattr(sm, "timings_ms", None) or {}
+            tail = "ok" + (" — " + ", ".join(f"{k} {v:g} ms" for k, v in t.items() if k in ("session", "run"))
+                           if t else "")
+        elif ds.result == "not-run":
+            tail = f"not run: {getattr(sm, 'error', None) or '?'}"
+        else:
+            err = (getattr(sm, "error", None) or "").strip().splitlines()
+            tail = ("fell back to the CPU" if ds.result == "fell-back" else "failed") + (
+                f": {err[-1][:_WIDTH]}" if err else "")
+        out.append(f"  {s.mark(mark)} {head}: {tail}")
+    return out
+
+
+def _model(report: Report) -> list[str]:
+    if report.model is None:
+        return []
+    from ortdoctor.model_check.render import render_model
+
+    return ["", *render_model(report.model).splitlines()]
+
+
 def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
-    problems = [f for f in report.findings if f.severity != "info"]
-    notes = [f for f in report.findings if f.severity == "info"]
+    # The model's findings are listed (with their fixes) in the Model section above.
+    model_findings = set(getattr(report.model, "findings", ()) or ())
+    problems = [f for f in report.findings if f.severity != "info" and f not in model_findings]
+    notes = [f for f in report.findings if f.severity == "info" and f not in model_findings]
     out: list[str] = []
     if problems:
         out += ["", s.bold(f"Problems ({_counts(problems)})")]
         for f in problems:
             out += _finding(f, s)
+    elif model_findings and report.verdict != "ok":
+        out += ["", s.bold("Problems: ") + "only the model's (listed under Model above)"]
     elif report.verdict == "ok":
         out += ["", s.green("No problems found.")]
     if notes:

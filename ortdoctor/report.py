@@ -33,10 +33,13 @@ def to_json(report: Report) -> dict[str, Any]:
         "python": _python(env),
         "ort": _ort(env, report.recommendation),
         "torch": _torch(env),
-        "driver": _driver(env),
+        "driver": _driver(env, report.device_map),
         "libraries": _libraries(report),
         "smoke": _smoke(report),
         # additions beyond the contract's minimum
+        # `check --all-devices`: one entry per CUDA ordinal (null when only one device was checked)
+        "smoke_devices": [d.to_json() for d in report.device_smokes] if report.all_devices else None,
+        "model": report.model.to_json() if report.model is not None else None,
         "cuda_major": report.plan.cuda_major if report.plan else None,
         "cudnn_major": report.plan.cudnn_major if report.plan else None,
         "directory": report.directory,
@@ -109,11 +112,13 @@ def _torch(env: Environment) -> dict[str, Any] | None:
     return {"version": t.version, "cuda": t.cuda, "cudnn": t.cudnn, "lib_dir": t.lib_dir, "location": t.location}
 
 
-def _driver(env: Environment) -> dict[str, Any]:
-    from ortdoctor.diagnose import visible_devices
+def _driver(env: Environment, device_map: Any = None) -> dict[str, Any]:
+    from ortdoctor.devices import map_devices
 
     d = env.driver
-    visible, why = visible_devices(d)
+    dmap = device_map if device_map is not None else map_devices(d)
+    visible = [c.device for c in dmap.devices if c.device is not None]
+    why = dmap.visibility_note
     return {
         "available": d.available,
         "version": d.version,
@@ -133,6 +138,12 @@ def _driver(env: Environment) -> dict[str, Any]:
         ],
         "visible_device_indices": [dev.index for dev in visible],
         "visibility_note": why,
+        # additions: CUDA's ordinals (what device_id means) with the NVML device behind each
+        "cuda_devices": [c.to_json() for c in dmap.devices],
+        "cuda_visible_devices_stopped_at": dmap.stopped_at,
+        "cuda_visible_devices_stop_reason": dmap.stop_reason,
+        "cuda_device_order": dmap.device_order,
+        "device_order_note": dmap.order_note,
         "cuda_visible_devices": d.cuda_visible_devices,
         "nvidia_visible_devices": d.nvidia_visible_devices,
         "libcuda": list(d.libcuda),

@@ -2,7 +2,8 @@
 
 Everything here is a pure function of the file inspection (:mod:`ortdoctor.model_check.inspect`), the
 child's answer (:mod:`ortdoctor.model_check.child`, already summarised into a :class:`Placement`) and the
-driver facts. :data:`CATALOG` documents each id once (cause and general fix) for ``ortdoctor explain``.
+driver facts. Each id is documented once, in :mod:`ortdoctor.findings_catalog` (:data:`CATALOG` here is
+the list of this module's entries there).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ortdoctor.facts import DriverInfo, Finding, Severity
+from ortdoctor.findings_catalog import CATALOG as _CATALOG
+from ortdoctor.findings_catalog import CatalogEntry, make
 from ortdoctor.model_check.inspect import QUANTIZED_OPS, ModelInspection
 
 CUDA_EP = "CUDAExecutionProvider"
@@ -27,70 +30,18 @@ SHAPE_OPS = frozenset({
     "ConstantOfShape", "Reshape", "Expand", "NonZero", "Equal", "Where",
 })
 
-_CUDA_EP_DOCS = "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html"
-_QUANT_DOCS = "https://onnxruntime.ai/docs/performance/model-optimizations/quantization.html"
 
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    id: str
-    severity: Severity
-    title: str
-    cause: str
-    fix: str
-
-
-CATALOG: tuple[CatalogEntry, ...] = (
-    CatalogEntry("model-invalid", "error", "the model file is not a readable ONNX model",
-                 "The file is missing, empty, not a protobuf ModelProto, or has no graph.",
-                 "Point --model at the .onnx file itself; re-export it (torch.onnx.export, optimum-cli export onnx)."),
-    CatalogEntry("model-truncated", "error", "the model file is cut short",
-                 "The file ends in the middle of a field: an interrupted download or copy, or a Git LFS pointer.",
-                 "Download or copy the model again (git lfs pull for LFS checkouts) and compare its size."),
-    CatalogEntry("model-external-data-missing", "error", "the model's external weight files are missing",
-                 "Models over 2 GB keep their weights in separate files next to the .onnx; onnxruntime "
-                 "looks for them relative to the model's directory.",
-                 "Copy the data files named in the finding next to the model (same relative path)."),
-    CatalogEntry("model-opset-unsupported", "error", "the model's opset or IR version is newer than this onnxruntime",
-                 "Each onnxruntime release supports ONNX opsets and IR versions up to a maximum.",
-                 "Upgrade onnxruntime-gpu, or export the model again with a lower opset (opset_version=...)."),
-    CatalogEntry("model-load-failed", "error", "onnxruntime could not create a session for the model",
-                 "The session failed for a reason other than the file itself (a missing kernel, a custom op, ...).",
-                 "Read onnxruntime's message in the finding; `ortdoctor explain` the text for known causes."),
-    CatalogEntry("model-check-failed", "error", "the model check did not complete",
-                 "The child process that loads the model crashed, hung or printed no answer.",
-                 "Rerun with a longer --timeout; run the model in a plain script to see the native error."),
-    CatalogEntry("model-not-on-gpu", "error", "the model session did not get the CUDA execution provider",
-                 "The CUDA EP could not be created in this environment, so every node runs on the CPU.",
-                 "Fix the environment findings above first (ortdoctor check without --model shows them)."),
-    CatalogEntry("model-quantized-ops-on-cpu", "warning", "quantized ops of the model run on the CPU",
-                 "Dynamic quantization (MatMulInteger, DynamicQuantizeLinear, ConvInteger) targets CPUs; the "
-                 "CUDA EP has no kernels for most of these, so ORT places them on the CPU with copies around them.",
-                 "Use the float (or float16) model on the CUDA EP, or a statically quantized QDQ model on the "
-                 "TensorRT EP."),
-    CatalogEntry("model-cpu-compute-ops", "warning", "compute ops of the model run on the CPU",
-                 "The CUDA EP has no kernel for these ops at the model's opset and types.",
-                 "Change the op or its types at export, or run on a newer onnxruntime-gpu with the kernel."),
-    CatalogEntry("model-memcpy-nodes", "info", "onnxruntime inserted host/device copies",
-                 "Nodes on the CPU between GPU nodes make ORT copy tensors with MemcpyToHost/MemcpyFromHost.",
-                 "Remove the CPU-placed nodes (see the other model findings) or freeze shape subgraphs."),
-    CatalogEntry("model-control-flow-blocks-cuda-graph", "info", "the model has control-flow ops (If/Loop/Scan)",
-                 "CUDA graphs cannot capture control-flow nodes; ORT refuses enable_cuda_graph for such models.",
-                 "Export without control flow (unroll loops, fix the branch) or do not enable CUDA graphs."),
-    CatalogEntry("model-dynamic-shapes-block-cuda-graph", "warning", "model inputs have dynamic shapes",
-                 "A captured CUDA graph replays fixed shapes at fixed addresses; every new shape needs a new capture.",
-                 "Export with fixed input shapes (or pad to one shape) and bind inputs with IOBinding."),
-    CatalogEntry("model-cuda-graph-refused", "error", "onnxruntime refused to enable CUDA graphs for the model",
-                 "enable_cuda_graph needs every node on the CUDA EP and no control flow.",
-                 "Move the nodes named in the finding to the GPU, or run without enable_cuda_graph."),
-    CatalogEntry("model-too-large-for-device", "error", "the model does not fit in the GPU's free memory",
-                 "The weights alone need more memory than the device has free; activations need more.",
-                 "Use a GPU with more memory, free it (other processes), use float16 weights, or gpu_mem_limit."),
-    CatalogEntry("model-run-failed", "warning", "the test run with random inputs failed",
-                 "Running the model with the given --input-shape values raised an error.",
-                 "Check the shapes and dtypes against the model's inputs (listed in the report)."),
+#: Every id this module emits. Their documentation (title, severity, cause, evidence, fix) lives in
+#: :mod:`ortdoctor.findings_catalog`, the single source for ``docs/findings.md`` and ``ortdoctor explain``.
+MODEL_IDS: tuple[str, ...] = (
+    "model-invalid", "model-truncated", "model-external-data-missing", "model-opset-unsupported",
+    "model-load-failed", "model-check-failed", "model-not-on-gpu", "model-quantized-ops-on-cpu",
+    "model-cpu-compute-ops", "model-memcpy-nodes", "model-control-flow-blocks-cuda-graph",
+    "model-dynamic-shapes-block-cuda-graph", "model-cuda-graph-refused", "model-too-large-for-device",
+    "model-run-failed",
 )
-_BY_ID = {e.id: e for e in CATALOG}
+#: The catalog entries of those ids, in that order.
+CATALOG: tuple[CatalogEntry, ...] = tuple(_CATALOG[i] for i in MODEL_IDS)
 
 #: Finding ids that mean "the input model cannot be used as given": the check command exits with 2.
 INPUT_ERROR_IDS = frozenset({"model-invalid", "model-truncated", "model-external-data-missing",
@@ -98,10 +49,10 @@ INPUT_ERROR_IDS = frozenset({"model-invalid", "model-truncated", "model-external
 
 
 def make_finding(id_: str, detail: str, fix: str | None = None, severity: Severity | None = None,
-       title: str | None = None) -> Finding:
-    entry = _BY_ID[id_]
-    return Finding(id=id_, severity=severity or entry.severity, title=title or entry.title, detail=detail,
-                   fix=entry.fix if fix is None else fix)
+                 title: str | None = None) -> Finding:
+    if id_ not in MODEL_IDS:  # a typo here would otherwise pass as a valid catalog id of another area
+        raise KeyError(id_)
+    return make(id_, detail, fix, severity=severity, title=title)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -343,10 +294,14 @@ def structure_findings(ins: ModelInspection, *, cuda_graph: bool) -> list[Findin
 
 
 def memory_findings(ins: ModelInspection, driver: DriverInfo | None, device_id: int) -> list[Finding]:
+    """``device_id`` is a CUDA ordinal: mapped to NVML's device through CUDA_VISIBLE_DEVICES first."""
     if driver is None or not driver.available:
         return []
-    device = next((d for d in driver.devices if d.index == device_id), None)
-    if device is None:
+    from ortdoctor.devices import describe, map_devices
+
+    cuda = map_devices(driver).get(device_id)
+    device = cuda.device if cuda is not None else None
+    if cuda is None or device is None or cuda.mig:  # a MIG slice has less memory than NVML's GPU shows
         return []
     free_mib = device.memory_free_mib if device.memory_free_mib is not None else device.memory_total_mib
     if free_mib is None:
@@ -356,9 +311,8 @@ def memory_findings(ins: ModelInspection, driver: DriverInfo | None, device_id: 
         return []
     kind = "free" if device.memory_free_mib is not None else "total"
     return [make_finding("model-too-large-for-device",
-               f"The model's weights take {_mib(need)} MiB ({ins.path} plus external data); GPU {device_id} "
-               f"({device.name}) has {free_mib} MiB {kind} (NVML index {device.index}; with "
-               "CUDA_VISIBLE_DEVICES set, CUDA's device numbers may differ).")]
+               f"The model's weights take {_mib(need)} MiB ({ins.path} plus external data); "
+               f"{describe(cuda)} has {free_mib} MiB {kind}.")]
 
 
 def run_findings(run: Mapping[str, Any] | None) -> list[Finding]:
@@ -394,6 +348,7 @@ def _strip_log_prefix(line: str) -> str:
 __all__ = [
     "CATALOG",
     "INPUT_ERROR_IDS",
+    "MODEL_IDS",
     "CatalogEntry",
     "Placement",
     "inspection_findings",
