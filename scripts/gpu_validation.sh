@@ -61,7 +61,7 @@ say "3. Two copies of CUDA 13 and cuDNN 9: what plain onnxruntime maps, what ort
 cat >"$OUT/maps.py" <<'EOF'
 import os, sys
 mode = sys.argv[1]
-if mode == "hook":
+if mode in ("hook", "hook-then-torch"):
     import ortdoctor.hook  # noqa: F401
 elif mode == "torch":
     import torch  # noqa: F401
@@ -70,9 +70,12 @@ import onnxruntime as ort
 if mode == "ort-preload":
     ort.preload_dlls(directory="")
 from ortdoctor.smoke.model import build_model
-s = ort.InferenceSession(build_model(), providers=["CUDAExecutionProvider"])
+s = ort.InferenceSession(build_model().data, providers=["CUDAExecutionProvider"])
 x = np.random.default_rng(0).uniform(-1, 1, (256, 256)).astype(np.float32)
 s.run(None, {s.get_inputs()[0].name: x})
+if mode == "hook-then-torch":
+    import torch
+    torch.ones(1, device="cuda")  # torch after: its libraries resolve by soname to what is mapped
 print("providers:", s.get_providers())
 seen = set()
 for line in open("/proc/self/maps"):
@@ -81,7 +84,7 @@ for line in open("/proc/self/maps"):
         seen.add(p)
         print("mapped:", p)
 EOF
-for mode in plain ort-preload hook torch; do
+for mode in plain ort-preload hook torch hook-then-torch; do
   run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $PY $OUT/maps.py $mode"
 done
 run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $PY -c 'import ortdoctor.hook, torch, onnxruntime; import ortdoctor.probes.maps as m; print(\"\\n\".join(sorted(p for p in m.mapped_paths() if \"cudnn\" in p or \"cudart\" in p)))' "
@@ -108,8 +111,31 @@ json s6-cudagraph "PYTHONPATH=$ORTGPU:$ROOT $OD check --cuda-graph --json"
 run "PYTHONPATH=$ORTGPU:$ROOT $OD check --cuda-graph --debug"
 run "PYTHONPATH=$ORTGPU:$ROOT $OD check --provider-option use_tf32=0 --debug"
 
+say "6b. Every device; the per-node placement"
+run "PYTHONPATH=$ORTGPU:$ROOT $OD check --all-devices --no-smoke --quiet"
+json s6-alldev "PYTHONPATH=$ORTGPU:$ROOT $OD check --all-devices --json"
+run "PYTHONPATH=$ORTGPU:$ROOT $OD check --verbose"
+run "PYTHONPATH=$ORTGPU:$ROOT $OD check --format markdown"
+
+say "6c. The pytest plugin on a working GPU"
+mkdir -p /tmp/plug && cat >/tmp/plug/test_gpu.py <<'EOF2'
+import pytest
+from ortdoctor.smoke.model import build_model
+
+@pytest.mark.requires_cuda_ep
+def test_cuda_session(ort_cuda_session):
+    sess = ort_cuda_session(build_model().data)
+    assert sess.get_providers()[0] == "CUDAExecutionProvider"
+EOF2
+run "cd /tmp/plug && PYTHONPATH=$ORTGPU:$ROOT $PY -m pytest -p ortdoctor.pytest_plugin --ortdoctor -q -rs test_gpu.py"
+
 say "7. The user's own model (issue 10)"
-run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $PY $ROOT/scripts/model_check_gpu_demo.py /tmp/models"
+run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $PY $ROOT/scripts/model_check_gpu_demo.py /tmp/models >/tmp/models.json"
+for m in float quantized loop shape; do
+  run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $OD check --model /tmp/models/$m.onnx --no-smoke"
+done
+run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $OD check --model /tmp/models/loop.onnx --cuda-graph --no-smoke --quiet"
+run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $OD check --model /tmp/models/float.onnx --input-shape X=64x64 --no-smoke --quiet"
 
 say "8. Benchmarks"
 run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $PY $ROOT/bench/bench_smoke.py --ep CUDAExecutionProvider --repeat 5"
