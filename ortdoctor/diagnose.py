@@ -28,12 +28,13 @@ from ortdoctor.facts import (
     SearchDir,
 )
 from ortdoctor.findings_catalog import CATALOG, make
+from ortdoctor.resolver import torch_copies, version_from_filename
 
 if TYPE_CHECKING:
     from ortdoctor.matrix import LibSpec, Matrix, ReleaseMatch
 
-__all__ = ["DEFAULT_GPU_INSTALL", "diagnose", "is_cuda_build", "loader_visible", "recommended_install",
-           "visible_devices"]
+__all__ = ["DEFAULT_GPU_INSTALL", "SOURCE_WORDS", "LoaderPick", "default_loader_copy", "diagnose", "is_cuda_build",
+           "loader_visible", "recommended_install", "torch_other_copy_finding", "visible_devices"]
 
 DEFAULT_GPU_INSTALL = 'pip install "onnxruntime-gpu[cuda,cudnn]"'
 # Dependencies the CUDA feeds do not carry: pip must find them on PyPI before --index-url points elsewhere.
@@ -108,6 +109,7 @@ def diagnose(
     if gpu_build:
         found += _check_libraries(ctx)
         found += _check_torch(ctx)
+        found += _check_torch_copies(ctx)
         found += _check_siblings(ctx)
         found += _check_tensorrt(ctx)
     found += _check_search_path(ctx)
@@ -174,7 +176,10 @@ def _check_package(ctx: _Ctx) -> list[Finding]:
         return [make("ort-not-installed", detail, fix)]
 
     out: list[Finding] = []
-    if len(family) > 1:
+    shadow = _shadowing(ctx, family) if len(family) > 1 else None
+    if shadow is not None:
+        out.append(shadow)
+    elif len(family) > 1:
         names = [d.name for d in family]
         lines = []
         for d in family:
@@ -201,6 +206,53 @@ def _check_package(ctx: _Ctx) -> list[Finding]:
         out.append(make("ort-install-damaged", "\n".join(problems),
                         f"pip install --force-reinstall --no-deps {dist}"))
     return out
+
+
+def _is_pip_site(location: str) -> bool:
+    """A site-packages directory pip manages (a ``pip install --target`` directory is not one)."""
+    return os.path.basename(os.path.normpath(location)) in ("site-packages", "dist-packages")
+
+
+def _remove_command(d: OrtDistribution, family: Sequence[OrtDistribution]) -> str:
+    """How to remove one distribution from its own location, and only it."""
+    same_name_elsewhere = any(o is not d and _norm(o.name) == _norm(d.name) for o in family)
+    if _is_pip_site(d.location) and not same_name_elsewhere:
+        return f"pip uninstall -y {d.name}  # removes it from {d.location}"
+    pkg = os.path.join(d.location, "onnxruntime")
+    return (f"rm -rf {pkg} {d.dist_info}  # a --target directory: pip does not manage it;\n"
+            f"or drop {d.location} from PYTHONPATH")
+
+
+def _shadowing(ctx: _Ctx, family: Sequence[OrtDistribution]) -> Finding | None:
+    """Two distributions in different site directories: one is imported, the other shadowed. None when
+    they share a directory (one overwrote the other's files: the general message says so)."""
+    ort = ctx.env.ort
+    if not ort.package_dir or len({os.path.normpath(d.location) for d in family}) < 2:
+        return None
+    site = os.path.normpath(os.path.dirname(ort.package_dir))
+    imported = [d for d in family if os.path.normpath(d.location) == site]
+    if len(imported) != 1:
+        return None
+    imp = imported[0]
+    shadowed = [d for d in family if d is not imp]
+    gpu = is_cuda_build(ort)
+    build = f"a CUDA {ort.cuda_version or '?'} build" if gpu else "a CPU build"
+    lines = [f"{imp.name} {imp.version} in {imp.location}: `import onnxruntime` takes this one (its directory "
+             f"comes first on sys.path; {build})"]
+    lines += [f"{d.name} {d.version} in {d.location}: shadowed (its onnxruntime/ is not imported)" for d in shadowed]
+    lines.append(f"Still a problem: a change of PYTHONPATH or uninstalling {imp.name} flips `import onnxruntime` "
+                 f"to {shadowed[0].name}, and pip sees both (pip check, upgrades, dependency resolution).")
+    if gpu:
+        fix = "\n".join(_remove_command(d, family) for d in shadowed)
+        return make("ort-multiple-packages", "\n".join(lines), fix, severity="warning")
+    gpu_dists = [d for d in shadowed if _norm(d.name) == "onnxruntime-gpu"]
+    if gpu_dists:
+        fix = (_remove_command(imp, family)
+               + f"\nthen `import onnxruntime` takes {gpu_dists[0].name} {gpu_dists[0].version} from "
+                 f"{gpu_dists[0].location}")
+    else:
+        fix = "\n".join(_remove_command(d, family) for d in family) + f"\nthen: {_install_command(ctx)}"
+    return make("ort-multiple-packages", "\n".join(lines), fix)
 
 
 def recommended_install(env: Environment, matrix: Matrix) -> str:
@@ -753,8 +805,10 @@ def _check_libraries(ctx: _Ctx) -> list[Finding]:
         fix += "\n" + preload_hint
         out.append(make("cuda-lib-missing", f"{build}:\n" + "\n".join(lines), fix, severity=sev))  # type: ignore[arg-type]
 
-    # --- present but not on the loader path (modes 6, 12): needs a preload
-    hidden = [lp for lp in libs if lp.chosen is not None and not _loader_visible(ctx, lp.soname, lp.chosen)]
+    # --- the loader on its own (no preload): finds no copy at all (modes 6, 12), or another copy
+    picks = {lp.name: _default_pick(ctx, lp) for lp in libs if lp.chosen is not None}
+    hidden = [lp for lp in libs if lp.chosen is not None and picks.get(lp.name) is None
+              and not _loader_visible(ctx, lp.soname, lp.chosen)]
     if hidden:
         by_dir: dict[str, list[str]] = {}
         for lp in hidden:
@@ -767,13 +821,17 @@ def _check_libraries(ctx: _Ctx) -> list[Finding]:
             env_fix = "export LD_LIBRARY_PATH=" + ":".join(dirs) + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
         lines = [f"{d}: {', '.join(_compact_sonames(names))}" for d, names in by_dir.items()]
         detail = ("Installed, but in no directory the loader searches (LD_LIBRARY_PATH, ld.so.cache, default "
-                  "directories, the provider's RUNPATH); ORT finds them only when they are preloaded:\n"
-                  + "\n".join(lines))
+                  "directories, the provider's RUNPATH), and no other copy is there either; ORT finds them only "
+                  "when they are preloaded:\n" + "\n".join(lines))
         fix = ("import ortdoctor.hook  # first line of the program: preloads them by full path\n"
                f"or, before starting Python: {env_fix}")
         out.append(make("cuda-lib-not-loadable", detail, fix))
+    other = [(lp, pick) for lp in libs if lp.chosen is not None and (pick := picks.get(lp.name)) is not None
+             and not pick.same_as_chosen]
+    if other:
+        out.append(_default_loader_finding(ctx, other))
 
-    out += _check_copies(libs)
+    out += _check_copies(ctx, libs)
     return out
 
 
@@ -833,31 +891,303 @@ def _cand(c: Candidate) -> str:
     return f"{c.path}" + (f" ({c.version})" if c.version else "") + f" [{c.source}]"
 
 
-def _check_copies(libs: Sequence[LibraryPlan]) -> list[Finding]:
-    """Modes 15 and 16: differing versions of one soname, or libraries that must match chosen from
-    different directories (cuBLAS with cuBLASLt, every cuDNN piece)."""
+def _copies(lp: LibraryPlan) -> list[Candidate]:
+    """The acceptable files for one soname, the chosen one first, each file once."""
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for c in (*((lp.chosen,) if lp.chosen else ()), *lp.candidates):
+        if c.rejected is not None or c.source == "loaded":
+            continue
+        real = os.path.realpath(c.path)
+        if real in seen:
+            continue
+        seen.add(real)
+        out.append(c)
+    return out
+
+
+def _family_label(ctx: _Ctx, cudnn: bool, members: Sequence[LibraryPlan]) -> str:
+    plan = ctx.plan
+    if cudnn:
+        major = plan.cudnn_major if plan else None
+        return f"cuDNN {major or ''}".rstrip() + f" ({len(members)} file{'s' * (len(members) != 1)})"
+    major = plan.cuda_major if plan else ctx.cuda_major
+    return f"CUDA {major or ''}".rstrip() + f" libraries ({', '.join(lp.name for lp in members)})"
+
+
+def _location_text(loc: str, files: dict[str, Candidate], members: Sequence[LibraryPlan], chosen: bool,
+                   differing: list[str]) -> str:
+    word = SOURCE_WORDS.get(files[next(iter(files))].source, files[next(iter(files))].source)
+    versions = {c.version for c in files.values()}
+    text = word
+    if len(versions) == 1 and None not in versions:
+        text += f" {next(iter(versions))}"
+    text += f" in {loc}"
+    notes = []
+    if chosen:
+        notes.append("chosen")
+    if len(files) < len(members):
+        notes.append("only " + ", ".join(_compact_sonames([lp.soname for lp in members if lp.name in files])))
+    if not chosen:
+        if differing:
+            if len(versions) != 1 or None in versions:
+                notes.append("differs: " + "; ".join(differing))
+        elif all(c.version for c in files.values()):
+            notes.append("same version" + ("s" if len(files) > 1 else ""))
+        else:
+            notes.append("version unknown")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _check_copies(ctx: _Ctx, libs: Sequence[LibraryPlan]) -> list[Finding]:
+    """Modes 15 and 16: more than one copy of the same libraries (grouped by family and location, the
+    chosen location first), or libraries that must match chosen from different directories (cuBLAS with
+    cuBLASLt, every cuDNN piece). Differing versions or a split choice: a warning; copies that are the
+    same versions: a note."""
     lines: list[str] = []
+    warn = False
     sublib_split = False
-    for lp in libs:
-        ok = [c for c in lp.candidates if c.rejected is None]
-        versions = {c.version for c in ok if c.version}
-        if len(versions) > 1:
-            lines.append(f"{lp.soname}: " + ", ".join(_cand(c) for c in ok)
-                         + (f"; chosen {lp.chosen.path}" if lp.chosen else ""))
-    for group_name, members in (("cuBLAS/cuBLASLt", [lp for lp in libs if lp.name.lower() in ("cublas", "cublaslt")]),
-                                ("cuDNN", [lp for lp in libs if _is_cudnn(lp)])):
-        dirs = {os.path.dirname(lp.chosen.path) for lp in members if lp.chosen}
+    for cudnn in (False, True):
+        members = [lp for lp in libs if _is_cudnn(lp) == cudnn and lp.chosen is not None and len(_copies(lp)) > 1]
+        if not members:
+            continue
+        locs: dict[str, dict[str, Candidate]] = {}
+        for lp in members:
+            for c in _copies(lp):
+                locs.setdefault(os.path.dirname(c.path), {})[lp.name] = c
+        chosen_dirs = {os.path.dirname(lp.chosen.path) for lp in members if lp.chosen}
+        order = sorted(locs, key=lambda d: d not in chosen_dirs)  # stable: search order otherwise
+        by_name = {lp.name: lp for lp in members}
+        parts = []
+        for loc in order:
+            files = locs[loc]
+            differing = []
+            for name, c in files.items():
+                ch = by_name[name].chosen
+                if ch is not None and c.version and ch.version and c.version != ch.version:
+                    differing.append(f"{by_name[name].soname} {c.version} vs {ch.version}")
+            warn = warn or bool(differing)
+            parts.append(_location_text(loc, files, members, loc in chosen_dirs, differing))
+        lines.append(f"{_family_label(ctx, cudnn, members)}: " + " · ".join(parts))
+    for group_name, group in (("cuBLAS/cuBLASLt", [lp for lp in libs if lp.name.lower() in ("cublas", "cublaslt")]),
+                              ("cuDNN", [lp for lp in libs if _is_cudnn(lp)])):
+        dirs = {os.path.dirname(lp.chosen.path) for lp in group if lp.chosen}
         if len(dirs) > 1:
+            warn = True
             if group_name == "cuDNN":
                 sublib_split = True
             lines.append(f"{group_name} chosen from {len(dirs)} directories: " + "; ".join(
-                f"{lp.soname} <- {lp.chosen.path}" for lp in members if lp.chosen))
+                f"{lp.soname} <- {lp.chosen.path}" for lp in group if lp.chosen))
     if not lines:
         return []
-    out = [make("lib-multiple-copies", "\n".join(lines))]
+    if warn:
+        out = [make("lib-multiple-copies", "\n".join(lines),
+                    "import ortdoctor.hook (first line of the program) or `ortdoctor preload` loads the chosen set by "
+                    "full path, whatever else is installed;\nto be rid of the mismatch, remove the stale copies (or "
+                    "their directories from LD_LIBRARY_PATH/PATH) and keep one source: pip wheels or one toolkit")]
+    else:
+        out = [make("lib-multiple-copies", "\n".join(lines),
+                    "Nothing to fix while one set is loaded first: `import ortdoctor.hook` (or `ortdoctor preload`) "
+                    "loads the chosen one by full path. Removing the unused copy keeps it that way.",
+                    severity="info")]
     if sublib_split:
-        out.append(make("cudnn-sublibrary-mismatch", "\n".join(line for line in lines if line.startswith("cuDNN"))))
+        out.append(make("cudnn-sublibrary-mismatch", "\n".join(line for line in lines if line.startswith("cuDNN "
+                                                                                                   "chosen"))))
     return out
+
+
+# ================================================================================================
+# What the dynamic loader takes on its own, and what PyTorch takes
+# ================================================================================================
+#: How the report names a candidate's source.
+SOURCE_WORDS: dict[str, str] = {
+    "loaded": "already loaded", "directory": "--directory", "torch": "torch lib", "nvidia-wheel": "NVIDIA wheel",
+    "conda": "conda", "cuda-home": "CUDA toolkit", "system": "system",
+}
+
+
+@dataclass(frozen=True)
+class LoaderPick:
+    """The file the dynamic loader maps for a soname when nothing preloads it."""
+
+    path: str  # as the loader opens it (the ld.so.cache entry, or directory + soname)
+    version: str | None
+    source: str  # the source of the same file among the plan's candidates ("system", "cuda-home", ...)
+    via: str  # "LD_LIBRARY_PATH", "the CUDA provider's RUNPATH", "ld.so.cache", "default directory"
+    same_as_chosen: bool
+
+
+def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None = None) -> LoaderPick | None:
+    """What the dynamic loader would map for ``lp`` without a preload (Linux); None when it finds no
+    copy, when it cannot be told (Windows), or when nothing was chosen."""
+    ctx = _Ctx(env, None, None, os_name or env.python.os, 0, None, True, None)  # type: ignore[arg-type]
+    return _default_pick(ctx, lp)
+
+
+def _same_file(a: str, b: str) -> bool:
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
+
+
+def _default_pick(ctx: _Ctx, lp: LibraryPlan) -> LoaderPick | None:
+    """glibc's order for a library dlopen'd by the CUDA provider (which has a RUNPATH, so its RPATH is
+    ignored): LD_LIBRARY_PATH, the provider's RUNPATH, the ld.so cache, the default directories."""
+    chosen = lp.chosen
+    if ctx.os_name == "windows" or chosen is None or chosen.source == "loaded":
+        return None
+    if os.path.realpath(chosen.path) in ctx.env.mapped:
+        return None
+    cands = [chosen, *(c for c in lp.candidates if c.source != "loaded")]
+
+    def pick(c: Candidate, path: str, via: str) -> LoaderPick:
+        return LoaderPick(path, c.version, c.source, via, _same_file(path, chosen.path))
+
+    def in_dir(d: str, via: str) -> LoaderPick | None:
+        nd = os.path.normpath(d)
+        for c in cands:
+            if os.path.normpath(os.path.dirname(c.path)) == nd:
+                return pick(c, c.path, via)
+        path = os.path.join(nd, lp.soname)
+        if os.path.lexists(path):  # the same file reached through another directory (a symlinked one)
+            for c in cands:
+                if os.path.realpath(c.path) == os.path.realpath(path):
+                    return pick(c, path, via)
+        return None
+
+    sys_ = ctx.env.system
+    for d in sys_.ld_library_path:
+        if d.exists and d.path and not d.relative and (hit := in_dir(d.path, "LD_LIBRARY_PATH")):
+            return hit
+    provider = ctx.env.ort.cuda_provider
+    if isinstance(provider, ElfInfo):
+        origin = os.path.dirname(provider.path)
+        for entry in (*provider.runpath, *(() if provider.runpath else provider.rpath)):
+            d = entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+            if os.path.isabs(d) and (hit := in_dir(d, "the CUDA provider's RUNPATH")):
+                return hit
+    for path in sys_.ldconfig.get(lp.soname, ())[:1]:
+        for c in cands:
+            if c.path == path or os.path.realpath(c.path) == os.path.realpath(path):
+                return pick(c, path, "ld.so.cache")
+        version = version_from_filename(os.path.realpath(path), lp.soname)
+        return LoaderPick(path, version, "system", "ld.so.cache", False)
+    for d in sys_.default_dirs:
+        if d.exists and d.path and (hit := in_dir(d.path, "default directory")):
+            return hit
+    return None
+
+
+def _env_line(dirs: Sequence[str]) -> str:
+    return "export LD_LIBRARY_PATH=" + ":".join(dirs) + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+
+def _default_loader_finding(ctx: _Ctx, other: Sequence[tuple[LibraryPlan, LoaderPick]]) -> Finding:
+    """Case 1(b): the loader finds copies on its own, but not the ones ortdoctor chose."""
+    shared = torch_copies(ctx.env, ctx.plan) if ctx.plan is not None else {}
+    groups: dict[tuple[str, str, str], list[tuple[LibraryPlan, LoaderPick]]] = {}
+    for lp, p in other:
+        assert lp.chosen is not None
+        groups.setdefault((os.path.dirname(p.path), p.via, os.path.dirname(lp.chosen.path)), []).append((lp, p))
+    lines = ["Without a preload, the dynamic loader maps other copies than the ones ortdoctor chose:"]
+    differ = False
+    for (pdir, via, cdir), members in groups.items():
+        names = ", ".join(_compact_sonames([lp.soname for lp, _ in members]))
+        word = SOURCE_WORDS.get(members[0][1].source, members[0][1].source)
+        pairs = list(dict.fromkeys((p.version, lp.chosen.version) for lp, p in members if lp.chosen))
+        if all(a and b and a == b for a, b in pairs):
+            versions = "the same version" + ("s" if len(members) > 1 else "") + " as the chosen"
+        else:
+            differ = True
+            diffs = [(a, b) for a, b in pairs if not (a and b and a == b)]
+            if len(diffs) == 1:
+                versions = f"{diffs[0][0] or 'version unknown'} instead of the chosen {diffs[0][1] or 'version unknown'}"
+            else:
+                versions = "; ".join(f"{lp.soname} {p.version or '?'} instead of {lp.chosen.version or '?'}"
+                                     for lp, p in members if lp.chosen and p.version != lp.chosen.version
+                                     and not _is_sublib(lp))
+        lines.append(f"{names}: the loader takes {word} {pdir} ({via}), {versions}; ortdoctor chose {cdir}")
+    chosen_libs = [lp for lp, _ in other if lp.chosen is not None]
+    sources = list(dict.fromkeys(SOURCE_WORDS.get(lp.chosen.source, lp.chosen.source)
+                                 for lp in chosen_libs if lp.chosen))
+    why = f"ortdoctor chose one coherent set ({', '.join(sources)}: every library of a family from one place)"
+    torch_same = [lp for lp in chosen_libs if lp.name in shared and lp.chosen
+                  and _same_file(shared[lp.name].path, lp.chosen.path)]
+    t = ctx.env.torch
+    if torch_same and t is not None:
+        why += f", the same files PyTorch {t.version} loads"
+    lines.append(why + ".")
+    if torch_same and t is not None:
+        example = next((f": {lp.soname} {p.version} instead of {lp.chosen.version}" for lp, p in other
+                        if lp in torch_same and lp.chosen and p.version and lp.chosen.version
+                        and p.version != lp.chosen.version), "")
+        lines.append("A process holds one library per soname: if onnxruntime loads first without a preload, a "
+                     f"later `import torch` runs torch on the loader's copies instead of its own{example} (and if "
+                     "torch comes first, onnxruntime reuses torch's).")
+    dirs = list(dict.fromkeys(os.path.dirname(lp.chosen.path) for lp in chosen_libs if lp.chosen))
+    fix = ("import ortdoctor.hook  # first line of the program: loads the chosen set by full path\n"
+           "or `ortdoctor preload` (the same choice; --print-env prints it as a shell line)\n"
+           f"or, before starting Python: {_env_line(dirs)}")
+    if torch_same:
+        fix += "\nor import torch before onnxruntime: both then use torch's copies"
+    return make("default-loader-picks-other-copy", "\n".join(lines), fix,
+                severity="warning" if differ or torch_same else "info")
+
+
+def _check_torch_copies(ctx: _Ctx) -> list[Finding]:
+    """Which copy torch maps for the libraries it shares with the build, against ortdoctor's choice."""
+    plan = ctx.plan
+    t = ctx.env.torch
+    if plan is None or t is None:
+        return []
+    shared = torch_copies(ctx.env, plan)
+    libs = [lp for lp in plan.libraries if lp.skipped is None and lp.chosen is not None and lp.name in shared
+            and not _is_sublib(lp)]
+    if not libs:
+        return []
+    differ = [lp for lp in libs if lp.chosen and not _same_file(lp.chosen.path, shared[lp.name].path)]
+    what = "ortdoctor's choice (what `import ortdoctor.hook` and `ortdoctor preload` load"
+    what += f", --directory {plan.directory!r})" if plan.directory is not None else ")"
+    if not differ:
+        dirs = list(dict.fromkeys(os.path.dirname(lp.chosen.path) for lp in libs if lp.chosen))
+        return [make("torch-shares-libraries",
+                     f"{what} is the set PyTorch {t.version} loads ({', '.join(dirs)}): importing torch before "
+                     "or after onnxruntime reuses the same files.")]
+    return [torch_other_copy_finding(t.version, [(lp.soname, lp.chosen, shared[lp.name]) for lp in differ
+                                                 if lp.chosen], what, plan.directory)]
+
+
+def torch_other_copy_finding(torch_version: str, pairs: Sequence[tuple[str, Candidate, Candidate]], what: str,
+                             directory: str | None) -> Finding:
+    """``torch-loads-other-copy``: (soname, ORT's copy, torch's copy) for each library that differs."""
+    lines = [f"{what} and PyTorch {torch_version} take different files for the same sonames:"]
+    groups: dict[tuple[str, str], list[tuple[str, Candidate, Candidate]]] = {}
+    for soname, ours, theirs in pairs:
+        groups.setdefault((os.path.dirname(ours.path), os.path.dirname(theirs.path)), []).append(
+            (soname, ours, theirs))
+    for (ours_dir, theirs_dir), members in groups.items():
+        names = ", ".join(_compact_sonames([m[0] for m in members]))
+        word = SOURCE_WORDS.get(members[0][1].source, members[0][1].source)
+        diffs = list(dict.fromkeys((o.version or "version unknown", t.version or "version unknown")
+                                   for _so, o, t in members if not (o.version and o.version == t.version)))
+        if not diffs:
+            versions = "the same version" + ("s" if len(members) > 1 else "")
+        elif len(diffs) == 1:
+            versions = f"{diffs[0][0]} vs torch's {diffs[0][1]}"
+        else:
+            versions = "; ".join(f"{so} {o.version or '?'} vs torch's {t.version or '?'}" for so, o, t in members
+                                 if o.version != t.version)
+        lines.append(f"{names}: onnxruntime gets {word} {ours_dir}, torch's own are in {theirs_dir} ({versions})")
+    example = next((f": {so} {o.version} instead of its {t.version}" for so, o, t in pairs
+                    if o.version and t.version and o.version != t.version), "")
+    lines.append(
+        "A process holds one library per soname, so whichever is loaded first wins: if the preload maps "
+        f"onnxruntime's copies and torch is imported after, torch runs on them instead of its own{example} "
+        "(and if torch comes first, onnxruntime runs on torch's copies).")
+    fix = "import torch first (before onnxruntime and the preload): both then use torch's copies"
+    if directory:
+        fix += "\nor drop --directory: the default order takes torch's copies"
+    else:
+        fix += '\nor `ortdoctor preload --directory ""` / `import ortdoctor.hook`: the NVIDIA wheels torch uses'
+    return make("torch-loads-other-copy", "\n".join(lines), fix)
 
 
 # ================================================================================================

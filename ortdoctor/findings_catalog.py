@@ -208,6 +208,23 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         docs=(_ORT_ISSUES + "21354", _CUDA_EP_DOCS),
     ),
     CatalogEntry(
+        id="default-loader-picks-other-copy",
+        severity="warning",
+        title="without a preload the loader takes other copies than the ones ortdoctor chose",
+        cause="The chosen libraries (one coherent set, often the NVIDIA wheels PyTorch uses) are not on the "
+        "loader path, but other copies of the same sonames are (a CUDA toolkit in the ld.so.cache, a system "
+        "cuDNN in /usr/lib). Without a preload onnxruntime maps those: another release than the one torch "
+        "runs on, and whichever of the two loads first decides for both. Only a note when the versions are "
+        "the same and torch does not use the chosen files.",
+        evidence="For each library, the file glibc would map (LD_LIBRARY_PATH, the provider's RUNPATH, the "
+        "ld.so.cache, the default directories) against the chosen one, with both versions; torch's RPATH "
+        "into the NVIDIA wheels of its site directory.",
+        fix="import ortdoctor.hook  (first line of the program), or `ortdoctor preload`, or export "
+        "LD_LIBRARY_PATH=<the chosen directories> before starting Python",
+        modes=(6, 15),
+        docs=(_ORT_ISSUES + "23643",),
+    ),
+    CatalogEntry(
         id="lib-multiple-copies",
         severity="warning",
         title="one library resolves from more than one location or version",
@@ -318,6 +335,30 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "(the finding names the index URL), or run ORT in a separate process.",
         modes=(7, 14),
         docs=(_ORT_ISSUES + "24266", _ORT_ISSUES + "21354"),
+    ),
+    CatalogEntry(
+        id="torch-loads-other-copy",
+        severity="warning",
+        title="PyTorch and onnxruntime would load different copies of the same CUDA libraries",
+        cause="A process holds one library per soname, so whichever is loaded first wins: if ortdoctor's "
+        "preload (or --directory) maps, say, a system cuDNN 9.14 and torch is imported after, torch runs on "
+        "9.14 instead of the 9.19 of its wheel, and the other way round onnxruntime runs on torch's copies.",
+        evidence="The chosen file of each library against the one torch's RPATH names (the NVIDIA wheels "
+        "of torch's site directory, or torch/lib), with versions.",
+        fix='import torch first, or preload the NVIDIA wheels torch uses (`ortdoctor preload --directory ""`, '
+        "`import ortdoctor.hook` without a directory)",
+        modes=(7, 14, 15),
+        docs=("https://github.com/pytorch/pytorch/issues/185512",),
+    ),
+    CatalogEntry(
+        id="torch-shares-libraries",
+        severity="info",
+        title="ortdoctor's preload picks the CUDA library files PyTorch loads",
+        cause="ortdoctor's choice is the set torch's RPATH names, so importing torch before or after "
+        "onnxruntime reuses the same files.",
+        evidence="The chosen file of each library against the one torch loads.",
+        fix="Nothing to do.",
+        modes=(7,),
     ),
     # ---------------------------------------------------------------------------------- driver and GPU
     CatalogEntry(

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from ortdoctor._version import __version__
 from ortdoctor.doctor import Report
 from ortdoctor.facts import Finding, LibraryPlan
+from ortdoctor.render_text import format_timings
 
 __all__ = ["REDACTION_NOTE", "Redactor", "redactor_for", "render"]
 
@@ -228,7 +229,7 @@ def _facts(report: Report, md: _Md) -> list[str]:
 
 
 def _library_mark(lp: LibraryPlan, report: Report) -> tuple[str, str]:
-    from ortdoctor.diagnose import loader_visible
+    from ortdoctor.diagnose import SOURCE_WORDS, default_loader_copy, loader_visible
 
     if lp.skipped:
         return "ℹ", f"skipped: {lp.skipped}"
@@ -236,7 +237,12 @@ def _library_mark(lp: LibraryPlan, report: Report) -> tuple[str, str]:
         essential = lp.required or lp.name.lower() == "cudnn"
         what = "only another major" if lp.other_major else "not found"
         return ("✘" if essential else "⚠"), what
-    if loader_visible(report.env, lp.soname, lp.chosen):
+    pick = default_loader_copy(report.env, lp)
+    if pick is not None and not pick.same_as_chosen:
+        same = bool(pick.version) and pick.version == lp.chosen.version
+        word = SOURCE_WORDS.get(pick.source, pick.source)
+        return ("✔" if same else "⚠"), f"default loader: {word} {pick.version or 'version unknown'}"
+    if pick is not None or loader_visible(report.env, lp.soname, lp.chosen):
         return "✔", ""
     return "⚠", "needs preload"
 
@@ -271,7 +277,7 @@ def _smoke(report: Report, md: _Md) -> list[str]:
     providers = ", ".join(getattr(sm, "providers", None) or ()) or "none"
     timings = getattr(sm, "timings_ms", None) or {}
     if getattr(sm, "ok", False):
-        t = "; " + ", ".join(f"{k} {v:g} ms" for k, v in timings.items()) if timings else ""
+        t = "; " + format_timings(timings) if timings else ""
         return [f"**Smoke session**: ✔ MatMul+Add+Relu ran on {md.text(providers)} "
                 f"(device {getattr(sm, 'device_id', 0)}), results correct{md.text(t)}", ""]
     status = getattr(sm, "exit_status", None)

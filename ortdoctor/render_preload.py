@@ -63,9 +63,11 @@ def render_text(result: PreloadResult) -> str:
     for fd in result.findings:
         mark = {"error": "✘", "warning": "⚠"}.get(fd.severity, "ℹ")
         lines.append(f"{mark} [{fd.id}] {fd.title}")
-        lines.append(f"    {fd.detail}")
+        lines.extend(f"    {line}" for line in fd.detail.splitlines())
         if fd.fix:
-            lines.append(f"    fix: {fd.fix}")
+            fix = fd.fix.splitlines()
+            lines.append(f"    fix: {fix[0]}")
+            lines.extend(f"         {line}" for line in fix[1:])
     if not result.loaded and not result.failed and not result.findings:
         lines.append("Nothing to load.")
     return "\n".join(lines) + "\n"

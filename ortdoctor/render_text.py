@@ -15,7 +15,7 @@ from ortdoctor._version import __version__
 from ortdoctor.doctor import Report
 from ortdoctor.facts import Finding, LibraryPlan
 
-__all__ = ["render"]
+__all__ = ["format_timings", "render"]
 
 OK, WARN, FAIL, INFO = "✔", "⚠", "✘", "ℹ"
 _WIDTH = 100
@@ -150,8 +150,15 @@ def _ort(report: Report, s: _Style, debug: bool) -> list[str]:
     else:
         mark, text = FAIL, f"{ort.active or ort.package_name} {ort.version} (CPU build: no CUDA provider)"
     if len(dists) > 1:
-        mark = FAIL
-        text += "; also installed: " + ", ".join(f"{d.name} {d.version}" for d in dists if d.name != ort.active)
+        multi = next((f for f in report.findings if f.id == "ort-multiple-packages"), None)
+        mark = WARN if multi is not None and multi.severity != "error" else FAIL
+        site = os.path.normpath(os.path.dirname(ort.package_dir)) if ort.package_dir else None
+        others = [d for d in dists if d.name != ort.active]
+        if site and all(os.path.normpath(d.location) != site for d in others):
+            text += "; also installed, shadowed: " + ", ".join(f"{d.name} {d.version} ({_home(d.location)})"
+                                                             for d in others)
+        else:
+            text += "; also installed: " + ", ".join(f"{d.name} {d.version}" for d in others)
     out = [_row("onnxruntime", mark, text, s), " " * _LABEL + s.dim(_home(ort.package_dir))]
     if debug:
         for d in ort.distributions:
@@ -213,7 +220,7 @@ def _driver(report: Report, s: _Style, debug: bool) -> list[str]:
 
 
 def _lib_mark(lp: LibraryPlan, report: Report) -> tuple[str, str]:
-    from ortdoctor.diagnose import loader_visible
+    from ortdoctor.diagnose import SOURCE_WORDS, default_loader_copy, loader_visible
 
     if lp.skipped:
         return INFO, f"skipped ({lp.skipped})"
@@ -228,7 +235,13 @@ def _lib_mark(lp: LibraryPlan, report: Report) -> tuple[str, str]:
     where = f"{lp.chosen.source}  {_short(lp.chosen.path, report, False)}"
     if lp.chosen.version:
         where = f"{lp.chosen.version}  " + where
-    if loader_visible(report.env, lp.soname, lp.chosen):
+    pick = default_loader_copy(report.env, lp)
+    if pick is not None and not pick.same_as_chosen:
+        # the loader finds a copy on its own, just not this one: say which (the finding says what to do)
+        same = bool(pick.version) and pick.version == lp.chosen.version
+        word = SOURCE_WORDS.get(pick.source, pick.source)
+        return (OK if same else WARN), where + f"  (default loader: {word} {pick.version or 'version unknown'})"
+    if pick is not None or loader_visible(report.env, lp.soname, lp.chosen):
         return OK, where
     return WARN, where + "  (needs preload)"
 
@@ -255,7 +268,8 @@ def _libraries(report: Report, s: _Style, debug: bool) -> list[str]:
         if debug:
             for c in lp.candidates:
                 why = f" — {c.rejected}" if c.rejected else ""
-                out.append(s.dim(f"      candidate [{c.source}] {_home(c.path)}{why}"))
+                version = f" ({c.version})" if c.version else ""
+                out.append(s.dim(f"      candidate [{c.source}] {_home(c.path)}{version}{why}"))
             for c in lp.other_major:
                 out.append(s.dim(f"      other major [{c.source}] {_home(c.path)} — {c.rejected or ''}"))
     if subs and not debug:
@@ -278,7 +292,7 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
     providers = list(getattr(sm, "providers", None) or [])
     timings = getattr(sm, "timings_ms", None) or {}
     if getattr(sm, "ok", False):
-        t = ", ".join(f"{k} {v:g} ms" for k, v in timings.items()) if timings else ""
+        t = format_timings(timings)
         out = [_row("Smoke", OK, f"MatMul+Add+Relu ran on {providers[0] if providers else 'CUDA'} "
                     f"(device {getattr(sm, 'device_id', 0)}); results correct", s)]
         if t:
@@ -287,12 +301,46 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
     if not getattr(sm, "ran", False):
         return [_row("Smoke", WARN, f"did not run: {getattr(sm, 'error', None) or 'unknown reason'}", s)]
     where = f" (ran on {providers})" if providers else ""
-    err = (getattr(sm, "error", None) or "").strip().splitlines()
     out = [_row("Smoke", FAIL, f"failed{where}", s)]
-    if err:
-        shown = err if debug else err[-2:]
-        out += [" " * _LABEL + s.dim(line[:_WIDTH]) for line in shown]
+    # The classified cause, not a slice of ORT's message: the finding below carries the raw text.
+    causes = [c for c in getattr(sm, "causes", ()) or () if not getattr(c, "consequence", False)]
+    titles = {f.id: f.title for f in report.findings}
+    if causes:
+        for cid in dict.fromkeys(getattr(c, "finding_id", "") for c in causes):
+            out.append(" " * _LABEL + f"cause: {titles.get(cid) or _catalog_title(cid)}  " + s.dim(f"[{cid}]"))
+    else:
+        fid = getattr(sm, "finding_id", None) or "smoke-failed"
+        out.append(" " * _LABEL + s.dim(f"ORT's error is under [{fid}] below"))
+    if debug:
+        err = (getattr(sm, "error", None) or "").strip().splitlines()
+        out += [" " * _LABEL + s.dim(line) for line in err]
+    if timings:
+        out.append(" " * _LABEL + s.dim(format_timings(timings)))
     return out
+
+
+def _catalog_title(finding_id: str) -> str:
+    from ortdoctor.findings_catalog import CATALOG
+
+    entry = CATALOG.get(finding_id)
+    return entry.title if entry is not None else finding_id
+
+
+_TIMING_NAMES = {"first_run": "first run", "run": "steady run"}
+
+
+def _ms(value: float) -> str:
+    """At most one decimal (two below 1 ms, where one would say 0.1 for 0.086)."""
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 1:
+        return f"{value:.1f}".removesuffix(".0")
+    return f"{value:.2f}"
+
+
+def format_timings(timings: dict[str, float]) -> str:
+    """``session 242 ms, first run 55.6 ms, steady run 0.09 ms``; the JSON keeps full precision."""
+    return ", ".join(f"{_TIMING_NAMES.get(k, k.replace('_', ' '))} {_ms(v)} ms" for k, v in timings.items())
 
 
 def _devices(report: Report, s: _Style, debug: bool) -> list[str]:
@@ -321,14 +369,15 @@ def _devices(report: Report, s: _Style, debug: bool) -> list[str]:
         sm = ds.smoke
         if ds.result == "ok":
             t = getattr(sm, "timings_ms", None) or {}
-            tail = "ok" + (" — " + ", ".join(f"{k} {v:g} ms" for k, v in t.items() if k in ("session", "run"))
+            tail = "ok" + (" — " + format_timings({k: v for k, v in t.items() if k in ("session", "run")})
                            if t else "")
         elif ds.result == "not-run":
             tail = f"not run: {getattr(sm, 'error', None) or '?'}"
         else:
-            err = (getattr(sm, "error", None) or "").strip().splitlines()
+            causes = [c for c in getattr(sm, "causes", ()) or () if not getattr(c, "consequence", False)]
+            cid = getattr(causes[0], "finding_id", "") if causes else ""
             tail = ("fell back to the CPU" if ds.result == "fell-back" else "failed") + (
-                f": {err[-1][:_WIDTH]}" if err else "")
+                f": {_catalog_title(cid)} [{cid}]" if cid else " (ORT's error is in the findings below)")
         out.append(f"  {s.mark(mark)} {head}: {tail}")
     return out
 

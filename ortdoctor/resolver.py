@@ -45,6 +45,7 @@ __all__ = [
     "libraries_for",
     "resolve",
     "search_dirs",
+    "torch_copies",
     "version_from_filename",
 ]
 
@@ -758,3 +759,46 @@ def _canonical(name: str) -> str:
 def tier_dirs(plan_tiers: Iterable[SearchTier]) -> list[str]:
     """Every directory of the tiers, in order, each once (what ``failed[].searched`` reports)."""
     return list(dict.fromkeys(d for t in plan_tiers for d in t.dirs))
+
+
+# --------------------------------------------------------------------------------------------------
+# What PyTorch maps for the same sonames
+# --------------------------------------------------------------------------------------------------
+def torch_copies(env: Environment, plan: Plan) -> dict[str, Candidate]:
+    """The file PyTorch loads for each library of ``plan`` that it shares with the build (name -> file).
+
+    Pure: torch's own ``lib`` directory (older wheels bundle the libraries there) when the plan saw a
+    candidate in it, else the NVIDIA wheels of torch's site directory, which its RPATH
+    (``$ORIGIN/../../nvidia/<pkg>/lib``) names. Empty when torch is absent, a CPU build, or built for
+    another CUDA major (its sonames differ then: nothing is shared). cuDNN is left out when torch's
+    cuDNN major differs from the build's.
+    """
+    t = env.torch
+    if t is None or not t.cuda or plan.cuda_major is None or _major_of(t.cuda) != plan.cuda_major:
+        return {}
+    cudnn_shared = t.cudnn is None or plan.cudnn_major is None or _major_of(t.cudnn) == plan.cudnn_major
+    site = os.path.normpath(t.location) if t.location else None
+    lib_dir = os.path.normpath(t.lib_dir) if t.lib_dir else None
+    out: dict[str, Candidate] = {}
+    for lp in plan.libraries:
+        if lp.name.lower().startswith("cudnn") and not cudnn_shared:
+            continue
+        seen = [c for c in (*lp.candidates, *((lp.chosen,) if lp.chosen else ())) if c.source != "loaded"]
+        hit = next((c for c in seen if lib_dir and c.source == "torch"
+                    and os.path.normpath(os.path.dirname(c.path)) == lib_dir), None)
+        if hit is None and site is not None:
+            for w in env.nvidia_wheels:
+                if os.path.normpath(w.location) != site or lp.soname not in w.sonames or not w.lib_dirs:
+                    continue
+                paths = [os.path.join(d, lp.soname) for d in w.lib_dirs]
+                path = next((p for p in paths if any(c.path == p for c in seen)), paths[0])
+                hit = Candidate(path, "nvidia-wheel", w.version)
+                break
+        if hit is None and site is not None:
+            # facts without the wheels' file lists (the preloader's quick look): the wheel files the plan
+            # found in torch's site directory
+            nvidia = os.path.join(site, "nvidia") + os.sep
+            hit = next((c for c in seen if c.source == "nvidia-wheel" and c.path.startswith(nvidia)), None)
+        if hit is not None:
+            out[lp.name] = Candidate(hit.path, hit.source, hit.version)
+    return out

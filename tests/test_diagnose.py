@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from ortdoctor.classify import classify
-from ortdoctor.diagnose import diagnose, is_cuda_build, loader_visible, recommended_install, visible_devices
+from ortdoctor.diagnose import (
+    default_loader_copy,
+    diagnose,
+    is_cuda_build,
+    loader_visible,
+    recommended_install,
+    visible_devices,
+)
 from ortdoctor.facts import (
     Candidate,
     Device,
@@ -409,6 +416,54 @@ def test_libraries_in_the_ld_cache_or_runpath_are_loadable() -> None:
     assert "cuda-lib-not-loadable" not in ids(run(env2))
     assert not loader_visible(healthy_env(system=SystemInfo()), "libcublas.so.13",
                               Candidate(f"{CU13}/libcublas.so.13", "nvidia-wheel"))
+
+
+def test_an_earlier_ld_library_path_copy_is_what_the_loader_takes() -> None:
+    # the chosen wheel copy is on LD_LIBRARY_PATH too, but an old toolkit directory comes first
+    old = "/opt/cuda-13.0/lib64"
+    extra = (Candidate(f"{old}/libcudart.so.13", "system", "13.0.48"),)
+    plan = full_plan(cudart=lib("cudart", "libcudart.so.13", f"{CU13}/libcudart.so.13", version="13.0.96", extra=extra))
+    found = run(healthy_env(system=system_with_path(old, CU13, CUDNN)), plan)
+    f = one(found, "default-loader-picks-other-copy")
+    assert f.severity == "warning"
+    assert f"libcudart.so.13: the loader takes system {old} (LD_LIBRARY_PATH), 13.0.48 instead of the chosen 13.0.96" \
+        in f.detail
+    assert "cuda-lib-not-loadable" not in ids(found)
+    pick = default_loader_copy(healthy_env(system=system_with_path(old, CU13, CUDNN)), plan.libraries[5])
+    assert pick is not None
+    assert (pick.path, pick.version, pick.via, pick.same_as_chosen) == (f"{old}/libcudart.so.13", "13.0.48",
+                                                                        "LD_LIBRARY_PATH", False)
+
+
+def test_same_version_default_copies_without_torch_are_a_note() -> None:
+    other = "/opt/cuda/lib64"
+    extra = (Candidate(f"{other}/libcudart.so.13", "cuda-home", "13.0.96"),)
+    plan = full_plan(cudart=lib("cudart", "libcudart.so.13", f"{CU13}/libcudart.so.13", version="13.0.96", extra=extra))
+    found = run(healthy_env(system=system_with_path(CUDNN, ldconfig={"libcudart.so.13": (f"{other}/libcudart.so.13",)})),
+                plan)
+    assert one(found, "default-loader-picks-other-copy").severity == "info"
+    assert one(found, "lib-multiple-copies").severity == "info"  # same-version duplicates only
+
+
+def test_windows_keeps_the_preload_finding() -> None:
+    assert default_loader_copy(healthy_env(), full_plan().libraries[0], os_name="windows") is None
+
+
+def test_torch_on_other_files_than_the_preload() -> None:
+    wheels = (NvidiaWheel("nvidia-cudnn-cu13", "9.19.0.56", SITE, (CUDNN,), ("libcudnn.so.9",), 13),)
+    torch = TorchInfo("2.11.0", "13.0", "9.19.0", f"{SITE}/torch/lib", SITE)
+    plan = full_plan(cudnn=lib("cudnn", "libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9", required=False,
+                               version="9.14.0", source="system"))
+    env = healthy_env(torch=torch, nvidia_wheels=wheels,
+                      system=system_with_path(CU13, CUDNN, "/usr/lib/x86_64-linux-gnu"))
+    f = one(run(env, plan), "torch-loads-other-copy")
+    assert f.severity == "warning"
+    assert "libcudnn.so.9: onnxruntime gets system /usr/lib/x86_64-linux-gnu" in f.detail
+    assert "9.14.0 vs torch's 9.19.0.56" in f.detail
+    # the same files: a note
+    same = run(healthy_env(torch=torch, nvidia_wheels=wheels))
+    assert one(same, "torch-shares-libraries").severity == "info"
+    assert "torch-loads-other-copy" not in ids(same)
 
 
 def test_lib_multiple_copies_with_different_versions() -> None:

@@ -78,3 +78,41 @@ def test_colour_only_on_a_terminal_without_no_color(monkeypatch: pytest.MonkeyPa
     assert _use_color(_Stream(False)) is False
     monkeypatch.setenv("NO_COLOR", "1")
     assert _use_color(_Stream(True)) is False
+
+
+def test_timings_have_at_most_one_decimal() -> None:
+    from ortdoctor.render_text import format_timings
+
+    assert format_timings({"session": 241.113, "first_run": 55.62, "run": 0.0863, "import": 2.0}) == (
+        "session 241 ms, first run 55.6 ms, steady run 0.09 ms, import 2 ms")
+
+
+def test_failed_smoke_without_a_classified_cause_points_at_the_finding() -> None:
+    from ortdoctor.smoke.runner import SmokeResult
+
+    error = ("RuntimeError: /onnxruntime_src/onnxruntime/core/providers/cuda/cuda_execution_provider_info.cc:63 static "
+             "onnxruntime::CUDAExecutionProviderInfo ... Invalid device ID: 1")
+    smoke = SmokeResult(ran=True, ok=False, device_id=1, error=error, finding_id="smoke-failed")
+    from ortdoctor.doctor import Report, verdict_of
+    from tests.test_diagnose import run
+
+    found = run(healthy_env(), full_plan(), smoke=smoke)
+    text = render(Report(verdict=verdict_of(found), findings=tuple(found), env=healthy_env(), plan=full_plan(),
+                         matrix_path="<test>", smoke=smoke))
+    block = text.split("Smoke", 1)[1].split("\n\n", 1)[0]
+    assert "ORT's error is under [smoke-failed] below" in block
+    assert "RuntimeError" not in block
+    assert "Invalid device ID: 1" in text  # in the finding
+
+
+def test_a_failed_device_shows_its_classified_cause() -> None:
+    from ortdoctor.classify import classify
+    from ortdoctor.devices import DeviceSmoke
+    from ortdoctor.smoke.runner import SmokeResult
+
+    log = "CUDA failure 100: no CUDA-capable device is detected ; GPU=-1 ; expr=cudaGetDeviceCount(&num_devices);"
+    smoke = SmokeResult(ran=True, ok=False, device_id=1, error="RuntimeError: " + "x" * 200 + log,
+                        finding_id="smoke-failed", causes=tuple(classify(log)))
+    rep = make_report(healthy_env(), full_plan(), all_devices=True, device_smokes=(DeviceSmoke(1, None, smoke),))
+    line = next(line for line in render(rep).splitlines() if "cuda:1" in line)
+    assert line.endswith("failed: the driver loads but no GPU is visible [no-gpu-visible]")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ortdoctor.model_check import ModelReport
+from ortdoctor.model_check.findings import CUDA_EP, MEMCPY_OPS, Placement
 
 _MARK = {"error": "✘", "warning": "⚠", "info": "·"}
 
@@ -14,7 +15,8 @@ def render_model(report: ModelReport) -> str:
     if ins.ok:
         opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in ins.opsets.items())
         lines.append(f"  file       {_size(ins.total_bytes)}, IR {ins.ir_version}, opset {opsets}, "
-                     f"{ins.node_count} nodes ({ins.node_count_all} with subgraphs)")
+                     f"{ins.node_count} node{'s' * (ins.node_count != 1)}"
+                     + (f", {ins.node_count_all} counting subgraphs" if ins.node_count_all != ins.node_count else ""))
         if ins.inputs:
             shown = ", ".join(
                 f"{i.name} {i.dtype or '?'}[{', '.join(str(d) if d is not None else '?' for d in i.shape or ())}]"
@@ -25,9 +27,7 @@ def render_model(report: ModelReport) -> str:
     if report.ran and report.providers:
         lines.append(f"  session    onnxruntime {report.ort_version or '?'} on {', '.join(report.providers)}")
     if p is not None and p.nodes_by_provider:
-        share = f"{p.gpu_share:.0%}" if p.gpu_share is not None else "?"
-        counts = ", ".join(f"{_short(ep)} {n}" for ep, n in sorted(p.nodes_by_provider.items()))
-        lines.append(f"  placement  {share} of nodes on the CUDA EP ({counts}; Memcpy nodes {p.memcpy_nodes})"
+        lines.append("  placement  " + _placement_line(p)
                      + ("" if report.cuda_ep_active else " — the CUDA EP was not created: all on the CPU"))
         cpu_ops = p.op_types_by_provider.get("CPUExecutionProvider")
         if cpu_ops and report.cuda_ep_active:
@@ -43,6 +43,22 @@ def render_model(report: ModelReport) -> str:
     if not report.findings:
         lines.append("  ✔ every node runs on the CUDA EP")
     return "\n".join(lines)
+
+
+def _placement_line(p: Placement) -> str:
+    """The share and the counts from the same numbers: compute nodes per provider, the Memcpy nodes
+    onnxruntime inserted counted apart (they are neither the model's work nor a sign of it)."""
+    compute = {}
+    for ep, n in p.nodes_by_provider.items():
+        copies = sum(k for op, k in p.op_types_by_provider.get(ep, {}).items() if op in MEMCPY_OPS)
+        compute[ep] = max(n - copies, 0)
+    total = sum(compute.values())
+    cuda = compute.get(CUDA_EP, 0)
+    share = f"{cuda / total:.0%}" if total else "?"
+    counts = ", ".join(f"{_short(ep)} {n}" for ep, n in sorted(compute.items()))
+    copies = (f"; plus {p.memcpy_nodes} Memcpy node{'s' * (p.memcpy_nodes != 1)} onnxruntime inserted"
+              if p.memcpy_nodes else "; no Memcpy nodes")
+    return f"{share} of nodes on the CUDA EP ({total} compute node{'s' * (total != 1)}: {counts}{copies})"
 
 
 def _run_line(run: dict) -> str:
