@@ -30,7 +30,6 @@ import dataclasses
 import os
 import re
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -306,6 +305,8 @@ def run_device_smokes(
     ``device_id`` is replaced). A child's timeout counts from its own start, so children waiting for a
     free slot do not lose time. Never raises; results come back in ordinal order.
     """
+    from concurrent.futures import ThreadPoolExecutor  # only --all-devices needs it: `check` skips ~4 ms
+
     from ortdoctor.smoke import SmokeRequest, SmokeResult, run_smoke
 
     base = request if request is not None else SmokeRequest()

@@ -98,60 +98,99 @@ def run_check(
         DirectoryError: ``directory`` does not exist.
         ValueError: an ``input_shapes`` entry is malformed (checked before anything runs).
     """
-    from ortdoctor.devices import map_devices
-    from ortdoctor.diagnose import diagnose, is_cuda_build
-    from ortdoctor.matrix import load_matrix
     from ortdoctor.probes import collect_environment
-    from ortdoctor.resolver import resolve
 
     shapes = _model_shapes(input_shapes) if model is not None else {}
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    if matrix is None:
-        matrix = load_matrix(matrix_path)
-    timings["matrix"] = _ms(t0)
-
-    t = time.perf_counter()
-    env = collect_environment(sys_path=sys_path, site_dirs=site_dirs, environ=environ, nvml=nvml,
-                              fs_root=fs_root, ld_cache_path=ld_cache_path, maps_path=maps_path)
-    timings["probes"] = _ms(t)
-
-    t = time.perf_counter()
-    gpu_build = env.ort.installed and is_cuda_build(env.ort)
-    plan = resolve(env, matrix, directory=directory, cwd=cwd if cwd is not None else os.getcwd(),
-                   allow_unsafe_dirs=allow_unsafe_dirs) if gpu_build else None
-    timings["resolve"] = _ms(t)
-
+    # The smoke child needs nothing from this process (it applies its own preload), so it starts as
+    # soon as the onnxruntime probe has found a CUDA provider library, and runs while the rest of the
+    # environment is inspected, the matrix loaded and everything resolved and diagnosed (the modules
+    # for that are imported after the start, too). --all-devices needs the driver's device list first,
+    # and starts its children once resolution (the only step that may still refuse the arguments) is
+    # done.
     device_order = (os.environ if environ is None else environ).get("CUDA_DEVICE_ORDER")
-    device_map = map_devices(env.driver, device_order=device_order)
+    early: dict[str, Any] = {}
 
+    def on_probe(name: str, value: Any) -> None:
+        # A provider library is necessary for a CUDA build; whether the build really is one (a CPU
+        # wheel installed over a GPU one leaves the provider behind) is decided below, and a child
+        # started for a CPU build is cancelled then.
+        if name == "ort" and smoke is not False and not all_devices and (smoke is True or value.is_gpu_build):
+            early["run"] = _start_smoke(smoke_request, device_id=device_id, directory=directory)
+
+    t = t0
+    device_thread: _DeviceSmokes | None = None
+    try:
+        env = collect_environment(sys_path=sys_path, site_dirs=site_dirs, environ=environ, nvml=nvml,
+                                  fs_root=fs_root, ld_cache_path=ld_cache_path, maps_path=maps_path,
+                                  on_probe=on_probe)
+        timings["probes"] = _ms(t)
+
+        from ortdoctor.devices import map_devices
+        from ortdoctor.diagnose import diagnose, is_cuda_build
+        from ortdoctor.matrix import load_matrix
+        from ortdoctor.resolver import resolve
+
+        t = time.perf_counter()
+        if matrix is None:
+            matrix = load_matrix(matrix_path)
+        timings["matrix"] = _ms(t)
+
+        t = time.perf_counter()
+        gpu_build = env.ort.installed and is_cuda_build(env.ort)
+        plan = resolve(env, matrix, directory=directory, cwd=cwd if cwd is not None else os.getcwd(),
+                       allow_unsafe_dirs=allow_unsafe_dirs) if gpu_build else None
+        timings["resolve"] = _ms(t)
+
+        device_map = map_devices(env.driver, device_order=device_order)
+        skipped: str | None = None
+        if smoke is False:
+            skipped = "--no-smoke"
+        elif smoke == "auto" and not gpu_build:
+            skipped = "no CUDA build of onnxruntime is installed"
+            if "run" in early:
+                early.pop("run").cancel()
+        elif all_devices and device_map.devices:
+            device_thread = _DeviceSmokes(smoke_request, device_map, device_id=device_id, directory=directory,
+                                          max_parallel=max_parallel)
+        elif "run" not in early:
+            # --all-devices with no GPU CUDA could enumerate: one session, whose error says why.
+            early["run"] = _start_smoke(smoke_request, device_id=device_id, directory=directory)
+
+        recommendation = None
+        if not gpu_build:
+            from ortdoctor.diagnose import recommended_install
+
+            recommendation = recommended_install(env, matrix)
+    except BaseException:
+        if "run" in early:
+            early["run"].cancel()  # nobody will read its result: do not leave it running
+        raise
+
+    # The diagnosis needs the smoke result (it merges the child's evidence into the findings it
+    # confirms), so it runs once the child is collected; it is pure and takes a few milliseconds.
     smoke_result = None
     device_smokes: tuple[Any, ...] = ()
-    skipped: str | None = None
-    if smoke is False:
-        skipped = "--no-smoke"
-    elif smoke == "auto" and not gpu_build:
-        skipped = "no CUDA build of onnxruntime is installed"
-    elif all_devices and device_map.devices:
+    if "run" in early or device_thread is not None:
         t = time.perf_counter()
-        device_smokes = _run_device_smokes(smoke_request, device_map, device_id=device_id, directory=directory,
-                                           max_parallel=max_parallel)
-        smoke_result = next((d.smoke for d in device_smokes if d.ordinal == device_id), None)
-        timings["smoke"] = _ms(t)
-    else:
-        # No GPU CUDA could enumerate (or one device asked for): one session, whose error says why.
-        t = time.perf_counter()
-        smoke_result = _run_smoke(smoke_request, device_id=device_id, directory=directory)
-        timings["smoke"] = _ms(t)
+        if device_thread is not None:
+            device_smokes = device_thread.result()
+            smoke_result = next((d.smoke for d in device_smokes if d.ordinal == device_id), None)
+            started = device_thread.started
+        else:
+            try:
+                smoke_result = early["run"].result()
+            except BaseException:  # Ctrl-C while waiting: the child runs in its own process group
+                early["run"].cancel()
+                raise
+            started = early["run"].started
+        timings["smoke_wait"] = _ms(t)  # what the child cost beyond the parent's own work
+        timings["smoke"] = _ms(started)  # the child's whole run, from its start
 
     t = time.perf_counter()
     findings = diagnose(env, plan, matrix, smoke_result, device_id=device_id, all_devices=all_devices,
                         device_order=device_order, device_smokes=device_smokes)
-    recommendation = None
-    if not gpu_build:
-        from ortdoctor.diagnose import recommended_install
-
-        recommendation = recommended_install(env, matrix)
     timings["diagnose"] = _ms(t)
 
     model_report = None
@@ -184,28 +223,45 @@ def run_check(
     )
 
 
-def _run_smoke(request: Any, *, device_id: int, directory: str | None) -> Any:
-    """The smoke session in a spawned child (imported only here: `check --no-smoke` never pays for it)."""
-    from ortdoctor.smoke import SmokeRequest, run_smoke
+def _start_smoke(request: Any, *, device_id: int, directory: str | None) -> Any:
+    """Spawn the smoke session's child (imported only here: `check --no-smoke` never pays for it) and
+    return its :class:`ortdoctor.smoke.runner.SmokeRun` at once."""
+    from ortdoctor.smoke.runner import SmokeRequest, start_smoke
 
     if request is None:
         request = SmokeRequest(device_id=device_id, directory=directory)
-    return run_smoke(request)
+    return start_smoke(request)
 
 
-def _run_device_smokes(request: Any, device_map: Any, *, device_id: int, directory: str | None,
-                       max_parallel: int | None) -> tuple[Any, ...]:
+class _DeviceSmokes:
     """The smoke session on every visible ordinal (plus ``device_id`` when CUDA has no such device, so
-    its failure is shown too), in parallel children."""
-    from ortdoctor.devices import run_device_smokes
-    from ortdoctor.smoke import SmokeRequest
+    its failure is shown too), in parallel children, run from a thread while the diagnosis goes on."""
 
-    if request is None:
-        request = SmokeRequest(device_id=device_id, directory=directory)
-    ordinals = [c.ordinal for c in device_map.devices]
-    if device_id not in ordinals:
-        ordinals.append(device_id)
-    return run_device_smokes(request, ordinals, device_map=device_map, max_parallel=max_parallel)
+    def __init__(self, request: Any, device_map: Any, *, device_id: int, directory: str | None,
+                 max_parallel: int | None) -> None:
+        import threading
+
+        from ortdoctor.devices import run_device_smokes
+        from ortdoctor.smoke.runner import SmokeRequest
+
+        if request is None:
+            request = SmokeRequest(device_id=device_id, directory=directory)
+        ordinals = [c.ordinal for c in device_map.devices]
+        if device_id not in ordinals:
+            ordinals.append(device_id)
+        self.started = time.perf_counter()
+        self._results: tuple[Any, ...] = ()
+
+        def work() -> None:
+            self._results = run_device_smokes(request, ordinals, device_map=device_map,
+                                              max_parallel=max_parallel)
+
+        self._thread = threading.Thread(target=work, name="ortdoctor-device-smokes", daemon=True)
+        self._thread.start()
+
+    def result(self) -> tuple[Any, ...]:
+        self._thread.join()
+        return self._results
 
 
 def _model_shapes(value: Mapping[str, Iterable[int]] | Iterable[str] | None) -> dict[str, tuple[int, ...]]:

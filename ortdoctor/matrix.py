@@ -5,11 +5,19 @@ The dataclasses below are the contract the resolver, the diagnosis and the rende
 file (the shipped one, ``--matrix FILE`` or ``$ORTDOCTOR_MATRIX``) is refused with a
 :class:`MatrixError` that names the file, the key path and what is wrong. The schema is documented
 at the top of ``compat_matrix.yaml``.
+
+Parsing the 56 KB YAML (and importing PyYAML) would cost `check` ~35 ms on every run, so the package
+also ships ``_matrix_snapshot.json``: the parsed document of the shipped YAML, written by
+``scripts/gen_matrix_snapshot.py`` together with the YAML's sha256. A file whose bytes have that sha256
+is read from the snapshot (same data, so the same validation runs on it); any other file (an edited
+checkout, ``--matrix FILE``) is parsed as YAML. Nothing is written at run time.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 import re
 import threading
@@ -18,13 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
 from packaging.version import InvalidVersion, Version
 
 __all__ = [
     "CudaMajor", "CudnnMajor", "Feed", "KnownBad", "LibSpec", "Matrix", "MatrixError", "Recommendation",
     "Release", "ReleaseMatch", "TorchRelease", "TorchVariant", "default_matrix_path", "load_matrix",
-    "parse_cuda_request", "parse_torch_request",
+    "parse_cuda_request", "parse_torch_request", "snapshot_document", "snapshot_path",
 ]
 
 #: The environment variable that selects a matrix file instead of the shipped one.
@@ -506,23 +513,103 @@ def load_matrix(path: str | Path | None = None) -> Matrix:
 def _load(path: Path) -> Matrix:
     name = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise MatrixError(name, "", "file not found") from None
     except IsADirectoryError:
         raise MatrixError(name, "", "is a directory, not a matrix file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise MatrixError(name, "", f"cannot read: {exc}") from None
+    data = _snapshot_data(hashlib.sha256(raw).hexdigest())
+    if data is _NO_SNAPSHOT:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MatrixError(name, "", f"cannot read: {exc}") from None
+        data = _parse_yaml(name, text)
+    return _Validator(name).matrix(data)
+
+
+def _parse_yaml(name: str, text: str) -> Any:
+    import yaml  # only for a file the snapshot does not cover: `check` with the shipped matrix skips it
+
     try:
-        # The C build of the safe loader when PyYAML has it (same safety as yaml.safe_load, ~5x faster:
-        # `check` loads the matrix on every run); the pure-Python safe loader otherwise.
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        # The C build of the safe loader when PyYAML has it (same safety as yaml.safe_load, ~5x faster);
+        # the pure-Python safe loader otherwise.
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise MatrixError(name, "", f"not valid YAML{where}: {problem}") from None
-    return _Validator(name).matrix(data)
+
+
+# ------------------------------------------------------------------------------------------------
+# The snapshot of the shipped YAML's parsed document
+# ------------------------------------------------------------------------------------------------
+SNAPSHOT_FORMAT = 1
+# JSON keys are strings; the YAML has integer keys (``cuda_majors: {12: ...}``). A mapping whose keys
+# are integers is written as ``{"__int_keys__": {"12": ...}}`` and turned back on reading.
+_INT_KEYS = "__int_keys__"
+_NO_SNAPSHOT = object()
+
+
+def snapshot_path() -> Path:
+    """``_matrix_snapshot.json`` inside the package."""
+    return Path(__file__).resolve().parent / "_matrix_snapshot.json"
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, dict):
+        if value and all(isinstance(k, int) and not isinstance(k, bool) for k in value):
+            return {_INT_KEYS: {str(k): _encode(v) for k, v in value.items()}}
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError(f"mixed or non-string keys cannot go into the snapshot: {list(value)[:5]}")
+        if _INT_KEYS in value:
+            raise TypeError(f"the key {_INT_KEYS!r} is reserved by the snapshot format")
+        return {k: _encode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"{type(value).__name__} cannot go into the snapshot: {value!r}")
+
+
+def _decode_object(obj: dict[str, Any]) -> dict[Any, Any]:
+    if len(obj) == 1 and _INT_KEYS in obj:
+        return {int(k): v for k, v in obj[_INT_KEYS].items()}
+    return obj
+
+
+def snapshot_document(yaml_path: str | Path) -> dict[str, Any]:
+    """What ``_matrix_snapshot.json`` holds for the YAML at ``yaml_path`` (validated first).
+
+    Raises:
+        MatrixError: the YAML is not a valid matrix (a snapshot is never written for one).
+    """
+    path = Path(yaml_path)
+    raw = path.read_bytes()
+    data = _parse_yaml(str(path), raw.decode("utf-8"))
+    _Validator(str(path)).matrix(data)
+    return {"format": SNAPSHOT_FORMAT, "yaml_sha256": hashlib.sha256(raw).hexdigest(), "data": _encode(data)}
+
+
+def _snapshot_data(sha256: str) -> Any:
+    """The parsed document of the YAML whose bytes have ``sha256``, or ``_NO_SNAPSHOT``."""
+    try:
+        text = snapshot_path().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return _NO_SNAPSHOT
+    # The digest is near the start: a file it does not match is not decoded at all.
+    if sha256 not in text[:256]:
+        return _NO_SNAPSHOT
+    try:
+        doc = json.loads(text, object_hook=_decode_object)
+    except ValueError:
+        return _NO_SNAPSHOT
+    if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT or doc.get("yaml_sha256") != sha256:
+        return _NO_SNAPSHOT
+    return doc.get("data")
 
 
 class _Validator:

@@ -23,6 +23,7 @@ from typing import Any
 from ortdoctor import loader
 from ortdoctor.elf import ElfError, read_elf
 from ortdoctor.facts import (
+    Candidate,
     DriverInfo,
     ElfInfo,
     Environment,
@@ -45,6 +46,7 @@ from ortdoctor.resolver import (
     resolve_directory,
     search_dirs,
     tier_dirs,
+    torch_copies,
 )
 
 __all__ = ["DirectoryError", "FailedLib", "LoadedLib", "PreloadError", "PreloadResult", "SkippedLib",
@@ -529,7 +531,38 @@ def preload(
                 f"'{spec.package if spec and spec.package else 'onnxruntime-gpu[cuda,cudnn]'}'"))
     if not dry_run and not win:
         _note_sublibraries(result, plan)
+    _note_torch(result, environment, mat, plan, directory)
     return _finish(result, strict)
+
+
+def _note_torch(result: PreloadResult, env: Environment, matrix: object | None, plan: Plan,
+                directory: str | None) -> None:
+    """When torch is installed: a warning if the loaded set is not the files torch loads (a process holds
+    one library per soname, so whichever comes first decides for both)."""
+    t = env.torch
+    if t is None or not t.cuda:
+        return
+    if directory:  # an explicit directory hides the wheels from the plan: look them up for torch's side
+        try:
+            wheel_plan = resolve(env, matrix, directory="", cwd=os.getcwd())
+        except DirectoryError:
+            return
+        copies = torch_copies(env, wheel_plan)
+    else:
+        copies = torch_copies(env, plan)
+    pairs = []
+    for x in result.loaded:
+        theirs = copies.get(x.name)
+        if theirs is None or x.loaded_by is not None:
+            continue
+        ours = x.mapped or os.path.realpath(x.path)
+        if ours != os.path.realpath(theirs.path):
+            pairs.append((x.soname, Candidate(x.path, x.source, x.version), theirs))  # type: ignore[arg-type]
+    if pairs:
+        from ortdoctor.diagnose import torch_other_copy_finding
+
+        what = "What ortdoctor preload loaded" + (f" (--directory {directory!r})" if directory is not None else "")
+        result.findings.append(torch_other_copy_finding(t.version, pairs, what, directory))
 
 
 def _note_sublibraries(result: PreloadResult, plan: Plan) -> None:

@@ -50,3 +50,21 @@ def test_installed_copy_loads_its_own_matrix(built_wheel: Path, tmp_path: Path) 
     path, cuda = proc.stdout.split()
     assert Path(path) == (target / "ortdoctor" / "compat_matrix.yaml").resolve()
     assert cuda == "13.0"
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_snapshot_of_its_matrix(built_wheel: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(built_wheel) as zf:
+        assert "ortdoctor/_matrix_snapshot.json" in zf.namelist()
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target),
+                    str(built_wheel)], check=True, timeout=300, capture_output=True)
+    # The installed YAML matches the installed snapshot: the matrix loads without importing PyYAML.
+    code = ("import sys\nfrom ortdoctor.matrix import load_matrix\nload_matrix()\n"
+            "print('yaml' in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if k != "ORTDOCTOR_MATRIX"}
+    env["PYTHONPATH"] = str(target)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ortdoctor.facts import DriverInfo, Environment
@@ -37,6 +37,7 @@ def collect_environment(
     ld_cache_path: str | None = None,
     maps_path: str = "/proc/self/maps",
     query_driver: bool = True,
+    on_probe: Callable[[str, Any], None] | None = None,
 ) -> Environment:
     """Run every probe and return the whole :class:`~ortdoctor.facts.Environment`.
 
@@ -50,6 +51,9 @@ def collect_environment(
         ld_cache_path: the ld.so cache (default ``<fs_root>/etc/ld.so.cache``).
         maps_path: the maps file for already-mapped libraries.
         query_driver: False skips NVML (the driver is reported as not queried).
+        on_probe: called as ``on_probe("ort", OrtInfo)`` as soon as the onnxruntime probe (the first,
+            and a cheap one) is done, then ``on_probe("driver", DriverInfo)``: ``check`` starts its smoke
+            child there, so the child runs while the other probes do.
     """
     path = list(sys.path if sys_path is None else sys_path)
     env = os.environ if environ is None else environ
@@ -58,6 +62,9 @@ def collect_environment(
     if site_dirs is not None:
         python = dataclasses.replace(python, site_dirs=sites)
     index = DistIndex(sites)
+    ort = probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index)
+    if on_probe is not None:
+        on_probe("ort", ort)
 
     cache_path = ld_cache_path if ld_cache_path is not None else os.path.join(fs_root, "etc", "ld.so.cache")
     system = probe_system(env, ld_cache_path=cache_path)
@@ -66,13 +73,14 @@ def collect_environment(
     else:
         driver = DriverInfo(available=False, error="not queried", cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
                             nvidia_visible_devices=env.get("NVIDIA_VISIBLE_DEVICES"))
+    if on_probe is not None:
+        on_probe("driver", driver)
     return Environment(
         python=python,
-        ort=probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index),
+        ort=ort,
         torch=probe_torch(index=index),
         nvidia_wheels=probe_nvidia_wheels(index=index),
         system=system,
         driver=driver,
         mapped=mapped_paths(maps_path),
     )
-

@@ -8,13 +8,12 @@ METADATA and RECORD of those alone. Nothing is imported and nothing is executed.
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 import io
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -235,8 +234,9 @@ def _load(ref: DistRef) -> Distribution:
     )
 
 
-# Hashing the ~30 MB pybind module costs tens of milliseconds; a second probe (or a second
-# distribution sharing the file) asks for the same digest, so remember it by identity of the file.
+# Hashing the ~30 MB pybind module costs tens of milliseconds (so probe_ort asks only when two
+# distributions share its directory); the second of those asks for the same digest, so remember it
+# by identity of the file.
 _hash_cache: dict[tuple[str, int, int], str] = {}
 
 
@@ -246,10 +246,17 @@ def file_sha256(path: str) -> str | None:
         st = os.stat(path)
     except OSError:
         return None
+    if not stat.S_ISREG(st.st_mode):
+        return None  # reading a FIFO would block forever, a device would never end
     key = (path, st.st_mtime_ns, st.st_size)
     cached = _hash_cache.get(key)
     if cached is not None:
         return cached
+    # Imported here: only two distributions sharing one directory need a digest (~4 ms to import
+    # OpenSSL's hashlib otherwise spent by every `check`).
+    import base64
+    import hashlib
+
     h = hashlib.sha256()
     try:
         with open(path, "rb") as f:

@@ -19,7 +19,7 @@ from typing import Any
 from ortdoctor.facts import Device, DriverError, DriverInfo
 from ortdoctor.probes.system import default_lib_dirs, read_ld_cache
 
-__all__ = ["cuda_version_text", "probe_driver"]
+__all__ = ["cuda_version_text", "nvml_library_may_exist", "probe_driver"]
 
 # NVML return codes (nvml.h); pynvml raises NVMLError subclasses carrying them in `.value`.
 _NVML_ERROR_KINDS = {
@@ -163,6 +163,59 @@ def _libcuda_locations(
     return tuple(found)
 
 
+def nvml_library_may_exist(
+    os_name: str,
+    ld_cache: Mapping[str, Sequence[str]] | None,
+    default_dirs: Sequence[str],
+    environ: Mapping[str, str] | None = None,
+) -> bool:
+    """Could pynvml's ``dlopen("libnvidia-ml.so.1")`` (``nvml.dll`` on Windows) find a library here?
+
+    Errs towards True: every place the dynamic loader looks (already mapped, ``LD_LIBRARY_PATH`` as the
+    process started with it, the ld.so cache, the interpreter's RPATH/RUNPATH, the default directories,
+    WSL's driver directory) counts, and anything unclear counts too. False means pynvml's answer is
+    known without importing it: NVML_ERROR_LIBRARY_NOT_FOUND. This looks at the real machine, not at
+    ``fs_root``: the loader does.
+    """
+    env = os.environ if environ is None else environ
+    if os_name == "windows":
+        return any(os.path.exists(p) for p in (
+            os.path.join(env.get("WINDIR", "C:/Windows"), "System32", "nvml.dll"),
+            os.path.join(env.get("ProgramFiles", "C:/Program Files"), "NVIDIA Corporation", "NVSMI", "nvml.dll"),
+        ))
+    if os_name != "linux":
+        return True  # no fast answer for other systems: ask pynvml
+    name = "libnvidia-ml.so.1"
+    if ld_cache is None:
+        try:
+            ld_cache = read_ld_cache("/etc/ld.so.cache", _platform.machine())
+        except Exception:
+            return True  # an unreadable cache may list it
+    if name in ld_cache:
+        return True
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            if name.encode() in f.read():
+                return True
+    except OSError:
+        pass
+    dirs = [*env.get("LD_LIBRARY_PATH", "").split(":"), *_interpreter_search_dirs(), _WSL_LIB, *default_dirs]
+    # An empty or relative LD_LIBRARY_PATH entry is searched relative to the current directory.
+    return any(os.path.exists(os.path.join(d or ".", name)) for d in dirs)
+
+
+def _interpreter_search_dirs() -> list[str]:
+    """The interpreter's RPATH/RUNPATH entries (conda's python has ``$ORIGIN/../lib``), expanded."""
+    from ortdoctor.elf import ElfError, read_elf
+
+    try:
+        info = read_elf(os.path.realpath(sys.executable))
+    except (ElfError, OSError):
+        return []
+    origin = os.path.dirname(os.path.realpath(sys.executable))
+    return [d.replace("${ORIGIN}", origin).replace("$ORIGIN", origin) for d in (*info.rpath, *info.runpath)]
+
+
 def _kernel_module_version(fs_root: str) -> str | None:
     try:
         with open(os.path.join(fs_root, "proc/driver/nvidia/version"), "rb") as f:
@@ -195,7 +248,18 @@ def probe_driver(
     initialised = False
     kind: DriverError | None = None
     devices: tuple[Device, ...] = ()
-    if nvml is None:
+    if ld_cache is None and os_name == "linux":
+        try:
+            ld_cache = read_ld_cache(os.path.join(fs_root, "etc/ld.so.cache"), _platform.machine())
+        except Exception:
+            ld_cache = {}
+    dirs = default_lib_dirs() if default_dirs is None else default_dirs
+    # The loader reads the real machine's cache, whatever root the file probes are pointed at.
+    real_cache = ld_cache if fs_root in ("/", "") else None
+    if nvml is None and not nvml_library_may_exist(os_name, real_cache, dirs):
+        # What pynvml would answer (it cannot dlopen the library either), without its ~20 ms import.
+        kind, error = DriverError.LIBRARY_NOT_FOUND, _ERROR_TEXT[DriverError.LIBRARY_NOT_FOUND]
+    elif nvml is None:
         try:
             import pynvml
 
@@ -208,12 +272,6 @@ def probe_driver(
         except Exception as exc:  # belt and braces: nothing escapes a probe
             kind, error = DriverError.OTHER, f"NVML query failed: {exc!r}"
 
-    if ld_cache is None and os_name == "linux":
-        try:
-            ld_cache = read_ld_cache(os.path.join(fs_root, "etc/ld.so.cache"), _platform.machine())
-        except Exception:
-            ld_cache = {}
-    dirs = default_lib_dirs() if default_dirs is None else default_dirs
     libcuda = _libcuda_locations(os_name, env, ld_cache, fs_root, dirs)
     dev_nodes: tuple[str, ...] = ()
     if os_name == "linux":

@@ -3,7 +3,7 @@
 Every wheel of the family (onnxruntime, onnxruntime-gpu, -directml, -openvino, -training,
 ort-nightly*, ...) installs into the same ``onnxruntime/`` import package, so the distributions are
 found by what their RECORD lists, and the one whose files are actually on disk is told by the RECORD
-hash of the pybind module. ``build_and_package_info.py`` is parsed as text with :mod:`ast`; it is
+size and, when two distributions share the directory, the RECORD hash of the pybind module. ``build_and_package_info.py`` is parsed as text with :mod:`ast`; it is
 never executed, so a hostile file cannot run.
 """
 
@@ -12,7 +12,9 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ortdoctor.elf import ElfError, read_elf
@@ -91,26 +93,42 @@ def _owns_family_files(dist: Distribution, package: str) -> bool:
     return any(p.startswith(prefix) for p in dist.files())
 
 
-def _owns_pybind(dist: Distribution) -> bool | None:
-    """Does the pybind module on disk match this distribution's RECORD hash?"""
+def _owns_pybind(dist: Distribution, *, shared: bool) -> bool | None:
+    """Is the pybind module on disk the one this distribution's RECORD describes?
+
+    ``shared``: another distribution of the family is installed in the same site directory, so the
+    file may be either one's. Only then is the ~30 MB file hashed (tens of milliseconds); alone in its
+    directory a distribution owns the file when RECORD lists it and its size is RECORD's size.
+    """
     for entry in dist.record or ():
         if _PYBIND_RE.match(entry.path):
             if not entry.hash or not entry.hash.startswith("sha256="):
                 return None
-            on_disk = file_sha256(dist.abspath(entry.path))
-            if on_disk is None:
+            path = dist.abspath(entry.path)
+            try:
+                st = os.stat(path)
+            except OSError:
                 return False  # RECORD names it, the file is gone: its files are not on disk
+            if not stat.S_ISREG(st.st_mode):
+                return False  # a FIFO, a device, a directory: not the file any wheel installed
+            if entry.size is not None and entry.size != st.st_size:
+                return False  # another file of another size: cheaper than a hash and as certain
+            if not shared:
+                return True
+            on_disk = file_sha256(path)
+            if on_disk is None:
+                return False
             return on_disk == entry.hash
     return None
 
 
-def _to_ort_distribution(dist: Distribution) -> OrtDistribution:
+def _to_ort_distribution(dist: Distribution, *, shared: bool) -> OrtDistribution:
     return OrtDistribution(
         name=dist.name,
         version=dist.version,
         location=dist.location,
         dist_info=dist.dist_info,
-        owns_files_on_disk=_owns_pybind(dist) if dist.record is not None else None,
+        owns_files_on_disk=_owns_pybind(dist, shared=shared) if dist.record is not None else None,
         requires=dist.requires,
         installer=dist.installer,
         index_url=dist.index_url,
@@ -217,7 +235,9 @@ def probe_ort(
         if _owns_family_files(dist, GENAI_PACKAGE):
             genai_dists.append(dist)
 
-    distributions = tuple(_to_ort_distribution(d) for d in ort_dists)
+    per_location = Counter(os.path.abspath(d.location) for d in ort_dists)
+    distributions = tuple(_to_ort_distribution(d, shared=per_location[os.path.abspath(d.location)] > 1)
+                          for d in ort_dists)
     package_dir = _find_package_dir(index.site_dirs if import_path is None else import_path)
     if package_dir is None and not distributions:
         return OrtInfo(installed=False, other_cuda_libraries=_other_cuda_libraries(genai_dists, problems),

@@ -23,8 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ortdoctor import classify
 from ortdoctor.smoke.child import RESULT_PREFIX, STAGE_PREFIX
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortdoctor import classify
+
+# The classifier (and the findings catalog it reads) is imported where the output is judged, in the
+# parent: the smoke child imports this package too, and must not pay for it before its own work.
 
 CHILD_ARGV_ENV = "ORTDOCTOR_SMOKE_CHILD_ARGV"
 DEFAULT_TIMEOUT = 60.0
@@ -242,68 +248,130 @@ def _signal_name(returncode: int) -> str:
         return f"signal {-returncode}"
 
 
+class SmokeRun:
+    """A smoke child that was started and not collected yet (see :func:`start_smoke`).
+
+    The caller does other work while the child runs, then calls :meth:`result`; the timeout counts
+    from the start, not from the call to :meth:`result`.
+    """
+
+    def __init__(self, request: SmokeRequest) -> None:
+        self.request = request
+        self.started = time.perf_counter()
+        self._deadline = self.started + max(0.1, float(request.timeout))
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._out: _Capture | None = None
+        self._err: _Capture | None = None
+        self._result: SmokeResult | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> None:
+        request = self.request
+        try:
+            argv = child_command(request)
+        except ValueError as exc:
+            self._result = SmokeResult(ran=False, ok=False, error=str(exc), finding_id="smoke-failed")
+            return
+        popen_kwargs: dict[str, Any] = {}
+        if os.name == "posix":
+            popen_kwargs["start_new_session"] = True  # its own process group: killed as one on timeout
+        else:
+            popen_kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_child_env(request),
+                close_fds=True,
+                **popen_kwargs,
+            )
+        except OSError as exc:
+            self._result = SmokeResult(
+                ran=False,
+                ok=False,
+                error=f"could not start the smoke child ({argv[0]}): {exc}",
+                finding_id="smoke-failed",
+                exit_status="not-started",
+            )
+            return
+        self._proc = proc
+        self._out = _Capture(proc.stdout)  # type: ignore[arg-type]
+        self._err = _Capture(proc.stderr)  # type: ignore[arg-type]
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(request.to_child()).encode())
+            proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # the child died or ignores stdin: its exit status tells
+
+    def result(self) -> SmokeResult:
+        """Wait for the child (until the deadline set at the start), judge it and return the result.
+        Never raises; a second call returns the same result."""
+        with self._lock:
+            if self._result is None:
+                self._result = self._collect()
+            return self._result
+
+    def _collect(self) -> SmokeResult:
+        proc, out, err = self._proc, self._out, self._err
+        # _start set all three whenever it did not decide the result itself
+        assert proc is not None
+        assert out is not None
+        assert err is not None
+        timed_out = False
+        try:
+            proc.wait(timeout=max(0.0, self._deadline - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot stop
+                pass
+        if os.name == "posix" and not timed_out:
+            _kill_group(proc)  # grandchildren it left behind would hold our pipes open
+        out.thread.join(timeout=5)
+        err.thread.join(timeout=5)
+        duration = round((time.perf_counter() - self.started) * 1000.0, 1)
+        return judge(
+            stdout=out.text(),
+            stderr=err.text(),
+            returncode=None if timed_out else proc.returncode,
+            timed_out=timed_out,
+            request=self.request,
+            duration_ms=duration,
+        )
+
+    def cancel(self) -> None:
+        """Kill the child and reap it (when the caller no longer needs its result, e.g. on an error)."""
+        with self._lock:
+            proc = self._proc
+            if proc is None or self._result is not None:
+                return
+            _kill_group(proc)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot stop
+                pass
+            for capture in (self._out, self._err):
+                if capture is not None:
+                    capture.thread.join(timeout=5)
+            self._result = SmokeResult(ran=False, ok=False, error="cancelled", finding_id="smoke-failed",
+                                       exit_status="cancelled")
+
+
+def start_smoke(request: SmokeRequest | None = None) -> SmokeRun:
+    """Spawn the smoke child and return at once; :meth:`SmokeRun.result` collects it. Never raises."""
+    run = SmokeRun(request or SmokeRequest())
+    run._start()
+    return run
+
+
 def run_smoke(request: SmokeRequest | None = None) -> SmokeResult:
     """Run the smoke session in a child process and return what it proved. Never raises."""
-    request = request or SmokeRequest()
-    started = time.perf_counter()
-    try:
-        argv = child_command(request)
-    except ValueError as exc:
-        return SmokeResult(ran=False, ok=False, error=str(exc), finding_id="smoke-failed")
-    popen_kwargs: dict[str, Any] = {}
-    if os.name == "posix":
-        popen_kwargs["start_new_session"] = True  # its own process group: killed as one on timeout
-    else:
-        popen_kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_child_env(request),
-            close_fds=True,
-            **popen_kwargs,
-        )
-    except OSError as exc:
-        return SmokeResult(
-            ran=False,
-            ok=False,
-            error=f"could not start the smoke child ({argv[0]}): {exc}",
-            finding_id="smoke-failed",
-            exit_status="not-started",
-        )
-    out = _Capture(proc.stdout)  # type: ignore[arg-type]
-    err = _Capture(proc.stderr)  # type: ignore[arg-type]
-    try:
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(request.to_child()).encode())
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass  # the child died or ignores stdin: its exit status tells
-    timed_out = False
-    try:
-        proc.wait(timeout=max(0.1, float(request.timeout)))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot stop
-            pass
-    if os.name == "posix" and not timed_out:
-        _kill_group(proc)  # grandchildren it left behind would hold our pipes open
-    out.thread.join(timeout=5)
-    err.thread.join(timeout=5)
-    duration = round((time.perf_counter() - started) * 1000.0, 1)
-    return judge(
-        stdout=out.text(),
-        stderr=err.text(),
-        returncode=None if timed_out else proc.returncode,
-        timed_out=timed_out,
-        request=request,
-        duration_ms=duration,
-    )
+    return start_smoke(request).result()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -329,6 +397,8 @@ def _last_stage(stdout: str) -> str | None:
 
 def ort_log_lines(stderr: str, *, include_info: bool = False) -> list[str]:
     """ORT's own log lines (``[E:onnxruntime:...]``, ``[W:...]``), colour codes removed."""
+    from ortdoctor import classify
+
     keep = ("[E:onnxruntime", "[W:onnxruntime", "[F:onnxruntime")
     if include_info:
         keep += ("[I:onnxruntime", "[V:onnxruntime")
@@ -346,6 +416,8 @@ def parse_node_placement(stderr: str) -> dict[str, tuple[str, ...]]:
     provider, `` Node(s) placed on [EP]. Number of nodes: N`` followed by ``  OpType (name)`` lines.
     With a single provider ORT names no nodes, so the list holds ``"<N> nodes"``.
     """
+    from ortdoctor import classify
+
     placement: dict[str, list[str]] = {}
     current: str | None = None
     in_block = False
@@ -382,6 +454,8 @@ def parse_node_placement(stderr: str) -> dict[str, tuple[str, ...]]:
 
 
 def _tail(stdout: str, stderr: str) -> str:
+    from ortdoctor import classify
+
     out_lines = [ln for ln in stdout.splitlines() if not ln.startswith((RESULT_PREFIX, STAGE_PREFIX)) and ln.strip()]
     err_lines = [ln for ln in classify.strip_ansi(stderr).splitlines() if ln.strip()]
     lines = err_lines[-TAIL_LINES:] + out_lines[-(TAIL_LINES // 2) :]
@@ -398,6 +472,8 @@ def judge(
     duration_ms: float | None = None,
 ) -> SmokeResult:
     """Turn the child's output and exit into a :class:`SmokeResult` (pure; tested without a child)."""
+    from ortdoctor import classify
+
     data = _last_result(stdout)
     stage = (data or {}).get("stage") or _last_stage(stdout)
     if timed_out:
@@ -496,10 +572,12 @@ __all__ = [
     "CHILD_ARGV_ENV",
     "SmokeRequest",
     "SmokeResult",
+    "SmokeRun",
     "child_command",
     "judge",
     "not_run",
     "ort_log_lines",
     "parse_node_placement",
     "run_smoke",
+    "start_smoke",
 ]
