@@ -1356,8 +1356,10 @@ def _smoke_evidence(smoke: Any) -> str:
 def _merge_smoke(found: list[Finding], smoke: Any) -> list[Finding]:
     """A failed smoke run confirms the findings its classified causes name (ORT's own line appended as
     evidence) or adds them; then its own verdict (fell back / failed) is added with ORT's error."""
-    if smoke is None or not getattr(smoke, "ran", False) or getattr(smoke, "ok", False):
+    if smoke is None or getattr(smoke, "ok", False):
         return found
+    if not getattr(smoke, "ran", False) and getattr(smoke, "finding_id", None) is None:
+        return found  # skipped on purpose (--no-smoke, no CUDA build): nothing to report
     confirm = "Confirmed by the smoke session (a real CUDA session in a child process); ORT said:\n"
     cause_ids: list[str] = []
     mode_ids = [f.id for f in found if f.id in _RESTRICTED_MODES.values()]

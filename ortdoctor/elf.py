@@ -8,6 +8,7 @@ malformed input raises :class:`ElfError` and nothing else.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from typing import BinaryIO
 
@@ -37,10 +38,23 @@ class ElfError(ValueError):
 def is_elf(path: str | os.PathLike[str]) -> bool:
     """True when the file starts with the ELF magic (never raises)."""
     try:
-        with open(path, "rb") as f:
+        with _open_regular(path) as f:
             return f.read(4) == _MAGIC
-    except OSError:
+    except (OSError, ElfError):
         return False
+
+
+def _open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a regular file for reading. O_NONBLOCK: a FIFO named like a library must not block the
+    caller until some writer appears; anything but a regular file is refused before a byte is read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ElfError(f"{os.fspath(path)}: not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, "rb")
 
 
 def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
@@ -51,7 +65,7 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
     """
     p = os.fspath(path)
     try:
-        with open(p, "rb") as f:
+        with _open_regular(p) as f:
             return _read(f, p)
     except ElfError:
         raise

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -428,8 +429,17 @@ def inspect_model(path: str | os.PathLike[str]) -> ModelInspection:
     """Read ``path``'s header; never raises for a bad file (see ``problem``)."""
     path = os.path.abspath(os.fspath(path))
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
+        # O_NONBLOCK: opening a FIFO named like a model must not wait forever for a writer; what is
+        # not a regular file is refused before anything is read from it.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with open(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(path)
+            if not stat.S_ISREG(st.st_mode):
+                return ModelInspection(path=path, problem="unreadable",
+                                       problem_detail="not a regular file (a FIFO, socket or device)")
+            size = st.st_size
             if size == 0:
                 return ModelInspection(path=path, problem="invalid", problem_detail="the file is empty")
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:

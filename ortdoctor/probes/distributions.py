@@ -16,6 +16,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 __all__ = [
     "DistIndex",
@@ -25,6 +26,7 @@ __all__ = [
     "file_sha256",
     "list_dist_infos",
     "normalize",
+    "open_regular",
 ]
 
 # A METADATA header block or RECORD larger than this is not a real one: stop reading instead of
@@ -147,8 +149,22 @@ class _Meta:
     requires: list[str] = field(default_factory=list)
 
 
+def open_regular(path: str) -> BinaryIO:
+    """Open a regular file for reading. O_NONBLOCK: a FIFO named like METADATA (or any file a probe
+    reads) must not block the probe until a writer appears; what is not a regular file is refused
+    (ValueError) before a byte is read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, "rb")
+
+
 def _read_text(path: str, limit: int) -> str:
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise ValueError(f"larger than {limit} bytes")

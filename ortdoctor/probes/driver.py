@@ -204,6 +204,48 @@ def nvml_library_may_exist(
     return any(os.path.exists(os.path.join(d or ".", name)) for d in dirs)
 
 
+def _map_nvml_by_path(
+    os_name: str,
+    ld_cache: Mapping[str, Sequence[str]] | None,
+    default_dirs: Sequence[str],
+    environ: Mapping[str, str],
+) -> tuple[DriverError, str] | None:
+    """Map ``libnvidia-ml.so.1`` by absolute path before pynvml asks for it by name.
+
+    pynvml's ``dlopen("libnvidia-ml.so.1")`` lets the dynamic loader search an empty or relative
+    ``LD_LIBRARY_PATH`` entry, which means the current directory: a planted library there would run in
+    this process. Once a library with that soname is mapped, the loader returns it for the name. Only
+    absolute places are searched: ``LD_LIBRARY_PATH``'s absolute entries, the ld.so cache, the
+    interpreter's RPATH/RUNPATH, WSL's driver directory, the default directories. None when it is
+    mapped (or not Linux); else the driver error to report instead of asking pynvml.
+    """
+    if os_name != "linux":
+        return None
+    import ctypes
+
+    name = "libnvidia-ml.so.1"
+    try:
+        ctypes.CDLL(name, mode=getattr(os, "RTLD_NOLOAD", 4) | getattr(os, "RTLD_LAZY", 1))
+        return None  # already in this process
+    except OSError:
+        pass
+    paths = [os.path.join(d, name) for d in environ.get("LD_LIBRARY_PATH", "").split(":") if d and os.path.isabs(d)]
+    paths += list((ld_cache or {}).get(name, ()))
+    paths += [os.path.join(d, name) for d in (*_interpreter_search_dirs(), _WSL_LIB, *default_dirs) if os.path.isabs(d)]
+    for path in dict.fromkeys(paths):
+        if not os.path.isfile(path):
+            continue
+        try:
+            ctypes.CDLL(path)
+        except OSError as exc:
+            return DriverError.OTHER, f"{path} could not be loaded: {exc}"
+        return None
+    return DriverError.LIBRARY_NOT_FOUND, (
+        _ERROR_TEXT[DriverError.LIBRARY_NOT_FOUND]
+        + "; a copy reachable only through the current directory (an empty or relative LD_LIBRARY_PATH "
+        "entry) is never loaded")
+
+
 def _interpreter_search_dirs() -> list[str]:
     """The interpreter's RPATH/RUNPATH entries (conda's python has ``$ORIGIN/../lib``), expanded."""
     from ortdoctor.elf import ElfError, read_elf
@@ -259,6 +301,8 @@ def probe_driver(
     if nvml is None and not nvml_library_may_exist(os_name, real_cache, dirs):
         # What pynvml would answer (it cannot dlopen the library either), without its ~20 ms import.
         kind, error = DriverError.LIBRARY_NOT_FOUND, _ERROR_TEXT[DriverError.LIBRARY_NOT_FOUND]
+    elif nvml is None and (refused := _map_nvml_by_path(os_name, real_cache, dirs, env)) is not None:
+        kind, error = refused
     elif nvml is None:
         try:
             import pynvml

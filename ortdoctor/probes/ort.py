@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from ortdoctor.elf import ElfError, read_elf
 from ortdoctor.facts import ElfInfo, OrtDistribution, OrtInfo, PeInfo
 from ortdoctor.pe import PeError, read_pe
-from ortdoctor.probes.distributions import DistIndex, Distribution, file_sha256, normalize
+from ortdoctor.probes.distributions import DistIndex, Distribution, file_sha256, normalize, open_regular
 from ortdoctor.probes.platform import find_site_dirs
 
 __all__ = ["parse_literal_assignments", "probe_ort", "read_binary"]
@@ -74,11 +74,11 @@ def parse_literal_assignments(source: str) -> dict[str, object]:
 
 def _read_build_info(path: str) -> tuple[dict[str, object], str | None]:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             raw = f.read(_MAX_BUILD_INFO + 1)
     except FileNotFoundError:
         return {}, "build_and_package_info.py missing"
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: not a regular file (a FIFO would block)
         return {}, f"build_and_package_info.py unreadable: {exc}"
     if len(raw) > _MAX_BUILD_INFO:
         return {}, f"build_and_package_info.py larger than {_MAX_BUILD_INFO} bytes"

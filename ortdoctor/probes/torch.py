@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable
 
 from ortdoctor.facts import TorchInfo
-from ortdoctor.probes.distributions import DistIndex, normalize
+from ortdoctor.probes.distributions import DistIndex, normalize, open_regular
 from ortdoctor.probes.ort import parse_literal_assignments
 from ortdoctor.probes.platform import find_site_dirs
 
@@ -32,7 +32,7 @@ def cuda_from_local_tag(version: str) -> str | None:
 
 def _version_py(path: str) -> dict[str, object] | None:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # never blocks on a FIFO; ValueError when not a regular file
             raw = f.read(_MAX_VERSION_PY + 1)
         if len(raw) > _MAX_VERSION_PY:
             return None

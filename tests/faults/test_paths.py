@@ -1,0 +1,192 @@
+"""Odd paths and search paths: unreadable directories (as an unprivileged user), non-UTF-8 and very
+long paths, LD_LIBRARY_PATH with empty, relative, undecodable and thousands of entries."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.faults.conftest import Case
+from tests.faults.helpers import CU13_LIB, ORT_DIST_INFO, Result, nobody, unprivileged_python
+
+UNSAFE_ENTRY = "ld-library-path-unsafe"
+
+
+def _unsafe_entry(res: Result) -> dict:
+    """The finding about LD_LIBRARY_PATH entries that mean the current directory."""
+    hits = [f for f in res.data["findings"] if f["id"].startswith(UNSAFE_ENTRY)]
+    assert hits, res.finding_ids()
+    return hits[0]
+
+
+def _check(case: Case, **kw: object) -> Result:
+    return case.run("check", "--json", "--no-smoke", **kw)  # type: ignore[arg-type]
+
+
+def _unprivileged() -> tuple[int, int] | None:
+    """nobody's ids when ortdoctor can run as nobody here (the suite runs as root in CI)."""
+    ids = nobody()
+    if ids is None or os.getuid() != 0 or unprivileged_python(ids) is None:
+        return None
+    return ids
+
+
+def _as_nobody() -> tuple[int, int]:
+    ids = _unprivileged()
+    if ids is None:
+        pytest.skip("cannot run the interpreter as an unprivileged user here (needs root and a `nobody` user)")
+    return ids
+
+
+# --------------------------------------------------------------------------------------------------
+# Unreadable directories and files (root reads everything, so these drop to `nobody`)
+# --------------------------------------------------------------------------------------------------
+def test_unreadable_dist_info_directory(case: Case) -> None:
+    user = _as_nobody()
+    site = case.gpu_site()
+    os.chmod(site / ORT_DIST_INFO, 0)
+    res = _check(case, as_user=user)
+    assert res.returncode == 1
+    detail = res.finding("ort-install-damaged")["detail"]
+    assert "METADATA unreadable" in detail
+    assert "Permission denied" in detail
+
+
+def test_unreadable_metadata_file(case: Case) -> None:
+    user = _as_nobody()
+    site = case.gpu_site()
+    os.chmod(site / ORT_DIST_INFO / "METADATA", 0)
+    res = _check(case, as_user=user)
+    assert res.returncode == 1
+    assert "Permission denied" in res.finding("ort-install-damaged")["detail"]
+
+
+def test_unreadable_library_directory(case: Case) -> None:
+    user = _as_nobody()
+    site = case.gpu_site()
+    os.chmod(site / CU13_LIB, 0)
+    res = _check(case, as_user=user)
+    assert res.returncode == 1
+    assert "cuda-lib-missing" in res.finding_ids()
+    pre = case.run("preload", "--json", "--directory", "", as_user=user)
+    assert pre.returncode == 1
+    assert {"cudart", "cublas"} <= {f["name"] for f in pre.data["failed"]} | {
+        x["name"] for x in pre.data["loaded"] if "/nvidia/cu13/" not in x["path"]}
+
+
+def test_unreadable_capi_directory(case: Case) -> None:
+    user = _as_nobody()
+    site = case.gpu_site()
+    os.chmod(site / "onnxruntime" / "capi", 0)
+    res = _check(case, as_user=user)
+    assert res.returncode == 1
+    assert res.data["ort"]["installed"] is True
+    assert "Permission denied" in res.finding("ort-install-damaged")["detail"]
+
+
+def test_unreadable_site_directory(case: Case) -> None:
+    user = _as_nobody()
+    site = case.gpu_site()
+    os.chmod(site, 0o311)  # can be entered, not listed: no dist-info can be found
+    res = _check(case, as_user=user)
+    assert res.returncode == 1
+    assert res.data["verdict"] == "fail"
+    assert res.finding_ids()
+
+
+# --------------------------------------------------------------------------------------------------
+# Paths that are not UTF-8, or very long
+# --------------------------------------------------------------------------------------------------
+def test_site_directory_with_invalid_utf8_bytes(case: Case) -> None:
+    name = os.fsdecode(b"site-\xff\xfe-latin1-\xe9")
+    case.site = case.base / name
+    site = case.gpu_site()
+    res = _check(case)
+    assert res.returncode == 1
+    assert res.data["ort"]["is_gpu_build"] is True
+    cudart = next(lib for lib in res.data["libraries"] if lib["name"] == "cudart")
+    assert cudart["path"]
+    assert cudart["path"].endswith("/nvidia/cu13/lib/libcudart.so.13")
+    human = case.run("check", "--no-smoke")
+    assert human.returncode == 1
+    pre = case.run("preload", "--json", "--directory", "")
+    assert pre.returncode == 0, pre.text
+    assert {x["name"] for x in pre.data["loaded"]} >= {"cudart", "cublas", "cudnn"}
+    assert site.exists()
+
+
+def test_site_directory_path_of_4000_characters(case: Case) -> None:
+    deep = case.base
+    while len(str(deep)) < 3950:
+        deep = deep / ("d" * min(200, 3990 - len(str(deep)) - 1))
+    case.site = deep / "site"
+    assert len(str(case.site)) > 3900
+    case.gpu_site()
+    res = _check(case)
+    assert res.returncode == 1
+    assert res.data["ort"]["is_gpu_build"] is True
+    pre = case.run("preload", "--json", "--directory", "")
+    assert pre.returncode == 0, pre.text
+    assert {x["name"] for x in pre.data["loaded"]} >= {"cudart", "cublas", "cudnn"}
+
+
+# --------------------------------------------------------------------------------------------------
+# LD_LIBRARY_PATH
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", ["::", ":/usr/lib", "/usr/lib:"], ids=["only-empty", "leading-empty", "trailing-empty"])
+def test_ld_library_path_with_empty_entries(case: Case, value: str) -> None:
+    case.gpu_site()
+    res = _check(case, env={"LD_LIBRARY_PATH": value})
+    assert res.returncode == 1
+    f = _unsafe_entry(res)
+    assert "empty" in f["detail"]
+    assert f["fix"]
+
+
+def test_ld_library_path_with_relative_entries(case: Case) -> None:
+    case.gpu_site()
+    (case.cwd / "lib").mkdir()
+    res = _check(case, env={"LD_LIBRARY_PATH": "lib:./x:../y"})
+    assert res.returncode == 1
+    detail = _unsafe_entry(res)["detail"]
+    assert "relative" in detail
+    assert "./x" in detail
+    assert "../y" in detail
+
+
+def test_ld_library_path_with_5000_entries(case: Case) -> None:
+    case.gpu_site()
+    entries = [f"/n/{i}" for i in range(4990)]  # short: one variable may hold at most 128 KiB
+    for i in range(10):
+        d = case.base / "ld" / str(i)
+        d.mkdir(parents=True)
+        entries.append(str(d))
+    res = _check(case, env={"LD_LIBRARY_PATH": ":".join(entries)})
+    assert res.returncode == 1
+    cudart = next(lib for lib in res.data["libraries"] if lib["name"] == "cudart")
+    assert cudart["source"] == "nvidia-wheel"
+    pre = case.run("preload", "--json", "--dry-run", env={"LD_LIBRARY_PATH": ":".join(entries)})
+    assert pre.returncode == 0, pre.text
+
+
+def test_ld_library_path_with_undecodable_bytes(case: Case) -> None:
+    case.gpu_site()
+    odd = case.base / os.fsdecode(b"lib-\xff")
+    odd.mkdir()
+    res = _check(case, env={"LD_LIBRARY_PATH": f"{odd}:/usr/lib"})
+    assert res.returncode == 1
+    assert res.data["ort"]["is_gpu_build"] is True
+
+
+def test_cuda_home_and_conda_prefix_point_at_files(case: Case) -> None:
+    case.gpu_site()
+    bogus = case.base / "not-a-dir"
+    bogus.write_text("x")
+    res = _check(case, env={"CUDA_HOME": str(bogus), "CUDA_PATH": "relative/cuda", "CONDA_PREFIX": str(bogus),
+                            "CUDNN_PATH": ""})
+    assert res.returncode == 1
+    cudart = next(lib for lib in res.data["libraries"] if lib["name"] == "cudart")
+    assert cudart["source"] == "nvidia-wheel"
+
+

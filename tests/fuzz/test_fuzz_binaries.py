@@ -1,0 +1,163 @@
+"""Property tests for the ELF and PE readers: random bytes and mutated real files never make them raise
+anything but ElfError / PeError (and never hang or allocate without bound).
+
+Budget: ORTDOCTOR_FUZZ_EXAMPLES examples per test (default 200); set it high for a long run.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ortdoctor.elf import ElfError, is_elf, read_elf
+from ortdoctor.facts import ElfInfo, PeInfo
+from ortdoctor.pe import PeError, is_pe, read_pe
+from tests.support.sharedlibs import build_so
+from tests.test_pe import ORT_CUDA_IMPORTS, make_pe
+
+EXAMPLES = int(os.environ.get("ORTDOCTOR_FUZZ_EXAMPLES", "200"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+# values that break naive readers: zero, all ones, sign bits, just past common limits
+EXTREMES = [0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
+            0x7FFFFFFFFFFFFFFF, 0x8000000000000000, 0xFFFFFFFFFFFFFFFF]
+
+
+@pytest.fixture(scope="module")
+def scratch() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="ortdoctor-fuzz-") as d:
+        yield Path(d)
+
+
+@pytest.fixture(scope="module")
+def real_elf(scratch: Path) -> bytes:
+    """A real gcc-built shared object with a soname, DT_NEEDED, RUNPATH and a dynamic string table."""
+    dep = build_so(scratch / "build", "libcudart.so.13")
+    lib = build_so(scratch / "build", "libonnxruntime_providers_cuda.so", needed=(dep,),
+                   extra_args=("-Wl,-rpath,$ORIGIN:/opt/x", "-Wl,--enable-new-dtags"))
+    return lib.read_bytes()
+
+
+def _regions(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of the ELF header, the program headers and the dynamic segment of a good file."""
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    out = [(0, 64), (phoff, phoff + phentsize * phnum)]
+    for i in range(phnum):
+        p_type, _f, p_offset, _v, _p, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 2:
+            out.append((p_offset, p_offset + p_filesz))
+    return out
+
+
+def _read_elf(path: Path) -> None:
+    try:
+        info = read_elf(path)
+    except ElfError:
+        return
+    assert isinstance(info, ElfInfo)
+    assert all(isinstance(n, str) for n in (*info.needed, *info.rpath, *info.runpath))
+    is_elf(path)
+
+
+def _read_pe(path: Path) -> None:
+    try:
+        info = read_pe(path)
+    except PeError:
+        return
+    assert isinstance(info, PeInfo)
+    assert all(isinstance(n, str) for n in info.imports)
+    is_pe(path)
+
+
+def _mutate(data: bytes, draw: st.DataObject, regions: list[tuple[int, int]]) -> bytes:
+    out = bytearray(data)
+    for _ in range(draw.draw(st.integers(1, 8), label="mutations")):
+        kind = draw.draw(st.sampled_from(["flip", "byte", "word", "truncate", "extend"]), label="kind")
+        start, end = draw.draw(st.sampled_from([*regions, (0, len(out))]), label="region")
+        end = max(start + 1, min(end, len(out)))
+        if start >= len(out):
+            continue
+        at = draw.draw(st.integers(start, end - 1), label="offset")
+        if kind == "flip":
+            out[at] ^= 1 << draw.draw(st.integers(0, 7), label="bit")
+        elif kind == "byte":
+            out[at] = draw.draw(st.integers(0, 255), label="value")
+        elif kind == "word":
+            size = draw.draw(st.sampled_from([2, 4, 8]), label="size")
+            value = draw.draw(st.sampled_from(EXTREMES) | st.integers(0, 2 ** (8 * size) - 1), label="word")
+            value &= 2 ** (8 * size) - 1
+            out[at : at + size] = value.to_bytes(size, draw.draw(st.sampled_from(["little", "big"]), label="end"))
+        elif kind == "truncate":
+            del out[at:]
+        else:
+            out += draw.draw(st.binary(max_size=256), label="tail")
+    return bytes(out)
+
+
+@FUZZ
+@given(st.binary(max_size=4096))
+def test_elf_random_bytes(scratch: Path, data: bytes) -> None:
+    path = scratch / "random.so"
+    path.write_bytes(data)
+    _read_elf(path)
+
+
+@FUZZ
+@given(cls=st.sampled_from([1, 2, 0, 3]), order=st.sampled_from([1, 2, 0, 9]), rest=st.binary(max_size=2048))
+def test_elf_random_bytes_behind_a_valid_magic(scratch: Path, cls: int, order: int, rest: bytes) -> None:
+    path = scratch / "magic.so"
+    path.write_bytes(b"\x7fELF" + bytes([cls, order]) + rest)
+    _read_elf(path)
+
+
+@FUZZ
+@given(st.data())
+def test_elf_mutated_real_library(scratch: Path, real_elf: bytes, data: st.DataObject) -> None:
+    path = scratch / "mutated.so"
+    path.write_bytes(_mutate(real_elf, data, _regions(real_elf)))
+    _read_elf(path)
+
+
+def test_elf_unmutated_control(scratch: Path, real_elf: bytes) -> None:
+    path = scratch / "good.so"
+    path.write_bytes(real_elf)
+    info = read_elf(path)
+    assert info.soname == "libonnxruntime_providers_cuda.so"
+    assert "libcudart.so.13" in info.needed
+
+
+@FUZZ
+@given(st.binary(max_size=4096))
+def test_pe_random_bytes(scratch: Path, data: bytes) -> None:
+    path = scratch / "random.dll"
+    path.write_bytes(data)
+    _read_pe(path)
+
+
+@FUZZ
+@given(st.binary(min_size=60, max_size=2048))
+def test_pe_random_bytes_behind_mz(scratch: Path, data: bytes) -> None:
+    path = scratch / "mz.dll"
+    path.write_bytes(b"MZ" + data)
+    _read_pe(path)
+
+
+@FUZZ
+@given(data=st.data(), plus=st.booleans(), n_dirs=st.integers(0, 20),
+       dlls=st.lists(st.sampled_from(ORT_CUDA_IMPORTS) | st.text(min_size=1, max_size=30), max_size=12))
+def test_pe_mutated_synthetic_dll(scratch: Path, data: st.DataObject, plus: bool, n_dirs: int, dlls: list[str]) -> None:
+    dlls = [d.replace("\0", "") or "x.dll" for d in dlls]
+    image = make_pe(dlls, plus=plus, n_dirs=n_dirs, terminate=data.draw(st.booleans(), label="terminate"))
+    regions = [(0, 64), (0x80, 0x80 + 24 + 112 + 8 * n_dirs + 40), (0x400, len(image))]
+    path = scratch / "mutated.dll"
+    path.write_bytes(_mutate(image, data, regions))
+    _read_pe(path)
