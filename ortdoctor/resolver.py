@@ -277,10 +277,33 @@ class SearchTier:
 
 def _cuda_major(env: Environment) -> int | None:
     v = env.ort.cuda_version
-    if not v:
+    m = re.match(r"\s*(\d+)", v) if isinstance(v, str) else None
+    if m:
+        return int(m.group(1))
+    return _cuda_major_from_provider(env)
+
+
+# libcudart.so.13 / libcudart.so.11.0; cudart64_13.dll / cudart64_110.dll (CUDA 11 adds the minor digit)
+_CUDART_NEEDED = re.compile(r"^(?:libcudart\.so\.(\d+)(?:\.\d+)?|cudart64_(\d\d)\d?\.dll)$", re.IGNORECASE)
+
+
+def _cuda_major_from_provider(env: Environment) -> int | None:
+    """The build's CUDA major from the CUDA provider's own cudart dependency, when
+    build_and_package_info.py gives no usable cuda_version but says it is a GPU package.
+
+    package_name must say so: a CPU wheel installed over a GPU one leaves the GPU provider library
+    behind, and its DT_NEEDED then describes files that onnxruntime will never load.
+    """
+    name = (env.ort.package_name or "").lower()
+    provider = env.ort.cuda_provider
+    if not name.startswith("onnxruntime-") or provider is None:
         return None
-    m = re.match(r"\s*(\d+)", v)
-    return int(m.group(1)) if m else None
+    deps = getattr(provider, "needed", None) or getattr(provider, "imports", ())
+    for dep in deps:
+        m = _CUDART_NEEDED.match(dep)
+        if m:
+            return int(m.group(1) or m.group(2))
+    return None
 
 
 def _major_of(version: str | None) -> int | None:

@@ -307,3 +307,18 @@ def test_builtin_rows_match_the_matrix_when_it_is_readable():
     ours = builtin_libraries(13, 9)
     main = [(s.name, s.soname) for s in rows if not s.sublibrary_of]
     assert main == [(s.name, s.soname) for s in ours if not s.sublibrary_of]
+
+
+@pytest.mark.parametrize(("needed", "major"), [
+    (("libcudart.so.13", "libcuda.so.1"), 13),
+    (("libcudart.so.11.0",), 11),
+    (("cudart64_110.dll",), 11),
+    (("cudart64_12.dll",), 12),
+    (("libcuda.so.1",), None),
+])
+def test_cuda_major_falls_back_to_the_providers_cudart_for_a_gpu_package(needed, major):
+    from dataclasses import replace
+
+    env = make_env(cuda_version=None, needed=needed)
+    env = replace(env, ort=replace(env.ort, package_name="onnxruntime-gpu"))
+    assert resolve(env, BUILTIN, index={}).cuda_major == major
