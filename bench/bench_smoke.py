@@ -52,10 +52,10 @@ def _time_baseline(model_path: str, ep: str) -> float:
     return elapsed
 
 
-def _time_smoke(ep: str) -> tuple[float, bool]:
+def _time_smoke(ep: str) -> tuple[float, bool, dict[str, float]]:
     t0 = time.perf_counter()
     result = run_smoke(SmokeRequest(ep=ep, timeout=120))
-    return time.perf_counter() - t0, result.ok
+    return time.perf_counter() - t0, result.ok, dict(result.timings_ms)
 
 
 def _time_check(*extra: str) -> float:
@@ -88,7 +88,7 @@ def main() -> int:
             if with_check:
                 _time_check(), _time_check("--no-smoke")
             base: list[float] = []
-            smoke: list[tuple[float, bool]] = []
+            smoke: list[tuple[float, bool, dict[str, float]]] = []
             checks: list[float] = []
             no_smoke: list[float] = []
             for _ in range(args.repeat):  # interleaved, so drift hits every side alike
@@ -97,12 +97,16 @@ def main() -> int:
                 if with_check:
                     checks.append(_time_check())
                     no_smoke.append(_time_check("--no-smoke"))
-            b, s = statistics.median(base), statistics.median(t for t, _ in smoke)
-            oks = {ok for _, ok in smoke}
+            b, s = statistics.median(base), statistics.median(t for t, _, _ in smoke)
+            oks = {ok for _, ok, _ in smoke}
             print(f"provider {ep}: smoke ok={sorted(oks)}")
             print(f"  hand-written (spawn, preload, session, 1 run): median {b * 1000:8.1f} ms over {args.repeat}")
             print(f"  ortdoctor run_smoke (spawn + child + judge):   median {s * 1000:8.1f} ms over {args.repeat}")
             print(f"  ratio ortdoctor / hand-written: {s / b:.2f}x (target on the GPU machine: <= 1.3x)")
+            stages = [k for k in ("preload", "import", "session", "first_run") if all(k in t for _, _, t in smoke)]
+            if stages:  # the child's own stage timers: where its time went
+                print("  child stages (median ms): " + ", ".join(
+                    f"{k} {statistics.median(t[k] for _, _, t in smoke):.1f}" for k in stages))
             if checks:
                 c, n = statistics.median(checks), statistics.median(no_smoke)
                 print(f"  whole `ortdoctor check --json` (inspect + smoke): median {c * 1000:8.1f} ms"

@@ -62,31 +62,38 @@ class MappedObject:
 
 
 _DELETED = " (deleted)"
+_MAX_MAPS = 64 * 1024 * 1024
+
+
+def _is_shared_object(path: str) -> bool:
+    name = os.path.basename(path)
+    return name.endswith((".so", ".dll")) or ".so." in name
 
 
 def mapped_objects(maps_path: str = "/proc/self/maps") -> tuple[MappedObject, ...]:
-    """The shared objects mapped in a process, once each, in mapping order; () without /proc.
+    """The shared objects mapped in a process, once each (by realpath and inode), in mapping order;
+    () when the maps file cannot be read (not Linux, no /proc).
 
-    Kept here rather than shared with the probes so ``import ortdoctor.hook`` does not import them.
+    The one parser of ``/proc/<pid>/maps``: :mod:`ortdoctor.probes.maps` re-exports it. It lives here, not
+    there, so ``import ortdoctor.hook`` (which needs this module) does not import the probes.
     """
     try:
         with open(maps_path, "rb") as f:
-            text = f.read(64 * 1024 * 1024).decode("utf-8", "surrogateescape")
+            text = f.read(_MAX_MAPS).decode("utf-8", "surrogateescape")
     except OSError:
         return ()
     seen: dict[tuple[str, int], MappedObject] = {}
     for line in text.splitlines():
         parts = line.split(None, 5)  # address perms offset dev inode pathname (which may hold spaces)
-        if len(parts) < 6 or not parts[5].startswith("/"):
+        if len(parts) < 6:
             continue
         _addr, _perms, _offset, device, inode_text, path = parts
-        if not inode_text.isdigit() or inode_text == "0":
+        if not inode_text.isdigit() or int(inode_text) == 0 or not path.startswith("/"):
             continue
         deleted = path.endswith(_DELETED)
         if deleted:
             path = path[: -len(_DELETED)]
-        name = os.path.basename(path)
-        if not (name.endswith(".so") or ".so." in name):
+        if not _is_shared_object(path):
             continue
         real = path if deleted else os.path.realpath(path)
         key = (real, int(inode_text))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -168,10 +169,18 @@ def _listdir(d: str) -> list[str]:
 
 
 def _read_text(path: str, limit: int = 1 << 20) -> str | None:
+    """A regular file's text, or None. O_NONBLOCK: a FIFO named like METADATA must not block the hook."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(limit)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        with open(fd, encoding="utf-8", errors="replace") as f:
+            return f.read(limit)
+    except (OSError, ValueError):
         return None
 
 
@@ -307,6 +316,24 @@ def _default_matrix() -> object | None:
         if type(exc).__name__ in ("MatrixError", "YAMLError") or "yaml" in type(exc).__module__:
             return None
         raise
+
+
+def library_rows(matrix_path: str | None = None) -> object:
+    """The library rows a child process preloads with: the matrix file named by ``matrix_path`` or
+    ``$ORTDOCTOR_MATRIX``, else the built-in rows (the shipped matrix's, without reading and validating
+    YAML in every child; a test keeps them choosing the same files).
+
+    Raises:
+        MatrixError: the named matrix file cannot be used.
+    """
+    path = matrix_path or os.environ.get("ORTDOCTOR_MATRIX", "").strip()
+    if path:
+        from ortdoctor.matrix import load_matrix
+
+        return load_matrix(path)
+    from ortdoctor.resolver import BUILTIN
+
+    return BUILTIN
 
 
 # --------------------------------------------------------------------------------------------------

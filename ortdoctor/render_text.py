@@ -297,7 +297,7 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
                     f"(device {getattr(sm, 'device_id', 0)}); results correct", s)]
         if t:
             out.append(" " * _LABEL + s.dim(t))
-        return out
+        return out + _placement(sm)
     if not getattr(sm, "ran", False):
         return [_row("Smoke", WARN, f"did not run: {getattr(sm, 'error', None) or 'unknown reason'}", s)]
     where = f" (ran on {providers})" if providers else ""
@@ -316,7 +316,13 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
         out += [" " * _LABEL + s.dim(line) for line in err]
     if timings:
         out.append(" " * _LABEL + s.dim(format_timings(timings)))
-    return out
+    return out + _placement(sm)
+
+
+def _placement(sm: object) -> list[str]:
+    """``check --verbose``: where ORT placed each node of the smoke model, one line per provider."""
+    placement = getattr(sm, "node_placement", None) or {}
+    return [" " * _LABEL + f"nodes on {provider}: {', '.join(nodes)}" for provider, nodes in placement.items()]
 
 
 def _catalog_title(finding_id: str) -> str:

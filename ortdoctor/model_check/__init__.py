@@ -126,7 +126,7 @@ def check_model(
     raises ``ValueError``: a usage error, exit code 2). ``env`` is the child's environment (default: this
     process's), ``driver`` the NVML facts used for the memory check, ``python`` the child's interpreter.
     """
-    shapes = _normalise_shapes(input_shapes)
+    shapes = normalise_input_shapes(input_shapes)
     abspath = str(Path(path).expanduser().absolute())
     ins = inspect_model(abspath)
     found: list[Finding] = mf.inspection_findings(ins)
@@ -174,7 +174,12 @@ def check_model(
     )
 
 
-def _normalise_shapes(value: Mapping[str, Iterable[int]] | Iterable[str] | None) -> dict[str, tuple[int, ...]]:
+def normalise_input_shapes(value: Mapping[str, Iterable[int]] | Iterable[str] | None) -> dict[str, tuple[int, ...]]:
+    """``{"X": (2, 64)}`` from a mapping or from ``--input-shape`` strings (``"X=2x64"``).
+
+    Raises:
+        ValueError: a malformed ``--input-shape`` value.
+    """
     if not value:
         return {}
     if isinstance(value, Mapping):
@@ -201,4 +206,4 @@ def _ordered(found: list[Finding]) -> list[Finding]:
     return sorted(found, key=lambda f: _SEVERITY_ORDER.get(f.severity, 3))
 
 
-__all__ = ["ModelReport", "check_model", "parse_input_shapes"]
+__all__ = ["ModelReport", "check_model", "normalise_input_shapes", "parse_input_shapes"]

@@ -4,15 +4,10 @@ Run as ``python -m ortdoctor.model_check.child`` in a spawned process (the paren
 onnxruntime). The request is one JSON object on stdin; the answer is one line on stdout that starts with
 :data:`RESULT_MARKER`, so whatever native code prints around it cannot corrupt it.
 
-Where each node runs is read from onnxruntime itself, never from a hand-kept list of kernels:
-
-* ``InferenceSession.get_provider_graph_assignment_info()`` (onnxruntime 1.24+, enabled by the session
-  config ``session.record_ep_graph_assignment_info=1``): every node with its provider, as partitioned;
-* the verbose session log (``log_severity_level=0``), which ends with ``VerifyEachNodeIsAssignedToAnEp``
-  listing the final graph per provider (after fusions, with the Memcpy nodes ORT inserted) and, when one
-  provider takes everything, only ``All nodes placed on [EP]. Number of nodes: N``. Older releases only
-  have this source. ORT writes the log to file descriptor 2, so it is captured there, around session
-  creation only.
+Where each node runs is read from onnxruntime itself (:mod:`ortdoctor.ort_placement`, shared with the
+smoke child): ``get_provider_graph_assignment_info()`` where this release has it, and the verbose session
+log's ``VerifyEachNodeIsAssignedToAnEp`` block, which also names the Memcpy nodes ORT inserted. ORT writes
+the log to file descriptor 2, so it is captured there, around session creation only.
 
 Everything that can fail is caught and reported as data: the parent turns it into findings.
 """
@@ -30,19 +25,22 @@ import traceback
 from collections.abc import Iterator
 from typing import Any
 
+from ortdoctor.ort_placement import ANSI as _ANSI
+from ortdoctor.ort_placement import (
+    SOURCE_API,
+    SOURCE_LOG,
+    assignment,
+    can_record,
+    enable_recording,
+    parse_placements,
+)
+
 RESULT_MARKER = "ORTDOCTOR-MODEL-CHECK-RESULT "
 CUDA_EP = "CUDAExecutionProvider"
 CPU_EP = "CPUExecutionProvider"
-ASSIGNMENT_CONFIG_KEY = "session.record_ep_graph_assignment_info"
 
-_PLACED = re.compile(r"(Node\(s\)|All nodes) placed on \[(\w+)\]\. Number of nodes: (\d+)")
-# A node line of the placement block: "  MatMulInteger (mmi)". Some releases emit each node as its own log
-# record (with the usual "[V:onnxruntime:, ...VerifyEachNodeIsAssignedToAnEp]" prefix), others as bare
-# continuation lines of one record.
-_NODE_LINE = re.compile(r"^(?:.*VerifyEachNodeIsAssignedToAnEp\])?\s{2,}([A-Za-z_][\w.]*) \((.*)\)\s*$")
 _MEMCPY_ADDED = re.compile(r"Add (Memcpy(?:To|From)Host) (before|after) (.+?) for (\w+)")
 _SEVERITY = re.compile(r"\[([EWF]):onnxruntime")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 # onnxruntime type strings -> numpy dtype names used for the random inputs
 _NUMPY_TYPES = {
@@ -56,38 +54,6 @@ _NUMPY_TYPES = {
 # --------------------------------------------------------------------------------------------------
 # Log parsing (pure: the tests feed it real captured logs)
 # --------------------------------------------------------------------------------------------------
-def parse_placements(log: str) -> dict[str, Any] | None:
-    """The ``VerifyEachNodeIsAssignedToAnEp`` block -> ``{"providers": {ep: {"count": n, "nodes": [...]}}}``.
-
-    ``nodes`` lists ``{"op_type", "name"}`` when ORT printed them (several providers) and is empty when it
-    printed only ``All nodes placed on [EP]``; ``all_on`` names that provider. ``None`` when the log has no
-    placement block (a release or build that does not print it, or a session that failed earlier).
-    """
-    providers: dict[str, dict[str, Any]] = {}
-    all_on: str | None = None
-    current: str | None = None
-    for raw in log.splitlines():
-        line = _ANSI.sub("", raw)
-        header = _PLACED.search(line)
-        if header:
-            kind, ep, count = header.group(1), header.group(2), int(header.group(3))
-            providers[ep] = {"count": count, "nodes": []}
-            if kind == "All nodes":
-                all_on, current = ep, None
-            else:
-                current = ep
-            continue
-        if current is not None:
-            node = _NODE_LINE.match(line)
-            if node and len(providers[current]["nodes"]) < providers[current]["count"]:
-                providers[current]["nodes"].append({"op_type": node.group(1), "name": node.group(2)})
-            else:
-                current = None
-    if not providers:
-        return None
-    return {"providers": providers, "all_on": all_on}
-
-
 def parse_memcpy_added(log: str) -> list[dict[str, str]]:
     """``transformer_memcpy`` INFO lines: which copies ORT inserted, next to which tensor, for which EP."""
     out = []
@@ -132,14 +98,14 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".strip()
 
 
-def _preload() -> dict[str, Any]:
+def _preload(matrix_path: str | None) -> dict[str, Any]:
     """ortdoctor's own preload (the same one the smoke run applies), when this install has it."""
     try:
         from ortdoctor import preloader  # type: ignore[attr-defined]
     except ImportError as exc:
         return {"attempted": False, "ok": None, "error": f"ortdoctor.preloader not importable: {exc}"}
     try:
-        result = preloader.preload()
+        result = preloader.preload(matrix=preloader.library_rows(matrix_path))
     except Exception as exc:
         return {"attempted": True, "ok": False, "error": _error_text(exc)}
     failed = list(getattr(result, "failed", ()) or ())
@@ -153,23 +119,8 @@ def _session_options(ort: Any, *, verbose: bool, record: bool) -> Any:
     so.log_severity_level = 0 if verbose else 3
     so.log_verbosity_level = 0
     if record:
-        so.add_session_config_entry(ASSIGNMENT_CONFIG_KEY, "1")
+        enable_recording(so)
     return so
-
-
-def _assignment(session: Any) -> list[dict[str, str]] | None:
-    if not hasattr(session, "get_provider_graph_assignment_info"):
-        return None
-    try:
-        subgraphs = session.get_provider_graph_assignment_info()
-    except Exception:
-        return None
-    nodes = []
-    for sg in subgraphs:
-        for node in sg.get_nodes():
-            nodes.append({"provider": sg.ep_name, "op_type": node.op_type, "name": node.name,
-                          "domain": node.domain})
-    return nodes
 
 
 def _random_inputs(session: Any, shapes: dict[str, list[int]]) -> tuple[dict[str, Any], list[str]]:
@@ -224,7 +175,8 @@ def check(request: dict[str, Any]) -> dict[str, Any]:
     device_id = int(request.get("device_id", 0))
     cuda_options: dict[str, str] = {"device_id": str(device_id), **request.get("provider_options", {})}
     out: dict[str, Any] = {"model": model, "stage": "preload"}
-    out["preload"] = _preload() if request.get("preload", True) else {"attempted": False, "ok": None}
+    skipped = {"attempted": False, "ok": None}
+    out["preload"] = _preload(request.get("matrix")) if request.get("preload", True) else skipped
 
     out["stage"] = "import"
     t0 = time.perf_counter()
@@ -239,7 +191,7 @@ def check(request: dict[str, Any]) -> dict[str, Any]:
     out["import_ms"] = round((time.perf_counter() - t0) * 1000, 3)
 
     out["stage"] = "session"
-    record = hasattr(ort.InferenceSession, "get_provider_graph_assignment_info")
+    record = can_record(ort)
     providers = [(CUDA_EP, cuda_options), CPU_EP]
     session = None
     t0 = time.perf_counter()
@@ -259,11 +211,11 @@ def check(request: dict[str, Any]) -> dict[str, Any]:
 
     out["providers"] = list(session.get_providers())
     out["cuda_ep_active"] = CUDA_EP in out["providers"]
-    out["assignment_source"] = [s for s, ok in (("ep-graph-assignment-info", record),) if ok]
-    out["assignment"] = _assignment(session) if record else None
+    out["assignment_source"] = [SOURCE_API] if record else []
+    out["assignment"] = assignment(session) if record else None
     out["placements"] = parse_placements(log)
     if out["placements"] is not None:
-        out["assignment_source"].append("verbose-log")
+        out["assignment_source"].append(SOURCE_LOG)
     out["memcpy_added"] = parse_memcpy_added(log)
 
     if request.get("cuda_graph") and out["cuda_ep_active"]:

@@ -3,60 +3,13 @@
 What is mapped is what the loader will reuse: a second ``dlopen`` of the same soname returns the
 copy already in memory, whatever the search path says. Each object is reported once, by realpath,
 with the device and inode that identify the file even when two paths name it.
+
+The parser is :func:`ortdoctor.loader.mapped_objects` (one copy: the preloader and the hook need it
+without importing the probes); this module is the probes' name for it.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from ortdoctor.loader import MappedObject, mapped_objects, mapped_paths
 
 __all__ = ["MappedObject", "mapped_objects", "mapped_paths"]
-
-_DELETED = " (deleted)"
-_MAX_MAPS = 64 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class MappedObject:
-    path: str  # realpath of the file
-    inode: int
-    device: str  # "fd:01" as the kernel writes it
-    deleted: bool = False  # the file was replaced or removed after it was mapped
-
-
-def _is_shared_object(path: str) -> bool:
-    name = os.path.basename(path)
-    return name.endswith((".so", ".dll")) or ".so." in name
-
-
-def mapped_objects(maps_path: str = "/proc/self/maps") -> tuple[MappedObject, ...]:
-    """Parse a maps file; () when it cannot be read (not Linux, no /proc)."""
-    try:
-        with open(maps_path, "rb") as f:
-            text = f.read(_MAX_MAPS).decode("utf-8", "surrogateescape")
-    except OSError:
-        return ()
-    seen: dict[tuple[str, int], MappedObject] = {}
-    for line in text.splitlines():
-        # address perms offset dev inode pathname; the pathname may contain spaces.
-        parts = line.split(None, 5)
-        if len(parts) < 6:
-            continue
-        _addr, _perms, _offset, device, inode_text, path = parts
-        if not inode_text.isdigit() or int(inode_text) == 0 or not path.startswith("/"):
-            continue
-        deleted = path.endswith(_DELETED)
-        if deleted:
-            path = path[: -len(_DELETED)]
-        if not _is_shared_object(path):
-            continue
-        real = path if deleted else os.path.realpath(path)
-        key = (real, int(inode_text))
-        if key not in seen:
-            seen[key] = MappedObject(path=real, inode=int(inode_text), device=device, deleted=deleted)
-    return tuple(seen.values())
-
-
-def mapped_paths(maps_path: str = "/proc/self/maps") -> tuple[str, ...]:
-    """Realpaths of the mapped shared objects, each once, in mapping order."""
-    return tuple(dict.fromkeys(m.path for m in mapped_objects(maps_path)))

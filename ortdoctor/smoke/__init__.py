@@ -2,10 +2,23 @@
 
 ``run_smoke(SmokeRequest(...)) -> SmokeResult`` is the whole API; see :mod:`ortdoctor.smoke.runner`.
 The child (:mod:`ortdoctor.smoke.child`) and the model (:mod:`ortdoctor.smoke.model`) live beside it.
+
+The runner is imported on first use: the child is a module of this package too, and must not pay for
+the parent's subprocess, threading and dataclass machinery before its own measured work.
 """
 
 from __future__ import annotations
 
-from ortdoctor.smoke.runner import SmokeRequest, SmokeResult, not_run, run_smoke
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortdoctor.smoke.runner import SmokeRequest, SmokeResult, not_run, run_smoke
 
 __all__ = ["SmokeRequest", "SmokeResult", "not_run", "run_smoke"]
+
+
+def __getattr__(name: str) -> object:
+    if name in __all__:
+        from ortdoctor.smoke import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,7 +4,9 @@ Run by :mod:`ortdoctor.smoke.runner` as a fresh interpreter (never forked: CUDA 
 after initialisation, and a fresh loader state is what a user's program starts with). It reads one JSON
 request (stdin, or the first argument), then:
 
-1. applies ortdoctor's preload (if that module is there; its result is recorded, a failure is not fatal),
+1. applies ortdoctor's preload (if that module is there; its result is recorded, a failure is not fatal)
+   with the built-in library rows, as ``import ortdoctor.hook`` does, unless a matrix file is named
+   (the request's ``matrix`` or ``$ORTDOCTOR_MATRIX``),
 2. imports onnxruntime (timed; an ImportError is reported, not raised),
 3. creates a session with ``providers=[("CUDAExecutionProvider", options)]`` ONLY and the session config
    ``session.disable_cpu_ep_fallback=1``: a CUDA EP that cannot be created then makes session creation
@@ -14,6 +16,12 @@ request (stdin, or the first argument), then:
 4. checks ``get_providers()[0] == "CUDAExecutionProvider"``, runs the model (optionally through IOBinding
    with CUDA OrtValues, optionally as a CUDA graph that is captured, replayed and fed new data in place),
    and compares with numpy.
+
+With ``verbose``, the per-node placement is read from ORT itself (:mod:`ortdoctor.ort_placement`,
+shared with ``check --model``) and reported as ``node_placement``; on releases without that API the
+parent reads ORT's verbose log instead.
+
+The imports are kept to what the work needs: this process's start-up is part of what ``check`` costs.
 
 ORT's C++ log goes to this process's stderr, where the parent captures it. Progress lines
 ``ORTDOCTOR-SMOKE-STAGE: <stage>`` and, last, ``ORTDOCTOR-SMOKE-RESULT: <json>`` go to stdout, so the parent
@@ -27,9 +35,11 @@ import math
 import os
 import sys
 import time
-import traceback
 import warnings
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RESULT_PREFIX = "ORTDOCTOR-SMOKE-RESULT: "
 STAGE_PREFIX = "ORTDOCTOR-SMOKE-STAGE: "
@@ -56,7 +66,8 @@ def _preload(request: dict[str, Any]) -> dict[str, Any]:
     except ImportError as exc:
         return {"available": False, "error": f"ortdoctor.preloader not importable: {exc}"}
     try:
-        result = preloader.preload(directory=request.get("directory"))
+        matrix = preloader.library_rows(request.get("matrix"))  # the built-in rows, as the hook's
+        result = preloader.preload(directory=request.get("directory"), matrix=matrix)
     except Exception as exc:  # the preload is a help, not the subject: record and carry on
         return {"available": True, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
     summary: dict[str, Any] = {"available": True, "ok": True}
@@ -67,6 +78,12 @@ def _preload(request: dict[str, Any]) -> dict[str, Any]:
     if summary.get("failed"):
         summary["ok"] = False
     return summary
+
+
+def _ort_placement() -> Any:
+    from ortdoctor import ort_placement  # only for --verbose
+
+    return ort_placement
 
 
 def _jsonable(value: Any) -> Any:
@@ -174,6 +191,11 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             pass
     if ep == CUDA_EP:
         so.add_session_config_entry(FALLBACK_CONFIG, "1")
+    # --verbose: ORT records where each node went; a release that cannot leaves it to the verbose log,
+    # which the parent reads
+    record = verbose and _ort_placement().can_record(ort)
+    if record:
+        _ort_placement().enable_recording(so)
     caught: list[Any] = []
     t0 = time.perf_counter()
     try:
@@ -198,6 +220,11 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     except Exception:
         pass
     result["providers"] = list(sess.get_providers())
+    if record:
+        nodes = _ort_placement().assignment(sess)
+        if nodes:
+            result["node_placement"] = _ort_placement().nodes_by_provider(nodes)
+            result["placement_source"] = _ort_placement().SOURCE_API
     try:
         effective = sess.get_provider_options().get(ep, {})
         if "device_id" in effective:
@@ -333,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             result = run(request)
         except Exception as exc:  # a bug here must still produce a result line
+            import traceback
+
             result = {
                 "ran": True,
                 "ok": False,

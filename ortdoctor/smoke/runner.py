@@ -4,6 +4,7 @@ Whatever the child does (crash with a signal, hang, print megabytes, exit withou
 import onnxruntime) the parent gets a :class:`SmokeResult` and never an exception: the child runs in a
 process group of its own, is killed as a group on timeout, and its output is kept within a fixed budget
 (the start and the end of each stream; ORT's loader error comes early, the result line comes last).
+The spawning is :mod:`ortdoctor.child_process`, shared with ``check --model``.
 
 Test seam: ``SmokeRequest.child_argv`` (or the environment variable ``ORTDOCTOR_SMOKE_CHILD_ARGV``, a
 JSON list) replaces the child's command line, so tests can run a child that segfaults, hangs or floods
@@ -14,15 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from ortdoctor import child_process
 from ortdoctor.smoke.child import RESULT_PREFIX, STAGE_PREFIX
 
 TYPE_CHECKING = False
@@ -34,10 +33,7 @@ if TYPE_CHECKING:
 
 CHILD_ARGV_ENV = "ORTDOCTOR_SMOKE_CHILD_ARGV"
 DEFAULT_TIMEOUT = 60.0
-HEAD_BYTES = 256 * 1024  # kept from the start of each stream
-TAIL_BYTES = 768 * 1024  # kept from the end of each stream
 TAIL_LINES = 40  # lines of output quoted in the result when something went wrong
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 STAGE_WORDS = {
     "start": "before doing anything",
@@ -55,9 +51,12 @@ class SmokeRequest:
     provider_options: dict[str, str] = field(default_factory=dict)  # passed to the CUDA EP as-is
     iobinding: bool = False
     cuda_graph: bool = False  # implies IOBinding
-    verbose: bool = False  # log_severity_level=0: ORT's per-node placement
+    verbose: bool = False  # ORT's per-node placement (from ORT itself; its verbose log as the fallback)
     timeout: float = DEFAULT_TIMEOUT
     directory: str | None = None  # preload directory, with onnxruntime.preload_dlls() semantics
+    # A matrix file for the child's preload (`check --matrix`); None: $ORTDOCTOR_MATRIX if set, else the
+    # built-in library rows, which the shipped matrix agrees with (a test keeps them equal).
+    matrix: str | None = None
     preload: bool = True
     env: dict[str, str | None] = field(default_factory=dict)  # overrides; None removes a variable
     python: str = sys.executable
@@ -77,6 +76,7 @@ class SmokeRequest:
             "cuda_graph": self.cuda_graph,
             "verbose": self.verbose,
             "directory": self.directory,
+            "matrix": os.path.abspath(self.matrix) if self.matrix else None,
             "preload": self.preload,
             "n": self.n,
             "runs": self.runs,
@@ -147,54 +147,6 @@ def not_run(reason: str) -> SmokeResult:
 
 
 # --------------------------------------------------------------------------------------------------
-# Bounded capture of one stream
-# --------------------------------------------------------------------------------------------------
-class _Capture:
-    """Reads a pipe to EOF in a thread, keeping the first HEAD and the last TAIL bytes only."""
-
-    def __init__(self, stream: IO[bytes], head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
-        self._stream = stream
-        self._head_max = head
-        self._tail_max = tail
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.dropped = 0
-        self.thread = threading.Thread(target=self._pump, daemon=True)
-        self.thread.start()
-
-    def _pump(self) -> None:
-        try:
-            while True:
-                chunk = self._stream.read1(65536) if hasattr(self._stream, "read1") else self._stream.read(65536)
-                if not chunk:
-                    return
-                room = self._head_max - len(self.head)
-                if room > 0:
-                    self.head += chunk[:room]
-                    chunk = chunk[room:]
-                if chunk:
-                    self.tail += chunk
-                    excess = len(self.tail) - self._tail_max
-                    if excess > 0:
-                        del self.tail[:excess]
-                        self.dropped += excess
-        except (OSError, ValueError):
-            return
-        finally:
-            try:
-                self._stream.close()
-            except OSError:
-                pass
-
-    def text(self) -> str:
-        head = self.head.decode("utf-8", "replace")
-        tail = self.tail.decode("utf-8", "replace")
-        if self.dropped:
-            return f"{head}\n[... {self.dropped} bytes of output left out ...]\n{tail}"
-        return head + tail
-
-
-# --------------------------------------------------------------------------------------------------
 # Spawning
 # --------------------------------------------------------------------------------------------------
 def _bootstrap() -> str:
@@ -202,7 +154,7 @@ def _bootstrap() -> str:
     # onnxruntime/ would shadow the real one: drop it, and make this ortdoctor importable by path.
     return (
         "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
-        f"sys.path.insert(0, {_PACKAGE_ROOT!r}); "
+        f"sys.path.insert(0, {child_process.PACKAGE_ROOT!r}); "
         "from ortdoctor.smoke.child import main; sys.exit(main())"
     )
 
@@ -231,23 +183,6 @@ def _child_env(request: SmokeRequest) -> dict[str, str]:
     return env
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
-    except (ProcessLookupError, PermissionError, OSError):
-        pass
-
-
-def _signal_name(returncode: int) -> str:
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
 class SmokeRun:
     """A smoke child that was started and not collected yet (see :func:`start_smoke`).
 
@@ -259,9 +194,7 @@ class SmokeRun:
         self.request = request
         self.started = time.perf_counter()
         self._deadline = self.started + max(0.1, float(request.timeout))
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._out: _Capture | None = None
-        self._err: _Capture | None = None
+        self._child: child_process.Child | None = None
         self._result: SmokeResult | None = None
         self._lock = threading.Lock()
 
@@ -272,21 +205,9 @@ class SmokeRun:
         except ValueError as exc:
             self._result = SmokeResult(ran=False, ok=False, error=str(exc), finding_id="smoke-failed")
             return
-        popen_kwargs: dict[str, Any] = {}
-        if os.name == "posix":
-            popen_kwargs["start_new_session"] = True  # its own process group: killed as one on timeout
-        else:
-            popen_kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
         try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=_child_env(request),
-                close_fds=True,
-                **popen_kwargs,
-            )
+            self._child = child_process.start(argv, env=_child_env(request),
+                                              input=json.dumps(request.to_child()).encode())
         except OSError as exc:
             self._result = SmokeResult(
                 ran=False,
@@ -295,16 +216,6 @@ class SmokeRun:
                 finding_id="smoke-failed",
                 exit_status="not-started",
             )
-            return
-        self._proc = proc
-        self._out = _Capture(proc.stdout)  # type: ignore[arg-type]
-        self._err = _Capture(proc.stderr)  # type: ignore[arg-type]
-        try:
-            assert proc.stdin is not None
-            proc.stdin.write(json.dumps(request.to_child()).encode())
-            proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass  # the child died or ignores stdin: its exit status tells
 
     def result(self) -> SmokeResult:
         """Wait for the child (until the deadline set at the start), judge it and return the result.
@@ -315,31 +226,15 @@ class SmokeRun:
             return self._result
 
     def _collect(self) -> SmokeResult:
-        proc, out, err = self._proc, self._out, self._err
-        # _start set all three whenever it did not decide the result itself
-        assert proc is not None
-        assert out is not None
-        assert err is not None
-        timed_out = False
-        try:
-            proc.wait(timeout=max(0.0, self._deadline - time.perf_counter()))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot stop
-                pass
-        if os.name == "posix" and not timed_out:
-            _kill_group(proc)  # grandchildren it left behind would hold our pipes open
-        out.thread.join(timeout=5)
-        err.thread.join(timeout=5)
+        child = self._child
+        assert child is not None  # _start set it whenever it did not decide the result itself
+        done = child.wait(self._deadline)
         duration = round((time.perf_counter() - self.started) * 1000.0, 1)
         return judge(
-            stdout=out.text(),
-            stderr=err.text(),
-            returncode=None if timed_out else proc.returncode,
-            timed_out=timed_out,
+            stdout=done.stdout,
+            stderr=done.stderr,
+            returncode=done.returncode,
+            timed_out=done.timed_out,
             request=self.request,
             duration_ms=duration,
         )
@@ -347,17 +242,9 @@ class SmokeRun:
     def cancel(self) -> None:
         """Kill the child and reap it (when the caller no longer needs its result, e.g. on an error)."""
         with self._lock:
-            proc = self._proc
-            if proc is None or self._result is not None:
+            if self._child is None or self._result is not None:
                 return
-            _kill_group(proc)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot stop
-                pass
-            for capture in (self._out, self._err):
-                if capture is not None:
-                    capture.thread.join(timeout=5)
+            self._child.cancel()
             self._result = SmokeResult(ran=False, ok=False, error="cancelled", finding_id="smoke-failed",
                                        exit_status="cancelled")
 
@@ -377,17 +264,6 @@ def run_smoke(request: SmokeRequest | None = None) -> SmokeResult:
 # --------------------------------------------------------------------------------------------------
 # Judging the child's output
 # --------------------------------------------------------------------------------------------------
-def _last_result(stdout: str) -> dict[str, Any] | None:
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(RESULT_PREFIX):
-            try:
-                data = json.loads(line[len(RESULT_PREFIX) :])
-            except ValueError:
-                return None
-            return data if isinstance(data, dict) else None
-    return None
-
-
 def _last_stage(stdout: str) -> str | None:
     for line in reversed(stdout.splitlines()):
         if line.startswith(STAGE_PREFIX):
@@ -410,47 +286,25 @@ def ort_log_lines(stderr: str, *, include_info: bool = False) -> list[str]:
 
 
 def parse_node_placement(stderr: str) -> dict[str, tuple[str, ...]]:
-    """Per-provider node lists from ORT's verbose ``VerifyEachNodeIsAssignedToAnEp`` lines.
+    """Per-provider node lists from ORT's verbose ``VerifyEachNodeIsAssignedToAnEp`` lines: the fallback
+    for releases without ``get_provider_graph_assignment_info()`` (the child reports that one itself).
 
-    ORT prints ``Node placements``, then either `` All nodes placed on [EP]. Number of nodes: N`` or, per
-    provider, `` Node(s) placed on [EP]. Number of nodes: N`` followed by ``  OpType (name)`` lines.
     With a single provider ORT names no nodes, so the list holds ``"<N> nodes"``.
     """
-    from ortdoctor import classify
+    from ortdoctor import ort_placement
 
-    placement: dict[str, list[str]] = {}
-    current: str | None = None
-    in_block = False
-    for raw in classify.strip_ansi(stderr).splitlines():
-        if "VerifyEachNodeIsAssignedToAnEp]" not in raw:
-            if in_block:
-                in_block = False
-                current = None
-            continue
-        msg = raw.split("VerifyEachNodeIsAssignedToAnEp]", 1)[1]
-        stripped = msg.strip()
-        if stripped == "Node placements":
-            placement = {}
-            in_block = True
-            current = None
-            continue
-        if not in_block:
-            continue
-        for marker in ("All nodes placed on [", "Node(s) placed on ["):
-            if stripped.startswith(marker):
-                rest = stripped[len(marker) :]
-                provider, _, count = rest.partition("]")
-                current = provider
-                placement.setdefault(provider, [])
-                if marker.startswith("All"):
-                    number = count.rsplit(":", 1)[-1].strip()
-                    placement[provider].append(f"{number} nodes")
-                    current = None
-                break
-        else:
-            if current is not None and stripped:
-                placement[current].append(stripped)
-    return {k: tuple(v) for k, v in placement.items()}
+    parsed = ort_placement.parse_placements(stderr)
+    return {k: tuple(v) for k, v in ort_placement.log_nodes_by_provider(parsed).items()}
+
+
+def _placement(data: dict[str, Any] | None, stderr: str, request: SmokeRequest) -> dict[str, tuple[str, ...]]:
+    """``--verbose``: what the child read from ORT itself, else ORT's verbose log."""
+    if not request.verbose:
+        return {}
+    recorded = (data or {}).get("node_placement")
+    if isinstance(recorded, dict) and recorded:
+        return {str(k): tuple(str(n) for n in v) for k, v in recorded.items() if isinstance(v, list)}
+    return parse_node_placement(stderr)
 
 
 def _tail(stdout: str, stderr: str) -> str:
@@ -474,17 +328,10 @@ def judge(
     """Turn the child's output and exit into a :class:`SmokeResult` (pure; tested without a child)."""
     from ortdoctor import classify
 
-    data = _last_result(stdout)
+    data = child_process.last_json_line(stdout, RESULT_PREFIX)
     stage = (data or {}).get("stage") or _last_stage(stdout)
-    if timed_out:
-        exit_status = "timeout"
-    elif returncode is None:
-        exit_status = None
-    elif returncode < 0:
-        exit_status = _signal_name(returncode)
-    else:
-        exit_status = str(returncode)
-    placement = parse_node_placement(stderr) if request.verbose else {}
+    exit_status = child_process.Finished("", "", returncode, timed_out).exit_status
+    placement = _placement(data, stderr, request)
     log_lines = ort_log_lines(stderr)
 
     if data is None:
