@@ -117,7 +117,8 @@ def run_check(
         # wheel installed over a GPU one leaves the provider behind) is decided below, and a child
         # started for a CPU build is cancelled then.
         if name == "ort" and smoke is not False and not all_devices and (smoke is True or value.is_gpu_build):
-            early["run"] = _start_smoke(smoke_request, device_id=device_id, directory=directory)
+            early["run"] = _start_smoke(smoke_request, device_id=device_id, directory=directory,
+                                        matrix=matrix_path)
 
     t = t0
     device_thread: _DeviceSmokes | None = None
@@ -156,7 +157,8 @@ def run_check(
                                           max_parallel=max_parallel)
         elif "run" not in early:
             # --all-devices with no GPU CUDA could enumerate: one session, whose error says why.
-            early["run"] = _start_smoke(smoke_request, device_id=device_id, directory=directory)
+            early["run"] = _start_smoke(smoke_request, device_id=device_id, directory=directory,
+                                        matrix=matrix_path)
 
         recommendation = None
         if not gpu_build:
@@ -223,13 +225,15 @@ def run_check(
     )
 
 
-def _start_smoke(request: Any, *, device_id: int, directory: str | None) -> Any:
+def _start_smoke(request: Any, *, device_id: int, directory: str | None, matrix: Any = None) -> Any:
     """Spawn the smoke session's child (imported only here: `check --no-smoke` never pays for it) and
-    return its :class:`ortdoctor.smoke.runner.SmokeRun` at once."""
+    return its :class:`ortdoctor.smoke.runner.SmokeRun` at once. ``matrix`` (`check --matrix FILE`)
+    reaches the child's preload, so both sides decide from the same file."""
     from ortdoctor.smoke.runner import SmokeRequest, start_smoke
 
     if request is None:
-        request = SmokeRequest(device_id=device_id, directory=directory)
+        request = SmokeRequest(device_id=device_id, directory=directory,
+                               matrix=str(matrix) if matrix is not None else None)
     return start_smoke(request)
 
 
