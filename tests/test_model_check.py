@@ -275,6 +275,19 @@ def test_cuda_graph_refusal_is_quoted() -> None:
     found = mf.placement_findings(p, answer, None, cuda_graph=True)
     assert [f.id for f in found] == ["model-cuda-graph-refused"]
     assert "control flow" in found[0].detail
+    assert "without control flow" in (found[0].fix or "")
+
+
+def test_cuda_graph_refusal_for_cpu_nodes_keeps_the_catalog_fix() -> None:
+    answer = {"providers": ["CUDAExecutionProvider"], "cuda_ep_active": True, "placements": None,
+              "assignment": [{"provider": "CUDAExecutionProvider", "op_type": "Relu", "name": "r", "domain": ""}],
+              "cuda_graph": {"tried": True, "ok": False,
+                             "error": "Fail: ... as all the graph nodes have not been partitioned to the CUDA EP"}}
+    p = mf.summarise_placement(answer, None)
+    assert p is not None
+    (found,) = mf.placement_findings(p, answer, None, cuda_graph=True)
+    assert found.fix is not None
+    assert "Move the nodes" in found.fix
 
 
 def test_model_too_large_for_device(good: dict[str, Path]) -> None:

@@ -270,8 +270,12 @@ def placement_findings(p: Placement, child: Mapping[str, Any], ins: ModelInspect
     if cuda_graph:
         cg = child.get("cuda_graph") or {}
         if cg.get("tried") and not cg.get("ok"):
+            error = str(cg.get("error") or "")
+            # ORT names the reason: control flow needs a different fix than nodes left on the CPU.
+            fix = ("Export the model without control flow (unroll loops, fix the branch), or run without "
+                   "enable_cuda_graph." if "control flow" in error.lower() else None)
             out.append(make_finding("model-cuda-graph-refused",
-                          f"Creating the session with enable_cuda_graph=1 failed: {cg.get('error')}"))
+                          f"Creating the session with enable_cuda_graph=1 failed: {error}", fix))
     return out
 
 
