@@ -831,7 +831,17 @@ def _check_libraries(ctx: _Ctx) -> list[Finding]:
     if other:
         out.append(_default_loader_finding(ctx, other))
 
-    out += _check_copies(ctx, libs)
+    copies = _check_copies(ctx, libs)
+    loader_warning = any(f.id == "default-loader-picks-other-copy" and f.severity == "warning" for f in out)
+    if loader_warning:
+        # The same stale copies already raised the loader warning, which says what they break and how to
+        # avoid it: listing them again as a second warning would double one problem. A cuDNN or cuBLAS
+        # set split across directories is a problem of its own and keeps its severity.
+        copies = [replace(f, severity="info",
+                          detail=f.detail + "\nThe risk these copies carry is under default-loader-picks-other-copy.")
+                  if f.id == "lib-multiple-copies" and " chosen from " not in f.detail else f
+                  for f in copies]
+    out += copies
     return out
 
 
