@@ -1,6 +1,10 @@
 """Benchmark `ortdoctor check --no-smoke` (wall time of the whole command, interpreter start included).
 
-    python bench/bench_check.py [--runs N]
+    python bench/bench_check.py [--runs N] [--sitedirs DIR ...]
+
+Without --sitedirs the environments are the test suite's (tests/support/testenvs.py); with it, those
+directories go on PYTHONPATH as they are (on the GPU machine: the onnxruntime-gpu --target directory;
+the interpreter's own site-packages is there anyway) and LD_LIBRARY_PATH is kept, so NVML is found.
 
 1. Against `python -c "import onnxruntime; onnxruntime.print_debug_info()"` in the same environment
    (onnxruntime-gpu 1.31.1 + the CUDA 13 wheels, composed on PYTHONPATH). Target: <= 0.3x.
@@ -38,10 +42,11 @@ DEBUG_INFO = [sys.executable, "-c", "import onnxruntime; onnxruntime.print_debug
 _PYCACHE = tempfile.mkdtemp(prefix="ortdoctor-bench-pycache-")
 
 
-def _env(*paths: Path | str) -> dict[str, str]:
+def _env(*paths: Path | str, keep_ld_path: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *(str(p) for p in paths)])
-    env.pop("LD_LIBRARY_PATH", None)
+    if not keep_ld_path:
+        env.pop("LD_LIBRARY_PATH", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = _PYCACHE
     return env
@@ -77,12 +82,14 @@ def _fake_distributions(site: Path, count: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--sitedirs", nargs="*", default=None)
     args = parser.parse_args()
-    gpu, cu13 = testenvs.ensure("ort-gpu"), testenvs.ensure("nvidia-cu13")
-    env = _env(gpu, cu13)
+    keep = args.sitedirs is not None
+    dirs = args.sitedirs if keep else [testenvs.ensure("ort-gpu"), testenvs.ensure("nvidia-cu13")]
+    env = _env(*dirs, keep_ld_path=keep)
 
     t_check, t_debug = _pair((CHECK, env), (DEBUG_INFO, env), args.runs)
-    print(f"[1] onnxruntime-gpu 1.31.1 + CUDA 13 wheels, median of {args.runs}:")
+    print(f"[1] onnxruntime-gpu + CUDA 13 wheels ({', '.join(map(str, dirs))}), median of {args.runs}:")
     print(f"    ortdoctor check --no-smoke      {t_check * 1000:8.1f} ms")
     print(f"    onnxruntime.print_debug_info()  {t_debug * 1000:8.1f} ms")
     r1 = t_check / t_debug
@@ -91,7 +98,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         extra = Path(tmp) / "site"
         _fake_distributions(extra, 1000)
-        env_many = _env(gpu, cu13, extra)
+        env_many = _env(*dirs, extra, keep_ld_path=keep)
         t_none, t_many = _pair((CHECK, env), (CHECK, env_many), args.runs)
     print(f"[2] ortdoctor check --no-smoke, median of {args.runs}:")
     print(f"    no extra distributions          {t_none * 1000:8.1f} ms")

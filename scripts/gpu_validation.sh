@@ -139,6 +139,7 @@ run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $OD check --model /tmp/models/float.onn
 
 say "8. Benchmarks"
 run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $PY $ROOT/bench/bench_smoke.py --ep CUDAExecutionProvider --repeat 5"
+run "cd /tmp && $PY $ROOT/bench/bench_check.py --runs 7 --sitedirs $ORTGPU"
 run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $PY $ROOT/bench/bench_preload.py --reps 7 --torch --sitedirs $ORTGPU $SITE"
 
 tar -C "$OUT" -czf "$OUT/json.tar.gz" json && rm -rf "$J" "$OUT/maps.py"
