@@ -8,11 +8,11 @@ malformed input raises :class:`ElfError` and nothing else.
 from __future__ import annotations
 
 import os
-import stat
 import struct
 from typing import BinaryIO
 
 from ortdoctor.facts import ElfInfo
+from ortdoctor.regular_file import open_regular, read_at
 
 __all__ = ["ElfError", "is_elf", "read_elf"]
 
@@ -38,23 +38,10 @@ class ElfError(ValueError):
 def is_elf(path: str | os.PathLike[str]) -> bool:
     """True when the file starts with the ELF magic (never raises)."""
     try:
-        with _open_regular(path) as f:
+        with open_regular(path) as f:
             return f.read(4) == _MAGIC
-    except (OSError, ElfError):
+    except (OSError, ValueError):  # ElfError and NotRegularFile are both ValueErrors
         return False
-
-
-def _open_regular(path: str | os.PathLike[str]) -> BinaryIO:
-    """Open a regular file for reading. O_NONBLOCK: a FIFO named like a library must not block the
-    caller until some writer appears; anything but a regular file is refused before a byte is read."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ElfError(f"{os.fspath(path)}: not a regular file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return open(fd, "rb")
 
 
 def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
@@ -65,7 +52,7 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
     """
     p = os.fspath(path)
     try:
-        with _open_regular(p) as f:
+        with open_regular(p) as f:
             return _read(f, p)
     except ElfError:
         raise
@@ -75,13 +62,7 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
 
 
 def _read_at(f: BinaryIO, offset: int, size: int, what: str, path: str) -> bytes:
-    if offset < 0 or size < 0:
-        raise ElfError(f"{path}: {what} has a negative offset or size")
-    f.seek(offset)
-    data = f.read(size)
-    if len(data) != size:
-        raise ElfError(f"{path}: truncated ({what} at {offset}, wanted {size} bytes, got {len(data)})")
-    return data
+    return read_at(f, offset, size, what, path, ElfError)
 
 
 def _read(f: BinaryIO, path: str) -> ElfInfo:

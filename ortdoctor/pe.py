@@ -12,6 +12,7 @@ import struct
 from typing import BinaryIO
 
 from ortdoctor.facts import PeInfo
+from ortdoctor.regular_file import open_regular, read_at
 
 __all__ = ["PeError", "is_pe", "read_pe"]
 
@@ -34,9 +35,9 @@ class PeError(ValueError):
 def is_pe(path: str | os.PathLike[str]) -> bool:
     """True when the file starts with the DOS ``MZ`` magic (never raises)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             return f.read(2) == b"MZ"
-    except OSError:
+    except (OSError, ValueError):  # ValueError: not a regular file
         return False
 
 
@@ -48,7 +49,7 @@ def read_pe(path: str | os.PathLike[str]) -> PeInfo:
     """
     p = os.fspath(path)
     try:
-        with open(p, "rb") as f:
+        with open_regular(p) as f:  # a FIFO named like a DLL must not block the reader
             return _read(f, p)
     except PeError:
         raise
@@ -57,13 +58,7 @@ def read_pe(path: str | os.PathLike[str]) -> PeInfo:
 
 
 def _read_at(f: BinaryIO, offset: int, size: int, what: str, path: str) -> bytes:
-    if offset < 0 or size < 0:
-        raise PeError(f"{path}: {what} has a negative offset or size")
-    f.seek(offset)
-    data = f.read(size)
-    if len(data) != size:
-        raise PeError(f"{path}: truncated ({what} at {offset}, wanted {size} bytes, got {len(data)})")
-    return data
+    return read_at(f, offset, size, what, path, PeError)
 
 
 def _read(f: BinaryIO, path: str) -> PeInfo:

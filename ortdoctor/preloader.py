@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -40,6 +39,7 @@ from ortdoctor.facts import (
     TorchInfo,
     to_jsonable,
 )
+from ortdoctor.regular_file import open_regular
 from ortdoctor.resolver import (
     DirectoryError,
     libraries_for,
@@ -169,17 +169,10 @@ def _listdir(d: str) -> list[str]:
 
 
 def _read_text(path: str, limit: int = 1 << 20) -> str | None:
-    """A regular file's text, or None. O_NONBLOCK: a FIFO named like METADATA must not block the hook."""
+    """A regular file's text, or None (a FIFO named like METADATA must not block the hook)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            return None
-        with open(fd, encoding="utf-8", errors="replace") as f:
-            return f.read(limit)
+        with open_regular(path) as f:
+            return f.read(limit).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -162,3 +163,11 @@ def test_mutations_raise_only_pe_error(tmp_path: Path, data: st.DataObject) -> N
         read_pe(path)
     except PeError:
         pass
+
+
+def test_a_fifo_named_like_a_dll_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "cudart64_13.dll"
+    os.mkfifo(fifo)  # no writer: a plain open() would wait forever
+    with pytest.raises(PeError, match="not a regular file"):
+        read_pe(fifo)
+    assert is_pe(fifo) is False

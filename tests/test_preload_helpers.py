@@ -9,22 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.sharedlibs import build_so
+from tests.support.sharedlibs import CUDA13, VERSION_SOURCES, build_so
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# soname -> C source with the library's real version function and encoding (peers.md section 3.3)
-VERSION_SOURCES = {
-    "libcudart.so.13": "int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }\n",
-    "libcublasLt.so.13": "#include <stddef.h>\nsize_t cublasLtGetVersion(void) { return 130100; }\n",
-    "libcublas.so.13": "int cublasGetVersion_v2(void *h, int *v) { *v = 130100; return 0; }\n",
-    "libcurand.so.10": "int curandGetVersion(int *v) { *v = 10400; return 0; }\n",
-    "libcufft.so.12": "int cufftGetVersion(int *v) { *v = 12000; return 0; }\n",
-    "libnvrtc.so.13": "int nvrtcVersion(int *a, int *b) { *a = 13; *b = 0; return 0; }\n",
-    "libcudnn.so.9": "#include <stddef.h>\nsize_t cudnnGetVersion(void) { return 91900; }\n",
-}
-CUDA13 = ("libcublasLt.so.13", "libcublas.so.13", "libnvrtc.so.13", "libcurand.so.10", "libcufft.so.12",
-          "libcudart.so.13")
 
 
 def build_cuda_libs(lib_dir: Path, sonames: tuple[str, ...] = CUDA13) -> dict[str, Path]:

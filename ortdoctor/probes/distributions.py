@@ -16,7 +16,8 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+
+from ortdoctor.regular_file import open_regular
 
 __all__ = [
     "DistIndex",
@@ -147,20 +148,6 @@ class _Meta:
     name: str | None = None
     version: str | None = None
     requires: list[str] = field(default_factory=list)
-
-
-def open_regular(path: str) -> BinaryIO:
-    """Open a regular file for reading. O_NONBLOCK: a FIFO named like METADATA (or any file a probe
-    reads) must not block the probe until a writer appears; what is not a regular file is refused
-    (ValueError) before a byte is read."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return open(fd, "rb")
 
 
 def _read_text(path: str, limit: int) -> str:

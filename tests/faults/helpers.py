@@ -23,24 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.fake_site import install_dist
-from tests.support.sharedlibs import build_so
+from tests.support.sharedlibs import CUDA13, VERSION_SOURCES, build_so
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACEBACK = "Traceback (most recent call last)"
 TIMEOUT = 90  # seconds; a case that needs longer has hung
 
-# soname -> C source with the library's real version function (so `preload` can prove what it loaded)
-VERSION_SOURCES = {
-    "libcudart.so.13": "int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }\n",
-    "libcublasLt.so.13": "#include <stddef.h>\nsize_t cublasLtGetVersion(void) { return 130100; }\n",
-    "libcublas.so.13": "int cublasGetVersion_v2(void *h, int *v) { *v = 130100; return 0; }\n",
-    "libcurand.so.10": "int curandGetVersion(int *v) { *v = 10400; return 0; }\n",
-    "libcufft.so.12": "int cufftGetVersion(int *v) { *v = 12000; return 0; }\n",
-    "libnvrtc.so.13": "int nvrtcVersion(int *a, int *b) { *a = 13; *b = 0; return 0; }\n",
-    "libcudnn.so.9": "#include <stddef.h>\nsize_t cudnnGetVersion(void) { return 91900; }\n",
-}
-CUDA13 = ("libcublasLt.so.13", "libcublas.so.13", "libnvrtc.so.13", "libcurand.so.10", "libcufft.so.12",
-          "libcudart.so.13")
 PROVIDER = "onnxruntime/capi/libonnxruntime_providers_cuda.so"
 PYBIND = "onnxruntime/capi/onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so"
 BUILD_INFO = "onnxruntime/capi/build_and_package_info.py"

@@ -8,6 +8,20 @@ from pathlib import Path
 
 import pytest
 
+# soname -> C source with the library's real version function and encoding, so a preload can prove
+# what it loaded; the CUDA 13 sonames in the order the CUDA provider loads them
+VERSION_SOURCES = {
+    "libcudart.so.13": "int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }\n",
+    "libcublasLt.so.13": "#include <stddef.h>\nsize_t cublasLtGetVersion(void) { return 130100; }\n",
+    "libcublas.so.13": "int cublasGetVersion_v2(void *h, int *v) { *v = 130100; return 0; }\n",
+    "libcurand.so.10": "int curandGetVersion(int *v) { *v = 10400; return 0; }\n",
+    "libcufft.so.12": "int cufftGetVersion(int *v) { *v = 12000; return 0; }\n",
+    "libnvrtc.so.13": "int nvrtcVersion(int *a, int *b) { *a = 13; *b = 0; return 0; }\n",
+    "libcudnn.so.9": "#include <stddef.h>\nsize_t cudnnGetVersion(void) { return 91900; }\n",
+}
+CUDA13 = ("libcublasLt.so.13", "libcublas.so.13", "libnvrtc.so.13", "libcurand.so.10", "libcufft.so.12",
+          "libcudart.so.13")
+
 GCC = shutil.which("gcc") or shutil.which("cc")
 
 

@@ -1,0 +1,49 @@
+"""Reading files that may be hostile or odd: one place for the rules every reader follows.
+
+ortdoctor reads metadata, build info and binary headers out of environments that are often broken. A
+FIFO named like a library must not block the reader until a writer appears, a device or socket must
+not be read at all, and a header that points outside the file must fail with the reader's own error.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import BinaryIO
+
+__all__ = ["NotRegularFile", "open_regular", "read_at"]
+
+
+class NotRegularFile(ValueError):
+    """The path is a FIFO, socket, device or directory, not a regular file."""
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a regular file for binary reading.
+
+    O_NONBLOCK makes opening a FIFO return at once; anything but a regular file is refused before a
+    byte is read.
+
+    Raises:
+        OSError: it cannot be opened.
+        NotRegularFile: it is not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(f"{os.fspath(path)}: not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, "rb")
+
+
+def read_at(f: BinaryIO, offset: int, size: int, what: str, path: str, error: type[Exception]) -> bytes:
+    """Exactly ``size`` bytes at ``offset``, or ``error`` saying which structure was out of bounds."""
+    if offset < 0 or size < 0:
+        raise error(f"{path}: {what} has a negative offset or size")
+    f.seek(offset)
+    data = f.read(size)
+    if len(data) != size:
+        raise error(f"{path}: truncated ({what} at {offset}, wanted {size} bytes, got {len(data)})")
+    return data
