@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ortdoctor.smoke import SmokeRequest, run_smoke  # noqa: E402
-from ortdoctor.smoke.model import build_model  # noqa: E402
+from ortdoctor.prove.smoke.model import build_model  # noqa: E402
+from ortdoctor.prove.smoke.runner import SmokeRequest, run_smoke  # noqa: E402
 
 _BASELINE = """
 import sys

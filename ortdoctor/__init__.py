@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ortdoctor.preloader import PreloadResult
+    from ortdoctor.preloading.preloader import PreloadResult
 
 __all__ = ["__version__", "check", "preload"]
 
@@ -31,14 +31,14 @@ def preload(
     strict: bool = False,
     **kwargs: Any,
 ) -> PreloadResult:
-    """Load the libraries the installed onnxruntime-gpu needs; see :func:`ortdoctor.preloader.preload`."""
-    from ortdoctor.preloader import preload as _preload
+    """Load the libraries the installed onnxruntime-gpu needs; see :func:`ortdoctor.preloading.preloader.preload`."""
+    from ortdoctor.preloading.preloader import preload as _preload
 
     return _preload(directory=directory, cuda=cuda, cudnn=cudnn, msvc=msvc, strict=strict, **kwargs)
 
 
 def check(**kwargs: Any) -> Any:
-    """Inspect the environment and return a report; see :func:`ortdoctor.doctor.run_check`."""
-    from ortdoctor.doctor import run_check
+    """Inspect the environment and return a report; see :func:`ortdoctor.doctor.check.run_check`."""
+    from ortdoctor.doctor.check import run_check
 
     return run_check(**kwargs)

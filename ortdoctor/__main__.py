@@ -1,4 +1,4 @@
-from ortdoctor.cli import main
+from ortdoctor.cli.main import main
 
 if __name__ == "__main__":
     main()

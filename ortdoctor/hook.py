@@ -16,7 +16,7 @@ still have the same modification time (and the files the same inode), and none o
 already loaded; it then dlopens the same absolute paths and checks ``/proc/self/maps`` for their
 inodes. Anything else takes the full path. So the hook costs about what the dlopens cost.
 
-The outcome is :data:`result` (a :class:`~ortdoctor.preloader.PreloadResult`, or None when disabled
+The outcome is :data:`result` (a :class:`~ortdoctor.preloading.preloader.PreloadResult`, or None when disabled
 or when preloading could not run); on the fast path it is rebuilt from the cache when first read.
 """
 
@@ -56,7 +56,7 @@ def __getattr__(name: str) -> Any:
 def _current_result() -> Any:
     global _result, _cached_json
     if _result is None and _cached_json is not None:
-        from ortdoctor.preloader import result_from_json
+        from ortdoctor.preloading.preloader import result_from_json
 
         _result, _cached_json = result_from_json(_cached_json), None
     return _result
@@ -216,8 +216,8 @@ def _run() -> None:
             pass
         directory = os.environ.get("ORTDOCTOR_DIRECTORY")  # None: unset; "": the NVIDIA wheels first
         try:
-            from ortdoctor.preloader import preload
-            from ortdoctor.resolver import BUILTIN
+            from ortdoctor.decide.resolver import BUILTIN
+            from ortdoctor.preloading.preloader import preload
 
             # The built-in library rows (the matrix's, without parsing YAML at every start-up).
             _result = preload(directory=directory, matrix=BUILTIN)
@@ -235,7 +235,7 @@ def _run() -> None:
         message = _message(_result)
         if message:
             if strict:
-                from ortdoctor.preloader import PreloadError
+                from ortdoctor.preloading.preloader import PreloadError
 
                 raise PreloadError(_result)
             _warn(message)

@@ -39,7 +39,7 @@ class CudaEpStatus:
 
     works: bool
     reason: str | None  # why the CUDA EP does not work, for the skip (None when it works)
-    report: Any = None  # ortdoctor.doctor.Report; None when ortdoctor itself failed
+    report: Any = None  # ortdoctor.doctor.check.Report; None when ortdoctor itself failed
     crash: str | None = None  # ortdoctor raised: a bug, reported as a test error, never hidden as a skip
 
 
@@ -64,7 +64,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     status = cuda_ep_status(config)
     if status.report is None:
         return [f"ortdoctor: {status.crash}"]
-    from ortdoctor.render_short import render
+    from ortdoctor.report.short import render
 
     return render(status.report).rstrip("\n").splitlines()
 
@@ -135,11 +135,11 @@ def skip_reason(report: Any) -> str | None:
 
 def _check() -> CudaEpStatus:
     try:
-        from ortdoctor.doctor import run_check
+        from ortdoctor.doctor.check import run_check
 
         report = run_check(smoke="auto")
     except Exception as exc:  # a bad $ORTDOCTOR_MATRIX, or ortdoctor's own bug: never disguised as "no GPU"
-        from ortdoctor.exitcodes import BUG_REPORT_URL
+        from ortdoctor.core.exitcodes import BUG_REPORT_URL
 
         return CudaEpStatus(works=False, reason=None, crash=f"ortdoctor check raised {type(exc).__name__}: {exc} "
                             f"(run `ortdoctor check --debug`; if it is a bug, report it at {BUG_REPORT_URL})")
@@ -160,6 +160,6 @@ def _require_cuda_ep(config: pytest.Config) -> None:
 
 def _preload() -> None:
     """Load the libraries the CUDA EP needs by absolute path, as the smoke session did (idempotent)."""
-    from ortdoctor.preloader import preload
+    from ortdoctor.preloading.preloader import preload
 
     preload()

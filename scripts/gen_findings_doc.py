@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ortdoctor.findings_catalog import render_markdown  # noqa: E402
+from ortdoctor.core.catalog import render_markdown  # noqa: E402
 
 DOC = ROOT / "docs" / "findings.md"
 

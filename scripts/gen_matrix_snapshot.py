@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ortdoctor.matrix import MatrixError, snapshot_document, snapshot_path  # noqa: E402
+from ortdoctor.decide.matrix import MatrixError, snapshot_document, snapshot_path  # noqa: E402
 
 YAML = ROOT / "compat_matrix.yaml"
 

@@ -69,7 +69,7 @@ import numpy as np
 import onnxruntime as ort
 if mode == "ort-preload":
     ort.preload_dlls(directory="")
-from ortdoctor.smoke.model import build_model
+from ortdoctor.prove.smoke.model import build_model
 s = ort.InferenceSession(build_model().data, providers=["CUDAExecutionProvider"])
 x = np.random.default_rng(0).uniform(-1, 1, (256, 256)).astype(np.float32)
 s.run(None, {s.get_inputs()[0].name: x})
@@ -120,7 +120,7 @@ run "PYTHONPATH=$ORTGPU:$ROOT $OD check --format markdown"
 say "6c. The pytest plugin on a working GPU"
 mkdir -p /tmp/plug && cat >/tmp/plug/test_gpu.py <<'EOF2'
 import pytest
-from ortdoctor.smoke.model import build_model
+from ortdoctor.prove.smoke.model import build_model
 
 @pytest.mark.requires_cuda_ep
 def test_cuda_session(ort_cuda_session):

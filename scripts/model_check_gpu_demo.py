@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ortdoctor.model_check import check_model  # noqa: E402
-from ortdoctor.model_check.render import render_model  # noqa: E402
+from ortdoctor.prove.model_check import check_model  # noqa: E402
+from ortdoctor.report.model_check import render_model  # noqa: E402
 from tests.support import models  # noqa: E402
 
 SHAPES = {"float": ["X=8x64"], "quantized": ["X=8x64"], "loop": ["X=1x16"], "shape": ["X=4x8x8"]}

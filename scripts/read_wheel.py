@@ -36,7 +36,7 @@ import yaml
 # Run from a source checkout without installing ortdoctor.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ortdoctor.elf import ElfError, read_elf
+from ortdoctor.formats.elf import ElfError, read_elf
 
 # The CUDA/cuDNN sonames worth recording; everything else in DT_NEEDED (libc, libstdc++, ...) is noise.
 _CUDA_SONAME = re.compile(r"^lib(cudart|cublasLt|cublas|cufft|curand|nvrtc|cudnn(?:_[a-z_]+)?|nvinfer(?:_plugin)?|"

@@ -251,8 +251,8 @@ def test_fake_driver_library_mismatch(fake_nvml_dir: Path) -> None:
 
 @pytest.mark.realwheels
 def test_check_never_imports_onnxruntime_or_torch() -> None:
-    code = ("import sys\nfrom ortdoctor.commands import check\nfrom ortdoctor.doctor import run_check\n"
-            "from ortdoctor.report import dumps\nfrom ortdoctor.render_text import render\n"
+    code = ("import sys\nfrom ortdoctor.cli import check\nfrom ortdoctor.doctor.check import run_check\n"
+            "from ortdoctor.report.json_report import dumps\nfrom ortdoctor.report.text import render\n"
             "r = run_check(smoke=False)\ndumps(r)\nrender(r)\n"
             "bad = [m for m in sys.modules if m.split('.')[0] in ('onnxruntime', 'torch')]\n"
             "print(r.env.ort.active, bad)\n")

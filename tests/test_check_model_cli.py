@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ortdoctor.doctor import run_check
+from ortdoctor.doctor.check import run_check
 from tests.support import models, testenvs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor import child_process
-from ortdoctor.child_process import Finished, last_json_line
+from ortdoctor.prove import child_process
+from ortdoctor.prove.child_process import Finished, last_json_line
 
 
 def _py(code: str) -> list[str]:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ortdoctor.classify import classify, finding_ids
-from ortdoctor.findings_catalog import CATALOG
+from ortdoctor.core.catalog import CATALOG
+from ortdoctor.diagnose.classify import classify, finding_ids
 
 CORPUS = sorted((Path(__file__).parent / "data" / "errors").glob("*.txt"))
 
@@ -33,7 +33,7 @@ def test_corpus_text_maps_to_its_finding_first(path: Path) -> None:
 
 
 def test_every_id_the_classifier_gives_is_documented() -> None:
-    from ortdoctor.classify import LOCAL_DOCS
+    from ortdoctor.diagnose.classify import LOCAL_DOCS
 
     for path in CORPUS:
         for fid in finding_ids(load_case(path)[1]):

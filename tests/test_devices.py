@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 
-from ortdoctor.devices import default_parallelism, describe, map_devices, run_device_smokes
-from ortdoctor.diagnose import diagnose, visible_devices
-from ortdoctor.facts import Device, DriverInfo, Finding
-from ortdoctor.matrix import load_matrix
-from ortdoctor.smoke import SmokeRequest
+from ortdoctor.core.facts import Device, DriverInfo, Finding
+from ortdoctor.decide.devices import describe, map_devices
+from ortdoctor.decide.matrix import load_matrix
+from ortdoctor.diagnose.checklist import diagnose, visible_devices
+from ortdoctor.prove.smoke.devices import default_parallelism, run_device_smokes
+from ortdoctor.prove.smoke.runner import SmokeRequest
 from tests.support import fake_nvml, testenvs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,8 +195,8 @@ def test_all_devices_reports_each_problem_naming_the_device() -> None:
 
 
 def test_busy_smoke_confirms_the_compute_mode_not_a_missing_gpu() -> None:
-    from ortdoctor.smoke.child import RESULT_PREFIX
-    from ortdoctor.smoke.runner import judge
+    from ortdoctor.prove.smoke.child import RESULT_PREFIX
+    from ortdoctor.prove.smoke.runner import judge
 
     error = "RuntimeError: CUDA failure 46: all CUDA-capable devices are busy or unavailable ; GPU=0"
     smoke = judge(stdout=RESULT_PREFIX + json.dumps({"ok": False, "stage": "session", "error": error}) + "\n",

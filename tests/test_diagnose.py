@@ -2,7 +2,7 @@
 
 The diagnosis is a pure function of facts, a plan and the matrix, so every GPU situation this
 machine cannot have (old driver, hidden GPU, unsupported architecture, library mismatch) is built
-here as plain dataclasses. The matrix is a real :class:`~ortdoctor.matrix.Matrix` with a few rows.
+here as plain dataclasses. The matrix is a real :class:`~ortdoctor.decide.matrix.Matrix` with a few rows.
 """
 
 from __future__ import annotations
@@ -13,16 +13,8 @@ from typing import Any
 
 import pytest
 
-from ortdoctor.classify import classify
-from ortdoctor.diagnose import (
-    default_loader_copy,
-    diagnose,
-    is_cuda_build,
-    loader_visible,
-    recommended_install,
-    visible_devices,
-)
-from ortdoctor.facts import (
+from ortdoctor.core.catalog import CATALOG
+from ortdoctor.core.facts import (
     Candidate,
     Device,
     DriverError,
@@ -40,8 +32,8 @@ from ortdoctor.facts import (
     SystemInfo,
     TorchInfo,
 )
-from ortdoctor.findings_catalog import CATALOG
-from ortdoctor.matrix import (
+from ortdoctor.decide.loader_view import default_loader_copy, is_cuda_build, loader_visible
+from ortdoctor.decide.matrix import (
     CudaMajor,
     CudnnMajor,
     Feed,
@@ -51,8 +43,10 @@ from ortdoctor.matrix import (
     TorchRelease,
     TorchVariant,
 )
-from ortdoctor.resolver import builtin_libraries
-from ortdoctor.smoke.runner import SmokeResult
+from ortdoctor.decide.resolver import builtin_libraries
+from ortdoctor.diagnose.checklist import diagnose, recommended_install, visible_devices
+from ortdoctor.diagnose.classify import classify
+from ortdoctor.prove.smoke.runner import SmokeResult
 
 SITE = "/venv/lib/python3.11/site-packages"
 CU13 = f"{SITE}/nvidia/cu13/lib"

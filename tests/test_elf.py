@@ -1,4 +1,4 @@
-"""ortdoctor.elf against gcc-built libraries, hand-built ELF images and malformed files."""
+"""ortdoctor.formats.elf against gcc-built libraries, hand-built ELF images and malformed files."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ortdoctor import elf
-from ortdoctor.elf import ElfError, is_elf, read_elf
+from ortdoctor.formats import elf
+from ortdoctor.formats.elf import ElfError, is_elf, read_elf
 from tests.support import testenvs
 from tests.support.sharedlibs import build_so
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ortdoctor.cli import cli
-from ortdoctor.findings_catalog import CATALOG
+from ortdoctor.cli.main import cli
+from ortdoctor.core.catalog import CATALOG
 from tests.test_classify import CORPUS, load_case
 
 

@@ -18,9 +18,7 @@ from typing import Any
 
 import pytest
 
-from ortdoctor.diagnose import diagnose
-from ortdoctor.doctor import Report, verdict_of
-from ortdoctor.facts import (
+from ortdoctor.core.facts import (
     ElfInfo,
     Environment,
     Finding,
@@ -33,9 +31,11 @@ from ortdoctor.facts import (
     SystemInfo,
     TorchInfo,
 )
-from ortdoctor.render_text import render
-from ortdoctor.resolver import resolve
-from ortdoctor.smoke.runner import SmokeResult
+from ortdoctor.decide.resolver import resolve
+from ortdoctor.diagnose.checklist import diagnose
+from ortdoctor.prove.smoke.runner import SmokeResult
+from ortdoctor.report.model import Report, verdict_of
+from ortdoctor.report.text import render
 from tests.support.sharedlibs import build_so
 from tests.test_diagnose import MATRIX, PROVIDER_NEEDED, driver_ok
 
@@ -326,7 +326,7 @@ def test_smoke_line_timings_have_at_most_one_decimal(machine: Machine) -> None:
 
 
 def test_failed_smoke_shows_the_classified_cause_not_a_cut_message(machine: Machine) -> None:
-    from ortdoctor.classify import classify
+    from ortdoctor.diagnose.classify import classify
 
     log = ("2026-12-02 17:00:52.799923858 [E:onnxruntime:Default, cuda_call.cc:148 CudaCall] CUDA failure 100: "
            "no CUDA-capable device is detected ; GPU=-1 ; hostname=vm ; file=cuda_execution_provider_info.cc ; "
@@ -350,8 +350,8 @@ def test_failed_smoke_shows_the_classified_cause_not_a_cut_message(machine: Mach
 
 
 def test_preload_of_the_system_toolkit_warns_that_torch_uses_other_files(machine: Machine) -> None:
-    from ortdoctor.preloader import preload
-    from ortdoctor.render_preload import render_text
+    from ortdoctor.preloading.preloader import preload
+    from ortdoctor.report.preload import render_text
 
     result = preload(directory=str(machine.toolkit / "lib64"), dry_run=True, env=machine_env(machine), matrix=MATRIX)
     f = by_id(result.findings, "torch-loads-other-copy")
@@ -365,7 +365,7 @@ def test_preload_of_the_system_toolkit_warns_that_torch_uses_other_files(machine
 
 
 def test_preload_of_torchs_wheels_says_nothing_about_torch(machine: Machine) -> None:
-    from ortdoctor.preloader import preload
+    from ortdoctor.preloading.preloader import preload
 
     for directory in (None, ""):
         result = preload(directory=directory, dry_run=True, env=machine_env(machine), matrix=MATRIX)
@@ -375,7 +375,7 @@ def test_preload_of_torchs_wheels_says_nothing_about_torch(machine: Machine) -> 
 
 def test_preload_finds_torchs_files_without_the_wheels_file_lists(machine: Machine) -> None:
     """The preloader's quick facts know the NVIDIA wheels by name only: torch's files come from the plan."""
-    from ortdoctor.preloader import preload
+    from ortdoctor.preloading.preloader import preload
 
     env = machine_env(machine)
     env = replace(env, nvidia_wheels=tuple(replace(w, lib_dirs=(), sonames=()) for w in env.nvidia_wheels))
@@ -387,10 +387,10 @@ def test_preload_finds_torchs_files_without_the_wheels_file_lists(machine: Machi
 # 7. the Model section: node counts and a share that matches the counts shown
 # ------------------------------------------------------------------------------------------------
 def test_model_placement_share_matches_the_counts_shown() -> None:
-    from ortdoctor.model_check import ModelReport
-    from ortdoctor.model_check.findings import Placement
-    from ortdoctor.model_check.inspect import ModelInspection
-    from ortdoctor.model_check.render import render_model
+    from ortdoctor.diagnose.model import Placement
+    from ortdoctor.prove.model_check.inspect import ModelInspection
+    from ortdoctor.report.model import ModelReport
+    from ortdoctor.report.model_check import render_model
 
     # the dynamically quantized model of the GPU run: 7 final nodes, 2 of them Memcpy on the CUDA side
     placement = Placement(source=("verbose-log",),
@@ -415,7 +415,7 @@ def test_model_placement_share_matches_the_counts_shown() -> None:
 
 
 def test_markdown_report_names_the_default_loader_copies(machine: Machine) -> None:
-    from ortdoctor.render_markdown import render as render_md
+    from ortdoctor.report.markdown import render as render_md
 
     env = machine_env(machine)
     plan = resolve(env, MATRIX)

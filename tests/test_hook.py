@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor import hook_install
+from ortdoctor.preloading import hook_install
 from tests.test_preload_helpers import MAPS_SNIPPET, ROOT, build_fake_site, child_json, run_child
 
 HOOK_AND_REPORT = MAPS_SNIPPET + """
@@ -82,7 +82,7 @@ def test_hook_nonexistent_directory_warns_instead_of_raising(tmp_path: Path):
 def test_hook_survives_a_broken_install(tmp_path: Path):
     code = """
 import sys, warnings
-sys.modules['ortdoctor.preloader'] = None  # the import system now raises ImportError for it
+sys.modules['ortdoctor.preloading.preloader'] = None  # the import system now raises ImportError for it
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter('always')
     import ortdoctor.hook
@@ -139,7 +139,7 @@ def test_installed_pth_runs_the_hook_at_interpreter_start(tmp_path: Path):
     pth_dir = tmp_path / "pth-site"
     pth_dir.mkdir()
     proc = run_child(
-        "import sys; from ortdoctor.cli import main; "
+        "import sys; from ortdoctor.cli.main import main; "
         f"sys.argv = ['ortdoctor', 'hook', 'install', '--site-dir', {str(pth_dir)!r}]; main()",
         pythonpath=[])
     assert proc.returncode == 0, proc.stderr
@@ -153,7 +153,7 @@ def test_installed_pth_runs_the_hook_at_interpreter_start(tmp_path: Path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert json.loads(out.stdout) == [True, 7], out.stderr
     proc = run_child(
-        "import sys; from ortdoctor.cli import main; "
+        "import sys; from ortdoctor.cli.main import main; "
         f"sys.argv = ['ortdoctor', 'hook', 'uninstall', '--site-dir', {str(pth_dir)!r}]; main()",
         pythonpath=[])
     assert f"removed {pth_dir / 'ortdoctor_hook.pth'}" in proc.stdout
@@ -168,7 +168,7 @@ import sys, warnings
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter('always')
     import ortdoctor.hook
-full = 'ortdoctor.preloader' in sys.modules
+full = 'ortdoctor.preloading.preloader' in sys.modules
 res = ortdoctor.hook.result
 print(json.dumps({"loaded": [x.path for x in res.loaded], "warnings": [str(w.message) for w in caught],
                   "cuda_mapped": [p for p in _mapped() if '/nvidia/' in p]}))
@@ -205,7 +205,7 @@ def test_fast_path_ignores_a_cache_file_others_can_write(tmp_path: Path):
     site = build_fake_site(tmp_path / "site")
     cache = tmp_path / "cache"
     env = {"ORTDOCTOR_CACHE": "1", "ORTDOCTOR_CACHE_DIR": str(cache)}
-    code = "import sys, ortdoctor.hook; print('ortdoctor.preloader' in sys.modules)"
+    code = "import sys, ortdoctor.hook; print('ortdoctor.preloading.preloader' in sys.modules)"
     assert run_child(code, pythonpath=[site], env=env).stdout.strip() == "True"
     (entry,) = cache.iterdir()
     assert entry.stat().st_mode & 0o777 == 0o600

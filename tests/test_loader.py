@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor import loader
+from ortdoctor.formats.ldcache import try_read_ld_cache
+from ortdoctor.preloading import loader
 from tests.test_preload_helpers import build_cuda_libs, child_json, run_child
 
 
@@ -49,15 +50,15 @@ def test_ld_so_cache_matches_ldconfig():
         if "=>" in line:
             left, path = line.split("=>")
             expected.add((left.split()[0], path.strip()))
-    ours = {(k, p) for k, paths in loader.read_ld_so_cache().items() for p in paths}
+    ours = {(k, p) for k, paths in try_read_ld_cache().items() for p in paths}
     assert expected
     assert ours == expected
 
 
 def test_ld_so_cache_absent_or_garbage(tmp_path: Path):
-    assert loader.read_ld_so_cache(str(tmp_path / "none")) == {}
+    assert try_read_ld_cache(str(tmp_path / "none")) == {}
     (tmp_path / "junk").write_bytes(b"glibc-ld.so.cache1.1" + b"\xff" * 10)
-    assert loader.read_ld_so_cache(str(tmp_path / "junk")) == {}
+    assert try_read_ld_cache(str(tmp_path / "junk")) == {}
 
 
 def test_load_refuses_relative_paths():
@@ -69,7 +70,7 @@ def test_load_verify_noload_and_versions_in_a_child(tmp_path: Path):
     libs = build_cuda_libs(tmp_path / "lib")
     code = f"""
 import json, os
-from ortdoctor import loader
+from ortdoctor.preloading import loader
 out = {{}}
 out['before'] = loader.already_loaded('libcublas.so.13')
 lt = loader.load({str(libs['libcublasLt.so.13'])!r})

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from ortdoctor.facts import Finding
-from ortdoctor.render_markdown import REDACTION_NOTE, Redactor, redactor_for, render
-from ortdoctor.smoke import SmokeResult
+from ortdoctor.core.facts import Finding
+from ortdoctor.prove.smoke.runner import SmokeResult
+from ortdoctor.report.markdown import REDACTION_NOTE, Redactor, redactor_for, render
 from tests.support import testenvs
 from tests.test_diagnose import driver_none, full_plan, healthy_env
 from tests.test_report import make_report

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from ortdoctor.matrix import (
+from ortdoctor.decide.matrix import (
     Matrix,
     MatrixError,
     Release,

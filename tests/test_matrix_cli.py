@@ -12,8 +12,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ortdoctor.cli import cli
-from ortdoctor.matrix import default_matrix_path
+from ortdoctor.cli.main import cli
+from ortdoctor.decide.matrix import default_matrix_path
 
 REPO = Path(__file__).resolve().parent.parent
 CUDA12_FEED = "https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-12/pypi/simple/"

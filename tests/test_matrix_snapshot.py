@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor import matrix as matrix_module
-from ortdoctor.matrix import MatrixError, default_matrix_path, load_matrix, snapshot_path
+from ortdoctor.decide import matrix as matrix_module
+from ortdoctor.decide.matrix import MatrixError, default_matrix_path, load_matrix, snapshot_path
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -31,7 +31,7 @@ def test_snapshot_and_yaml_give_equal_matrices(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_shipped_matrix_loads_without_pyyaml() -> None:
-    code = ("import sys\nfrom ortdoctor.matrix import load_matrix\nm = load_matrix()\n"
+    code = ("import sys\nfrom ortdoctor.decide.matrix import load_matrix\nm = load_matrix()\n"
             "assert m.release_for('1.31.1') is not None\nprint('yaml' in sys.modules)\n")
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,

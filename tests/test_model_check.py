@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor.exitcodes import FAIL, USAGE
-from ortdoctor.facts import Device, DriverInfo
-from ortdoctor.model_check import check_model, child, runner
-from ortdoctor.model_check import findings as mf
-from ortdoctor.model_check.inspect import inspect_model
-from ortdoctor.model_check.render import render_model
+from ortdoctor.core.exitcodes import FAIL, USAGE
+from ortdoctor.core.facts import Device, DriverInfo
+from ortdoctor.diagnose import model as mf
+from ortdoctor.doctor.model import check_model
+from ortdoctor.prove.model_check import child, runner
+from ortdoctor.prove.model_check.inspect import inspect_model
+from ortdoctor.prove.model_check.placement import summarise_placement
+from ortdoctor.report.model_check import render_model
 from tests.support import models, testenvs
 
 
@@ -239,7 +241,7 @@ def test_summary_of_a_cuda_session(good: dict[str, Path]) -> None:
               "cuda_ep_active": True, "assignment_source": ["verbose-log"], "assignment": None,
               "placements": child.parse_placements(MULTI_LOG), "memcpy_added": child.parse_memcpy_added(MULTI_LOG)}
     ins = inspect_model(good["shape"])  # supplies the shape-node names ("shape")
-    p = mf.summarise_placement(answer, ins)
+    p = summarise_placement(answer, ins)
     assert p is not None
     assert p.nodes_by_provider == {"CUDAExecutionProvider": 3, "CPUExecutionProvider": 3}
     assert p.memcpy_nodes == 2
@@ -259,7 +261,7 @@ def test_all_on_cuda_is_full_share() -> None:
               "assignment": [{"provider": "CUDAExecutionProvider", "op_type": op, "name": op.lower(), "domain": ""}
                              for op in ("MatMul", "Add", "Relu")],
               "placements": child.parse_placements(log), "memcpy_added": []}
-    p = mf.summarise_placement(answer, None)
+    p = summarise_placement(answer, None)
     assert p is not None
     assert p.gpu_share == 1.0
     assert p.op_types_by_provider == {"CUDAExecutionProvider": {"Add": 1, "MatMul": 1, "Relu": 1}}
@@ -270,7 +272,7 @@ def test_cuda_graph_refusal_is_quoted() -> None:
     answer = {"providers": ["CUDAExecutionProvider"], "cuda_ep_active": True, "placements": None,
               "assignment": [{"provider": "CUDAExecutionProvider", "op_type": "Loop", "name": "l", "domain": ""}],
               "cuda_graph": {"tried": True, "ok": False, "error": "Fail: ... as the model has control flow nodes"}}
-    p = mf.summarise_placement(answer, None)
+    p = summarise_placement(answer, None)
     assert p is not None
     found = mf.placement_findings(p, answer, None, cuda_graph=True)
     assert [f.id for f in found] == ["model-cuda-graph-refused"]
@@ -283,7 +285,7 @@ def test_cuda_graph_refusal_for_cpu_nodes_keeps_the_catalog_fix() -> None:
               "assignment": [{"provider": "CUDAExecutionProvider", "op_type": "Relu", "name": "r", "domain": ""}],
               "cuda_graph": {"tried": True, "ok": False,
                              "error": "Fail: ... as all the graph nodes have not been partitioned to the CUDA EP"}}
-    p = mf.summarise_placement(answer, None)
+    p = summarise_placement(answer, None)
     assert p is not None
     (found,) = mf.placement_findings(p, answer, None, cuda_graph=True)
     assert found.fix is not None

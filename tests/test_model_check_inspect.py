@@ -7,8 +7,8 @@ from pathlib import Path
 import onnx
 import pytest
 
-from ortdoctor.model_check import findings as mf
-from ortdoctor.model_check.inspect import inspect_model, parse_input_shape
+from ortdoctor.diagnose import model as mf
+from ortdoctor.prove.model_check.inspect import inspect_model, parse_input_shape
 from tests.support import models
 
 

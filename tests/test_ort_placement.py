@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor import ort_placement
+from ortdoctor.prove import ort_placement
 from tests.support import testenvs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,8 +62,8 @@ def test_assignment_grouped_per_provider_in_order() -> None:
 _CHILD = """
 import json, sys
 import onnxruntime as ort
-from ortdoctor import ort_placement
-from ortdoctor.smoke.model import build_model
+from ortdoctor.prove import ort_placement
+from ortdoctor.prove.smoke.model import build_model
 so = ort.SessionOptions()
 record = ort_placement.can_record(ort)
 if record:

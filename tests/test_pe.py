@@ -1,4 +1,4 @@
-"""ortdoctor.pe against small synthetic PE images (PE32+ and PE32) and malformed ones."""
+"""ortdoctor.formats.pe against small synthetic PE images (PE32+ and PE32) and malformed ones."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ortdoctor.pe import PeError, is_pe, read_pe
+from ortdoctor.formats.pe import PeError, is_pe, read_pe
 
 _LFANEW = 0x80
 _SECTION_RVA = 0x1000

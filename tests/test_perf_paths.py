@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from ortdoctor.doctor import run_check
-from ortdoctor.matrix import MatrixError
-from ortdoctor.probes import distributions
+from ortdoctor.decide.matrix import MatrixError
+from ortdoctor.doctor.check import run_check
+from ortdoctor.formats import distinfo as distributions
 from ortdoctor.probes.driver import nvml_library_may_exist
 from ortdoctor.probes.ort import probe_ort
-from ortdoctor.smoke.child import RESULT_PREFIX
-from ortdoctor.smoke.runner import SmokeRequest, start_smoke
+from ortdoctor.prove.smoke.child import RESULT_PREFIX
+from ortdoctor.prove.smoke.runner import SmokeRequest, start_smoke
 from tests.support.fake_site import install_dist
 from tests.support.sharedlibs import build_so
 
@@ -223,7 +223,7 @@ def _no_nvml_on_this_machine() -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux") or not _no_nvml_on_this_machine(),
                     reason="this machine may have an NVML library")
 def test_check_imports_neither_pyyaml_nor_pynvml_here() -> None:
-    code = ("import sys\nfrom ortdoctor.doctor import run_check\nrun_check(smoke=False)\n"
+    code = ("import sys\nfrom ortdoctor.doctor.check import run_check\nrun_check(smoke=False)\n"
             "print(sorted(m for m in ('yaml', 'pynvml', 'concurrent.futures', 'hashlib') if m in sys.modules))")
     env: dict[str, Any] = {k: v for k, v in os.environ.items() if k not in ("ORTDOCTOR_MATRIX", "LD_LIBRARY_PATH")}
     env["PYTHONPATH"] = str(ROOT)

@@ -82,7 +82,7 @@ def test_strict_raises_with_the_result(tmp_path: Path):
     site = build_fake_site(tmp_path / "site", cuda_libs=("libcurand.so.10",), cudnn=False)
     code = """
 import ortdoctor
-from ortdoctor.preloader import PreloadError
+from ortdoctor.preloading.preloader import PreloadError
 try:
     ortdoctor.preload(strict=True)
 except PreloadError as exc:
@@ -142,7 +142,7 @@ def test_cpu_build_and_missing_ort(tmp_path: Path):
 # ---------------------------------------------------------------------------------------------------
 def _cli(args: list[str], *, pythonpath: list[Path | str], cwd: Path | None = None,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    code = f"import sys; from ortdoctor.cli import main; sys.argv = ['ortdoctor', *{args!r}]; main()"
+    code = f"import sys; from ortdoctor.cli.main import main; sys.argv = ['ortdoctor', *{args!r}]; main()"
     return run_child(code, pythonpath=pythonpath, cwd=cwd, env=env)
 
 
@@ -267,7 +267,7 @@ except OSError as exc:
 def test_python_api_matches_preload_dlls_signature():
     import inspect
 
-    from ortdoctor.preloader import preload
+    from ortdoctor.preloading.preloader import preload
 
     params = list(inspect.signature(preload).parameters)
     assert params[:5] == ["directory", "cuda", "cudnn", "msvc", "strict"]

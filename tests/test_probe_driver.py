@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from ortdoctor.facts import DriverError
+from ortdoctor.core.facts import DriverError
+from ortdoctor.formats.ldcache import read_ld_cache
 from ortdoctor.probes.driver import cuda_version_text, probe_driver
-from ortdoctor.probes.system import read_ld_cache
 from tests.support import fake_nvml
 
 H200 = "dev=NVIDIA H200,9.0,143771,140000,GPU-uuid-0"

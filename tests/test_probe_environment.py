@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor.probes import collect_environment
-from ortdoctor.probes.distributions import DistIndex
-from ortdoctor.probes.maps import mapped_objects, mapped_paths
+from ortdoctor.formats.distinfo import DistIndex
+from ortdoctor.formats.procmaps import mapped_objects, mapped_paths
+from ortdoctor.probes.environment import collect_environment
 from ortdoctor.probes.nvidia_wheels import probe_nvidia_wheels
 from ortdoctor.probes.ort import probe_ort
 from ortdoctor.probes.platform import find_site_dirs, probe_python
@@ -126,8 +126,8 @@ def test_collect_environment_on_a_fake_tree(tmp_path: Path) -> None:
 
 _NO_IMPORT = """
 import json, sys
-from ortdoctor.probes import collect_environment
-from ortdoctor.facts import to_jsonable
+from ortdoctor.probes.environment import collect_environment
+from ortdoctor.core.facts import to_jsonable
 env = collect_environment()
 maps = open('/proc/self/maps').read()
 print(json.dumps({

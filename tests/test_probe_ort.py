@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor.facts import ElfInfo
-from ortdoctor.probes.distributions import DistIndex
+from ortdoctor.core.facts import ElfInfo
+from ortdoctor.formats.distinfo import DistIndex
 from ortdoctor.probes.ort import parse_literal_assignments, probe_ort
 from tests.support import testenvs
 from tests.support.fake_site import install_dist

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor.probes.system import LdCacheError, annotate_dir, parse_ld_cache, probe_system, read_ld_cache
+from ortdoctor.formats.ldcache import LdCacheError, parse_ld_cache, read_ld_cache
+from ortdoctor.probes.system import annotate_dir, probe_system
 from tests.support.sharedlibs import build_so
 
 LDCONFIG = shutil.which("ldconfig") or ("/sbin/ldconfig" if os.path.exists("/sbin/ldconfig") else None)

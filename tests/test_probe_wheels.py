@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor.probes.distributions import DistIndex
+from ortdoctor.formats.distinfo import DistIndex
 from ortdoctor.probes.nvidia_wheels import cuda_major_of, probe_nvidia_wheels
 from ortdoctor.probes.torch import cuda_from_local_tag, probe_torch
 from tests.support import testenvs

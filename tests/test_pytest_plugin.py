@@ -37,7 +37,7 @@ def test_marked():
 
 def test_fixture(ort_cuda_session):
     import numpy as np
-    from ortdoctor.smoke.model import build_model
+    from ortdoctor.prove.smoke.model import build_model
 
     model = build_model(8)
     session = ort_cuda_session(model.data)

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from ortdoctor.render_short import render as render_short
-from ortdoctor.smoke import SmokeResult
+from ortdoctor.prove.smoke.runner import SmokeResult
+from ortdoctor.report.short import render as render_short
 from tests.support import testenvs
 from tests.test_diagnose import driver_none, full_plan, healthy_env
 from tests.test_markdown import assert_one_details_block

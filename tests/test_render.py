@@ -6,9 +6,9 @@ import io
 
 import pytest
 
-from ortdoctor.commands.check import _use_color
-from ortdoctor.facts import OrtInfo, SystemInfo, TorchInfo
-from ortdoctor.render_text import render
+from ortdoctor.cli.check import _use_color
+from ortdoctor.core.facts import OrtInfo, SystemInfo, TorchInfo
+from ortdoctor.report.text import render
 from tests.test_diagnose import SITE, driver_none, full_plan, healthy_env, lib
 from tests.test_report import make_report
 
@@ -81,19 +81,19 @@ def test_colour_only_on_a_terminal_without_no_color(monkeypatch: pytest.MonkeyPa
 
 
 def test_timings_have_at_most_one_decimal() -> None:
-    from ortdoctor.render_text import format_timings
+    from ortdoctor.report.text import format_timings
 
     assert format_timings({"session": 241.113, "first_run": 55.62, "run": 0.0863, "import": 2.0}) == (
         "session 241 ms, first run 55.6 ms, steady run 0.09 ms, import 2 ms")
 
 
 def test_failed_smoke_without_a_classified_cause_points_at_the_finding() -> None:
-    from ortdoctor.smoke.runner import SmokeResult
+    from ortdoctor.prove.smoke.runner import SmokeResult
 
     error = ("RuntimeError: /onnxruntime_src/onnxruntime/core/providers/cuda/cuda_execution_provider_info.cc:63 static "
              "onnxruntime::CUDAExecutionProviderInfo ... Invalid device ID: 1")
     smoke = SmokeResult(ran=True, ok=False, device_id=1, error=error, finding_id="smoke-failed")
-    from ortdoctor.doctor import Report, verdict_of
+    from ortdoctor.report.model import Report, verdict_of
     from tests.test_diagnose import run
 
     found = run(healthy_env(), full_plan(), smoke=smoke)
@@ -106,9 +106,9 @@ def test_failed_smoke_without_a_classified_cause_points_at_the_finding() -> None
 
 
 def test_a_failed_device_shows_its_classified_cause() -> None:
-    from ortdoctor.classify import classify
-    from ortdoctor.devices import DeviceSmoke
-    from ortdoctor.smoke.runner import SmokeResult
+    from ortdoctor.diagnose.classify import classify
+    from ortdoctor.prove.smoke.devices import DeviceSmoke
+    from ortdoctor.prove.smoke.runner import SmokeResult
 
     log = "CUDA failure 100: no CUDA-capable device is detected ; GPU=-1 ; expr=cudaGetDeviceCount(&num_devices);"
     smoke = SmokeResult(ran=True, ok=False, device_id=1, error="RuntimeError: " + "x" * 200 + log,

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ortdoctor.doctor import Report, verdict_of
-from ortdoctor.facts import Finding, OrtInfo, SystemInfo
-from ortdoctor.findings_catalog import CATALOG, CONTRACT_IDS, explain_text, render_markdown
-from ortdoctor.report import dumps, to_json
+from ortdoctor.core.catalog import CATALOG, CONTRACT_IDS, explain_text, render_markdown
+from ortdoctor.core.facts import Finding, OrtInfo, SystemInfo
+from ortdoctor.report.json_report import dumps, to_json
+from ortdoctor.report.model import Report, verdict_of
 from tests.test_diagnose import MATRIX, driver_none, full_plan, healthy_env, run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor.facts import (
+from ortdoctor.core.facts import (
     DriverInfo,
     ElfInfo,
     Environment,
@@ -19,7 +19,7 @@ from ortdoctor.facts import (
     SystemInfo,
     TorchInfo,
 )
-from ortdoctor.resolver import (
+from ortdoctor.decide.resolver import (
     BUILTIN,
     DirectoryError,
     DirListing,
@@ -297,7 +297,7 @@ def test_windows_uses_dll_names_and_bin_dirs():
 
 
 def test_builtin_rows_match_the_matrix_when_it_is_readable():
-    from ortdoctor.matrix import MatrixError, load_matrix
+    from ortdoctor.decide.matrix import MatrixError, load_matrix
 
     try:
         matrix = load_matrix()

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor.smoke import SmokeRequest, child, run_smoke
-from ortdoctor.smoke.runner import judge
+from ortdoctor.prove.smoke import child
+from ortdoctor.prove.smoke.runner import SmokeRequest, judge, run_smoke
 from tests.support import testenvs
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_child_does_not_import_the_parents_machinery() -> None:
-    code = ("import sys; import ortdoctor.smoke.child; "
-            "print([m for m in ('ortdoctor.smoke.runner', 'subprocess', 'threading', 'dataclasses', 'traceback') "
+    code = ("import sys; import ortdoctor.prove.smoke.child; "
+            "print([m for m in ('ortdoctor.prove.smoke.runner', 'subprocess', 'threading', 'dataclasses', 'traceback') "
             "if m in sys.modules])")
     proc = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}"],
                           capture_output=True, text=True, timeout=60)
@@ -30,9 +30,9 @@ def test_the_child_does_not_import_the_parents_machinery() -> None:
 
 def test_the_child_preloads_with_the_builtin_rows_unless_a_matrix_is_named(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from ortdoctor.matrix import Matrix, MatrixError, default_matrix_path
-    from ortdoctor.preloader import library_rows
-    from ortdoctor.resolver import BUILTIN
+    from ortdoctor.decide.matrix import Matrix, MatrixError, default_matrix_path
+    from ortdoctor.decide.resolver import BUILTIN
+    from ortdoctor.preloading.preloader import library_rows
 
     monkeypatch.delenv("ORTDOCTOR_MATRIX", raising=False)
     assert library_rows(None) is BUILTIN
@@ -49,9 +49,9 @@ def test_the_child_preloads_with_the_builtin_rows_unless_a_matrix_is_named(
 @pytest.mark.realwheels
 def test_builtin_rows_and_the_shipped_matrix_preload_the_same_files() -> None:
     # The child (like the hook) preloads with the built-in rows: they must pick what the matrix picks.
-    from ortdoctor.matrix import load_matrix
-    from ortdoctor.preloader import preload, quick_environment
-    from ortdoctor.resolver import BUILTIN
+    from ortdoctor.decide.matrix import load_matrix
+    from ortdoctor.decide.resolver import BUILTIN
+    from ortdoctor.preloading.preloader import preload, quick_environment
 
     env = quick_environment(sys_path=[str(testenvs.ensure("ort-gpu")), str(testenvs.ensure("nvidia-cu13"))],
                             environ={})
@@ -64,7 +64,7 @@ def test_builtin_rows_and_the_shipped_matrix_preload_the_same_files() -> None:
 
 def _child(request: dict[str, object]) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(testenvs.ensure("ort-cpu"))}
-    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from ortdoctor.smoke.child import main; sys.exit(main())"
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from ortdoctor.prove.smoke.child import main; sys.exit(main())"
     proc = subprocess.run([sys.executable, "-c", code, json.dumps(request)], capture_output=True, text=True,
                           env=env, timeout=120, cwd=str(ROOT))
     line = proc.stdout.strip().splitlines()[-1]
@@ -86,9 +86,9 @@ def test_verbose_placement_comes_from_onnxruntime_itself() -> None:
 
 @pytest.mark.realwheels
 def test_verbose_placement_through_the_runner_and_both_renderers() -> None:
-    from ortdoctor.doctor import Report
-    from ortdoctor.render_smoke import render_smoke
-    from ortdoctor.render_text import render
+    from ortdoctor.report.model import Report
+    from ortdoctor.report.smoke import render_smoke
+    from ortdoctor.report.text import render
     from tests.test_diagnose import full_plan, healthy_env
 
     r = run_smoke(SmokeRequest(env={"PYTHONPATH": str(testenvs.ensure("ort-cpu"))}, timeout=120, verbose=True,

@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 import pytest
 
-from ortdoctor.smoke.model import IR_VERSION, OPSET, _varint, build_model
+from ortdoctor.prove.smoke.model import IR_VERSION, OPSET, _varint, build_model
 from tests.support import testenvs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ _CPU_SCRIPT = """
 import json, sys
 import numpy as np
 import onnxruntime as ort
-from ortdoctor.smoke.model import build_model
+from ortdoctor.prove.smoke.model import build_model
 n = int(sys.argv[1])
 m = build_model(n)
 s = ort.InferenceSession(m.data, providers=["CPUExecutionProvider"])

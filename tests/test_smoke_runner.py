@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor.smoke import SmokeRequest, run_smoke
-from ortdoctor.smoke.child import RESULT_PREFIX
-from ortdoctor.smoke.runner import CHILD_ARGV_ENV, judge, parse_node_placement
+from ortdoctor.diagnose.smoke import classify_smoke
+from ortdoctor.prove.smoke.child import RESULT_PREFIX
+from ortdoctor.prove.smoke.runner import CHILD_ARGV_ENV, SmokeRequest, judge, parse_node_placement, run_smoke
 from tests.support import testenvs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +92,7 @@ def test_child_without_onnxruntime_is_smoke_failed(tmp_path: Path) -> None:
     # An interpreter that cannot import onnxruntime: -S drops site-packages, an empty PYTHONPATH entry.
     code = ("import sys; sys.path[:] = [p for p in sys.path if 'site-packages' not in p]; "
             f"sys.path.insert(0, {str(ROOT)!r}); sys.modules['onnxruntime'] = None; "
-            "from ortdoctor.smoke.child import main; sys.exit(main())")
+            "from ortdoctor.prove.smoke.child import main; sys.exit(main())")
     r = run_smoke(SmokeRequest(child_argv=(sys.executable, "-c", code), timeout=60, preload=False))
     assert (r.ran, r.ok, r.finding_id, r.stage) == (True, False, "smoke-failed", "import")
     assert "could not be imported" in (r.error or "")
@@ -134,7 +134,7 @@ def _env(*names: str) -> dict[str, str | None]:
 
 @pytest.mark.realwheels
 def test_real_gpu_wheel_without_a_driver_is_driver_missing() -> None:
-    r = run_smoke(SmokeRequest(env=_env("ort-gpu", "nvidia-cu13"), timeout=120))
+    r = classify_smoke(run_smoke(SmokeRequest(env=_env("ort-gpu", "nvidia-cu13"), timeout=120)))
     assert (r.ran, r.ok, r.finding_id) == (True, False, "smoke-fell-back-to-cpu")
     assert r.ort_version == testenvs.ORT_GPU_VERSION
     assert r.cause_ids[0] == "driver-missing"
@@ -149,7 +149,7 @@ def test_real_gpu_wheel_without_a_driver_is_driver_missing() -> None:
 
 @pytest.mark.realwheels
 def test_real_gpu_wheel_without_cuda_libraries_names_the_missing_library() -> None:
-    r = run_smoke(SmokeRequest(env=_env("ort-gpu"), timeout=120, preload=False))
+    r = classify_smoke(run_smoke(SmokeRequest(env=_env("ort-gpu"), timeout=120, preload=False)))
     assert r.finding_id == "smoke-fell-back-to-cpu"
     assert r.cause_ids[0] == "cuda-lib-missing"
     assert r.causes[0].details["soname"].startswith("libcublas")
@@ -157,7 +157,7 @@ def test_real_gpu_wheel_without_cuda_libraries_names_the_missing_library() -> No
 
 @pytest.mark.realwheels
 def test_real_cpu_wheel_is_ort_cpu_only() -> None:
-    r = run_smoke(SmokeRequest(env=_env("ort-cpu"), timeout=120))
+    r = classify_smoke(run_smoke(SmokeRequest(env=_env("ort-cpu"), timeout=120)))
     assert r.finding_id == "smoke-fell-back-to-cpu"
     assert r.cause_ids == ("ort-cpu-only",)
     assert "CUDAExecutionProvider" not in r.available_providers

@@ -16,8 +16,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ortdoctor.facts import Device, DriverError, DriverInfo
-from ortdoctor.probes.system import default_lib_dirs, read_ld_cache
+from ortdoctor.core.facts import Device, DriverError, DriverInfo
+from ortdoctor.formats.ldcache import read_ld_cache
+from ortdoctor.probes.system import default_lib_dirs
 
 __all__ = ["cuda_version_text", "nvml_library_may_exist", "probe_driver"]
 
@@ -248,7 +249,7 @@ def _map_nvml_by_path(
 
 def _interpreter_search_dirs() -> list[str]:
     """The interpreter's RPATH/RUNPATH entries (conda's python has ``$ORIGIN/../lib``), expanded."""
-    from ortdoctor.elf import ElfError, read_elf
+    from ortdoctor.formats.elf import ElfError, read_elf
 
     try:
         info = read_elf(os.path.realpath(sys.executable))

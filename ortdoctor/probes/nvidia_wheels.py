@@ -14,8 +14,8 @@ import re
 import sys
 from collections.abc import Iterable
 
-from ortdoctor.facts import NvidiaWheel
-from ortdoctor.probes.distributions import DistIndex, Distribution
+from ortdoctor.core.facts import NvidiaWheel
+from ortdoctor.formats.distinfo import DistIndex, Distribution
 from ortdoctor.probes.platform import find_site_dirs
 
 __all__ = ["cuda_major_of", "probe_nvidia_wheels", "shared_library_files"]

@@ -17,10 +17,10 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from ortdoctor.elf import ElfError, read_elf
-from ortdoctor.facts import ElfInfo, OrtDistribution, OrtInfo, PeInfo
-from ortdoctor.pe import PeError, read_pe
-from ortdoctor.probes.distributions import DistIndex, Distribution, file_sha256, normalize, open_regular
+from ortdoctor.core.facts import ElfInfo, OrtDistribution, OrtInfo, PeInfo
+from ortdoctor.formats.distinfo import DistIndex, Distribution, file_sha256, normalize, open_regular
+from ortdoctor.formats.elf import ElfError, read_elf
+from ortdoctor.formats.pe import PeError, read_pe
 from ortdoctor.probes.platform import find_site_dirs
 
 __all__ = ["parse_literal_assignments", "probe_ort", "read_binary"]

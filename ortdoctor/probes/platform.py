@@ -10,8 +10,8 @@ import sys
 import sysconfig
 from collections.abc import Iterable, Mapping
 
-from ortdoctor.facts import PythonInfo
-from ortdoctor.probes.distributions import list_dist_infos
+from ortdoctor.core.facts import PythonInfo
+from ortdoctor.formats.distinfo import list_dist_infos
 
 __all__ = ["find_site_dirs", "probe_python"]
 

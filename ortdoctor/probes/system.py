@@ -13,99 +13,12 @@ import sys
 import sysconfig
 from collections.abc import Mapping, Sequence
 
-from ortdoctor.facts import SearchDir, SystemInfo
+from ortdoctor.core.facts import SearchDir, SystemInfo
+from ortdoctor.formats.ldcache import LdCacheError, read_ld_cache
 
-__all__ = ["LdCacheError", "annotate_dir", "default_lib_dirs", "parse_ld_cache", "probe_system", "read_ld_cache"]
-
-_NEW_MAGIC = b"glibc-ld.so.cache1.1"
-_OLD_MAGIC = b"ld.so-1.7.0"
-_MAX_CACHE = 64 * 1024 * 1024
-
-# Entry flags: the low byte is the library type, the next byte the architecture (glibc ldconfig.h).
-_FLAG_ELF_LIBC6 = 0x0003
-_ARCH_FLAGS = {"x86_64": 0x0300, "aarch64": 0x0A00, "ppc64le": 0x0500, "s390x": 0x0400, "riscv64": 0x1000}
+__all__ = ["annotate_dir", "default_lib_dirs", "probe_system"]
 
 _TOOLKIT_RE = re.compile(r"cuda-(\d+)\.(\d+)")
-
-
-class LdCacheError(ValueError):
-    """The ld.so cache is not in a format we read (the message says why)."""
-
-
-def parse_ld_cache(data: bytes, machine: str | None = None) -> dict[str, tuple[str, ...]]:
-    """soname -> paths, in cache order (the order ``ldconfig -p`` prints and ld.so searches).
-
-    Reads glibc's new format (``glibc-ld.so.cache1.1``), alone or after an old-format
-    (``ld.so-1.7.0``) block. With ``machine`` ("x86_64", ...) only libc6 entries for that
-    architecture are kept, as the loader of such a process would; unknown machines keep every entry.
-    """
-    if data.startswith(_NEW_MAGIC):
-        new_at = 0
-    elif data.startswith(_OLD_MAGIC):
-        if len(data) < 16:
-            raise LdCacheError("truncated old-format header")
-        (nlibs_old,) = struct.unpack_from("<I", data, 12)
-        new_at = 16 + nlibs_old * 12
-        new_at = (new_at + 7) & ~7  # the new block is aligned to 8 bytes
-        if not data.startswith(_NEW_MAGIC, new_at):
-            return _parse_old(data, nlibs_old, machine)
-    else:
-        raise LdCacheError("unknown ld.so cache format")
-    return _parse_new(data, new_at, machine)
-
-
-def _parse_new(data: bytes, base: int, machine: str | None) -> dict[str, tuple[str, ...]]:
-    if len(data) < base + 48:
-        raise LdCacheError("truncated header")
-    endian_flag = data[base + 28]
-    # flags: 0 unknown (assume little), 1 invalid, 2 little endian, 3 big endian (glibc dl-cache.h)
-    end = ">" if endian_flag == 3 else "<"
-    nlibs, _len_strings = struct.unpack_from(end + "II", data, base + 20)
-    entries_at = base + 48
-    if entries_at + nlibs * 24 > len(data):
-        raise LdCacheError(f"{nlibs} entries do not fit in {len(data)} bytes")
-    want = _ARCH_FLAGS.get(machine or "")
-    out: dict[str, list[str]] = {}
-    for i in range(nlibs):
-        flags, key, value = struct.unpack_from(end + "iII", data, entries_at + i * 24)
-        if want is not None and (flags & 0xFF != _FLAG_ELF_LIBC6 or flags & 0xFF00 != want):
-            continue
-        # String offsets of the new format count from the start of its header.
-        out.setdefault(_string(data, base + key), []).append(_string(data, base + value))
-    return {k: tuple(v) for k, v in out.items()}
-
-
-def _parse_old(data: bytes, nlibs: int, machine: str | None) -> dict[str, tuple[str, ...]]:
-    strings_at = 16 + nlibs * 12
-    if strings_at > len(data):
-        raise LdCacheError(f"{nlibs} entries do not fit in {len(data)} bytes")
-    want = _ARCH_FLAGS.get(machine or "")
-    out: dict[str, list[str]] = {}
-    for i in range(nlibs):
-        flags, key, value = struct.unpack_from("<iII", data, 16 + i * 12)
-        if want is not None and (flags & 0xFF != _FLAG_ELF_LIBC6 or flags & 0xFF00 != want):
-            continue
-        # Old-format offsets count from the end of the entry table.
-        out.setdefault(_string(data, strings_at + key), []).append(_string(data, strings_at + value))
-    return {k: tuple(v) for k, v in out.items()}
-
-
-def _string(data: bytes, offset: int) -> str:
-    if offset >= len(data):
-        raise LdCacheError(f"string offset {offset} outside the file")
-    stop = data.find(b"\0", offset)
-    if stop < 0:
-        raise LdCacheError(f"unterminated string at {offset}")
-    return data[offset:stop].decode("utf-8", "surrogateescape")
-
-
-def read_ld_cache(path: str = "/etc/ld.so.cache", machine: str | None = None) -> dict[str, tuple[str, ...]]:
-    """Read and parse a cache file. Raises OSError or :class:`LdCacheError`."""
-    with open(path, "rb") as f:
-        data = f.read(_MAX_CACHE + 1)
-    if len(data) > _MAX_CACHE:
-        raise LdCacheError(f"larger than {_MAX_CACHE} bytes")
-    return parse_ld_cache(data, machine)
 
 
 def _multiarch() -> str | None:

@@ -12,8 +12,8 @@ import re
 import sys
 from collections.abc import Iterable
 
-from ortdoctor.facts import TorchInfo
-from ortdoctor.probes.distributions import DistIndex, normalize, open_regular
+from ortdoctor.core.facts import TorchInfo
+from ortdoctor.formats.distinfo import DistIndex, normalize, open_regular
 from ortdoctor.probes.ort import parse_literal_assignments
 from ortdoctor.probes.platform import find_site_dirs
 

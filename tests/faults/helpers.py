@@ -111,7 +111,7 @@ def unprivileged_python(ids: tuple[int, int]) -> tuple[str, list[str]] | None:
                           (f"/usr/local/bin/python{ver}", [purelib])):
         env = clean_env({"PYTHONPATH": os.pathsep.join([str(ROOT), *extra]), "HOME": "/nonexistent"})
         try:
-            proc = subprocess.run([python, "-c", f"import sys, ortdoctor.cli, yaml, click; "
+            proc = subprocess.run([python, "-c", f"import sys, ortdoctor.cli.main, yaml, click; "
                                                f"assert sys.version_info[:2] == {tuple(sys.version_info[:2])}"],
                                   env=env, cwd="/", capture_output=True, timeout=60, preexec_fn=drop)
         except (OSError, subprocess.SubprocessError):

@@ -31,7 +31,7 @@ def mapped():
 '''
 
 THREADS = PRELUDE + r'''
-import ortdoctor.preloader as preloader
+import ortdoctor.preloading.preloader as preloader
 passes = []
 real_preload = preloader.preload
 def counting_preload(*args, **kwargs):  # observe how many load passes run; the logic is untouched
@@ -144,7 +144,7 @@ def test_hook_without_its_dependencies(case: Case) -> None:
 
 def test_hook_with_a_broken_ortdoctor_install_warns_once(case: Case) -> None:
     case.gpu_site()
-    got = _driver(case, BLOCKED, "yaml,click,pynvml,packaging,ortdoctor.loader")
+    got = _driver(case, BLOCKED, "yaml,click,pynvml,packaging,ortdoctor.preloading.loader")
     assert len(got["warnings"]) == 1, got["warnings"]
     assert "OrtdoctorWarning" in got["warnings"][0]
     assert "ortdoctor-broken" in got["warnings"][0]

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ortdoctor.smoke.child import RESULT_PREFIX, STAGE_PREFIX
+from ortdoctor.prove.smoke.child import RESULT_PREFIX, STAGE_PREFIX
 from tests.faults.conftest import Case
 from tests.faults.helpers import Result
 

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ortdoctor.elf import ElfError, is_elf, read_elf
-from ortdoctor.facts import ElfInfo, PeInfo
-from ortdoctor.pe import PeError, is_pe, read_pe
+from ortdoctor.core.facts import ElfInfo, PeInfo
+from ortdoctor.formats.elf import ElfError, is_elf, read_elf
+from ortdoctor.formats.pe import PeError, is_pe, read_pe
 from tests.support.sharedlibs import build_so
 from tests.test_pe import ORT_CUDA_IMPORTS, make_pe
 

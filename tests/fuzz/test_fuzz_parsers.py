@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ortdoctor.probes.distributions import _parse_metadata, _parse_record
+from ortdoctor.formats.distinfo import _parse_metadata, _parse_record
+from ortdoctor.formats.ldcache import LdCacheError, parse_ld_cache
 from ortdoctor.probes.ort import parse_literal_assignments
-from ortdoctor.probes.system import LdCacheError, parse_ld_cache
 
 EXAMPLES = int(os.environ.get("ORTDOCTOR_FUZZ_EXAMPLES", "200"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ortdoctor import classify
-from ortdoctor.model_check.inspect import ModelInspection, inspect_model
+from ortdoctor.diagnose import classify
+from ortdoctor.prove.model_check.inspect import ModelInspection, inspect_model
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = {p.name: p.read_text(encoding="utf-8", errors="replace") for p in sorted((ROOT / "tests/data/errors").glob("*.txt"))}

@@ -70,7 +70,7 @@ def dump():
 atexit.register(dump)
 sys.addaudithook(hook)
 sys.argv = ["ortdoctor", *sys.argv[3:]]
-from ortdoctor.cli import main
+from ortdoctor.cli.main import main
 main()
 '''
 
@@ -134,7 +134,7 @@ def test_check_with_smoke_spawns_only_its_own_child(case: Case, tmp_path: Path) 
     assert event == "subprocess.Popen"
     assert argv[0] == sys.executable, argv
     assert argv[1] == "-c", argv
-    assert "ortdoctor.smoke.child" in argv[2], argv
+    assert "ortdoctor.prove.smoke.child" in argv[2], argv
     assert events["_result"].data["smoke"]["ran"] is True
 
 
@@ -155,7 +155,7 @@ def test_hook_executes_nothing_and_spawns_nothing(case: Case, tmp_path: Path) ->
     _hostile_tree(case)
     hook_driver = tmp_path / "hook_driver.py"
     hook_driver.write_text("import ortdoctor.hook\n")
-    recorder = RECORDER.replace('sys.argv = ["ortdoctor", *sys.argv[3:]]\nfrom ortdoctor.cli import main\nmain()\n',
+    recorder = RECORDER.replace('sys.argv = ["ortdoctor", *sys.argv[3:]]\nfrom ortdoctor.cli.main import main\nmain()\n',
                                 "import ortdoctor.hook\n")
     (tmp_path / "recorder.py").write_text(recorder)
     out = tmp_path / "events.json"

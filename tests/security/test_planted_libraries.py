@@ -39,7 +39,7 @@ def _dump():
         dst.write(src.read())
 atexit.register(_dump)
 sys.argv = ["ortdoctor", *sys.argv[2:]]
-from ortdoctor.cli import main
+from ortdoctor.cli.main import main
 main()
 """
 
@@ -357,7 +357,7 @@ def test_hook_cache_written_by_another_user_is_not_trusted(case: Case, plant: Pl
     env: dict[str, str | None] = {"ORTDOCTOR_CACHE": None, "ORTDOCTOR_CACHE_DIR": str(cache_dir),
                                   "LD_LIBRARY_PATH": None}
     hook_driver = plant.root / "hook_driver.py"
-    hook_driver.write_text(DRIVER.replace('sys.argv = ["ortdoctor", *sys.argv[2:]]\nfrom ortdoctor.cli import main\n'
+    hook_driver.write_text(DRIVER.replace('sys.argv = ["ortdoctor", *sys.argv[2:]]\nfrom ortdoctor.cli.main import main\n'
                                           'main()\n', "import ortdoctor.hook\n"))
 
     def run_hook() -> None:

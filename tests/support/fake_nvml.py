@@ -37,7 +37,7 @@ def env_for(lib_dir: Path, spec: str, *, log: Path | None = None, base: dict[str
 
 _PROBE = """
 import json, sys
-from ortdoctor.facts import to_jsonable
+from ortdoctor.core.facts import to_jsonable
 from ortdoctor.probes.driver import probe_driver
 print(json.dumps(to_jsonable(probe_driver())))
 """

@@ -1,0 +1,84 @@
+"""The click layer: parse options, call the library, pick the exit code. Nothing else lives here.
+
+Subcommands live in :mod:`ortdoctor.cli` and are imported only when used, so
+``ortdoctor preload`` does not pay for the modules of ``ortdoctor check``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from ortdoctor._version import __version__
+from ortdoctor.core import exitcodes
+
+# name -> (module under ortdoctor.cli that defines a click command called `command`, short help).
+# The short help lives here so `ortdoctor --help` lists every command without importing any of them.
+_COMMANDS = {
+    "check": ("check", "Find what is wrong, say how to fix it, prove the CUDA EP."),
+    "preload": ("preload", "Load the CUDA/cuDNN libraries onnxruntime-gpu needs."),
+    "explain": ("explain", "Explain a finding id, an error text or a log."),
+    "matrix": ("matrix", "Show the matrix; pick a build for a CUDA/torch stack."),
+    "hook": ("hook", "Install or remove the pre-session hook (.pth)."),
+    "completion": ("completion", "Print the bash, zsh or fish completion script."),
+}
+
+_HELP = """Why is my ONNX Runtime session not using the GPU?
+
+\b
+Common uses:
+  ortdoctor check                  inspect, decide and prove the CUDA EP works
+  ortdoctor preload --directory "" load the right CUDA/cuDNN libraries, show which
+  ortdoctor explain - < log.txt    turn an ONNX Runtime error into cause and fix
+
+In Python, `import ortdoctor.hook` before the first session preloads the right libraries.
+"""
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = _COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        return importlib.import_module(f"ortdoctor.cli.{entry[0]}").command  # type: ignore[no-any-return]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short) for name, (_module, short) in _COMMANDS.items()])
+
+
+@click.group(cls=_LazyGroup, help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ortdoctor")
+def cli() -> None:
+    pass
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console entry point: no traceback reaches the user unless --debug was given."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    try:
+        return cli.main(args=args, prog_name="ortdoctor", standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("ortdoctor: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug in ortdoctor: say so, say where to report it, exit 3
+        if debug:
+            traceback.print_exc()
+        else:
+            click.echo(
+                f"ortdoctor: internal error: {type(exc).__name__}: {exc}\n"
+                f"This is a bug in ortdoctor {__version__}. Run again with --debug for the traceback and "
+                f"report it at {exitcodes.BUG_REPORT_URL}",
+                err=True,
+            )
+        sys.exit(exitcodes.CRASH)

@@ -1,1 +1,0 @@
-"""One module per subcommand; each defines a click command named ``command``."""

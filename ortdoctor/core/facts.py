@@ -1,0 +1,297 @@
+"""Plain data that the probes return and the resolver, the findings and the renderers consume.
+
+Every type here is a frozen dataclass of strings, numbers, tuples and other such dataclasses, so a
+whole inspected environment can be built by hand in a test, compared, and turned into JSON with
+:func:`to_jsonable`. Nothing in this module touches the file system.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+
+#: Where a library candidate came from, in the report contract's words.
+Source = Literal["loaded", "directory", "torch", "nvidia-wheel", "conda", "cuda-home", "system"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Binaries
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ElfInfo:
+    """What the dynamic section of one ELF shared object says (see :mod:`ortdoctor.formats.elf`)."""
+
+    path: str
+    machine: str  # "x86_64", "aarch64", ... or "unknown(<e_machine>)"
+    bits: int  # 32 or 64
+    soname: str | None = None
+    needed: tuple[str, ...] = ()
+    rpath: tuple[str, ...] = ()
+    runpath: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PeInfo:
+    """The import table of one Windows DLL (see :mod:`ortdoctor.formats.pe`)."""
+
+    path: str
+    machine: str  # "x86_64", "arm64", "x86", or "unknown(<machine>)"
+    imports: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------------
+# Python and platform
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PythonInfo:
+    version: str  # "3.11.7"
+    executable: str
+    implementation: str  # "CPython"
+    platform: str  # sysconfig.get_platform(): "linux-x86_64", "win-amd64"
+    machine: str  # platform.machine(): "x86_64", "aarch64", "AMD64"
+    os: str  # "linux", "windows", "darwin", ...
+    libc: str | None = None  # "glibc 2.36"
+    venv: str | None = None  # sys.prefix when it differs from sys.base_prefix
+    conda_prefix: str | None = None
+    container: tuple[str, ...] = ()  # hints: "/.dockerenv", "cgroup:docker", "KUBERNETES_SERVICE_HOST"
+    wsl: bool = False
+    site_dirs: tuple[str, ...] = ()  # every directory on sys.path that can hold distributions
+    multiprocessing_start_method: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# onnxruntime family
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OrtDistribution:
+    """One installed distribution that owns files under ``onnxruntime/`` (or ``onnxruntime_genai/``)."""
+
+    name: str  # as in METADATA: "onnxruntime-gpu"
+    version: str
+    location: str  # the site directory that holds its .dist-info
+    dist_info: str  # path of the .dist-info directory
+    # True when the pybind module on disk matches this distribution's RECORD hash, False when it does
+    # not (another distribution overwrote it), None when it could not be told (no RECORD, no hash).
+    owns_files_on_disk: bool | None = None
+    requires: tuple[str, ...] = ()  # Requires-Dist lines, verbatim
+    installer: str | None = None  # INSTALLER file ("pip", "uv", ...)
+    index_url: str | None = None  # from direct_url.json when present
+    problems: tuple[str, ...] = ()  # "RECORD missing", "METADATA unreadable: ..." ...
+
+
+@dataclass(frozen=True)
+class OrtInfo:
+    installed: bool
+    distributions: tuple[OrtDistribution, ...] = ()
+    package_dir: str | None = None  # .../site-packages/onnxruntime
+    active: str | None = None  # the distribution whose files are on disk
+    version: str | None = None  # __version__ from build_and_package_info.py (else the dist version)
+    package_name: str | None = None  # package_name from build_and_package_info.py
+    cuda_version: str | None = None  # "13.0"; None for a CPU build or when unknown
+    cudnn_major: int | None = None  # from METADATA extras, the TensorRT provider's NEEDED, or the matrix
+    is_gpu_build: bool = False  # libonnxruntime_providers_cuda.so / onnxruntime_providers_cuda.dll exists
+    cuda_provider: ElfInfo | PeInfo | None = None
+    tensorrt_provider: ElfInfo | PeInfo | None = None
+    pybind: ElfInfo | PeInfo | None = None
+    build_info_path: str | None = None
+    build_info_error: str | None = None  # why build_and_package_info.py could not be read
+    # Other CUDA-linked ORT-family libraries (onnxruntime_genai, ...), for mixed-major checks.
+    other_cuda_libraries: tuple[ElfInfo | PeInfo, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------------
+# PyTorch
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TorchInfo:
+    version: str  # "2.11.0+cu130"
+    cuda: str | None  # "13.0"; None for a CPU build
+    cudnn: str | None  # "9.19.0" when known (the nvidia-cudnn wheel it depends on), else None
+    lib_dir: str | None
+    location: str  # site directory
+    requires: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------------
+# NVIDIA wheels
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NvidiaWheel:
+    name: str  # "nvidia-cuda-runtime", "nvidia-cudnn-cu13"
+    version: str
+    location: str  # site directory
+    lib_dirs: tuple[str, ...] = ()  # absolute directories holding its shared libraries
+    sonames: tuple[str, ...] = ()  # file names of the shared libraries it ships (libcudart.so.13, ...)
+    cuda_major: int | None = None  # 12 for "-cu12", 13 for "-cu13" or the unsuffixed 13.x layout
+
+
+# --------------------------------------------------------------------------------------------------
+# System search locations
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SearchDir:
+    """One directory the loader or ortdoctor may search, annotated for the report."""
+
+    path: str
+    origin: str  # "LD_LIBRARY_PATH", "ld.so.cache", "default", "CUDA_HOME", "conda", "PATH", ...
+    exists: bool = True
+    relative: bool = False  # the entry was relative (resolved against the cwd by the loader!)
+    world_writable: bool = False
+    foreign_owner: bool = False  # owned by a non-root user other than the current one
+    note: str | None = None  # "empty entry = current directory", "CUDA 12 toolkit", ...
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    conda_prefix: str | None = None
+    cuda_home: str | None = None
+    cuda_path: str | None = None
+    cudnn_path: str | None = None
+    ld_library_path: tuple[SearchDir, ...] = ()
+    # soname -> paths, as `ldconfig -p` would list them (read from /etc/ld.so.cache, not by running it)
+    ldconfig: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    default_dirs: tuple[SearchDir, ...] = ()
+    windows_path: tuple[SearchDir, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------------
+# Driver
+# --------------------------------------------------------------------------------------------------
+class DriverError(str, enum.Enum):
+    LIBRARY_NOT_FOUND = "library-not-found"  # no libnvidia-ml.so.1 / nvml.dll: no driver installed
+    DRIVER_NOT_LOADED = "driver-not-loaded"  # library present, kernel module absent
+    LIB_RM_VERSION_MISMATCH = "lib-rm-version-mismatch"  # upgraded without a reboot
+    NO_PERMISSION = "no-permission"
+    GPU_IS_LOST = "gpu-is-lost"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Device:
+    index: int  # NVML index (physical order)
+    name: str
+    uuid: str | None = None
+    compute_capability: str | None = None  # "9.0"
+    memory_total_mib: int | None = None
+    memory_free_mib: int | None = None
+    compute_mode: str | None = None  # "default", "exclusive-process", "prohibited"
+
+
+@dataclass(frozen=True)
+class DriverInfo:
+    available: bool
+    version: str | None = None  # "580.159.04"
+    cuda_version: str | None = None  # "13.0": the highest CUDA the driver supports
+    error: str | None = None
+    error_kind: DriverError | None = None
+    devices: tuple[Device, ...] = ()
+    cuda_visible_devices: str | None = None  # the raw variable, None when unset
+    nvidia_visible_devices: str | None = None
+    libcuda: tuple[str, ...] = ()  # where libcuda.so.1 / nvcuda.dll was seen
+    dev_nodes: tuple[str, ...] = ()  # /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/dxg
+    kernel_module_version: str | None = None  # from /proc/driver/nvidia/version
+
+
+# --------------------------------------------------------------------------------------------------
+# The whole environment
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Environment:
+    python: PythonInfo
+    ort: OrtInfo
+    torch: TorchInfo | None
+    nvidia_wheels: tuple[NvidiaWheel, ...]
+    system: SystemInfo
+    driver: DriverInfo
+    # realpaths of shared objects already mapped in the inspecting process (from /proc/self/maps)
+    mapped: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------------
+# Findings
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Finding:
+    id: str  # stable kebab-case slug, documented in docs/findings.md
+    severity: Severity
+    title: str  # one line a person reads first
+    detail: str  # what was seen: versions, paths, file names
+    fix: str | None  # the exact command(s) or change that resolves it
+
+
+@dataclass(frozen=True)
+class Match:
+    """One recognised failure in a text (see :mod:`ortdoctor.diagnose.classify`)."""
+
+    finding_id: str
+    what: str  # what happened, with the names from the message
+    why: str
+    fix: str
+    evidence: str  # the line that matched (colour codes removed, shortened)
+    details: dict[str, str] = field(default_factory=dict)  # soname, code, cuda_major, ...
+    consequence: bool = False  # True for "the EP was not used" lines that follow a real cause
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.finding_id,
+            "what": self.what,
+            "why": self.why,
+            "fix": self.fix,
+            "evidence": self.evidence,
+            "details": dict(self.details),
+            "consequence": self.consequence,
+        }
+
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn facts (nested dataclasses, enums, tuples, dicts) into JSON-ready Python values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------------------------------
+# The resolver's plan (see :mod:`ortdoctor.decide.resolver`)
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Candidate:
+    """One file that could satisfy a soname, with where it came from and why it was not taken."""
+
+    path: str
+    source: Source
+    version: str | None = None
+    rejected: str | None = None  # None for the chosen candidate and for acceptable alternatives
+
+
+@dataclass(frozen=True)
+class LibraryPlan:
+    name: str  # component key from the matrix: "cudart", "cublas", "cublasLt", "cudnn", "cudnn_graph", ...
+    soname: str  # "libcudart.so.13" (Windows: the DLL name)
+    required: bool  # True: DT_NEEDED of the provider (load-time); False: dlopen'd lazily by ORT or cuDNN
+    chosen: Candidate | None
+    candidates: tuple[Candidate, ...] = ()
+    # Files of the same component present only for another CUDA/cuDNN major (drives *-major-mismatch).
+    other_major: tuple[Candidate, ...] = ()
+    skipped: str | None = None  # why it is not to be loaded at all ("--no-cudnn")
+
+
+@dataclass(frozen=True)
+class Plan:
+    cuda_major: int | None
+    cudnn_major: int | None
+    directory: str | None  # preload_dlls semantics: None, "" or a path
+    libraries: tuple[LibraryPlan, ...] = ()  # in load (dependency) order
+    findings: tuple[Finding, ...] = ()  # what the resolver itself noticed (unsafe or relative dirs, ...)

@@ -1,0 +1,145 @@
+"""What the dynamic loader takes on its own, without ortdoctor's preload.
+
+Pure functions of the inspected facts and the plan: whether a chosen file is on the loader's own
+search path (``LD_LIBRARY_PATH``, the provider's RUNPATH, the ld.so cache, the default directories),
+and which copy the loader would map instead. The diagnosis and the report ask these questions; they
+are answered here, once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ortdoctor.core.facts import Candidate, ElfInfo, Environment, LibraryPlan, OrtInfo, SearchDir
+from ortdoctor.decide.resolver import version_from_filename
+
+__all__ = ["CPU_FLAVOURS", "SOURCE_WORDS", "LoaderPick", "compact_sonames", "default_loader_copy", "is_cuda_build",
+           "loader_dirs", "loader_visible", "same_file"]
+
+#: Every distribution that installs a CPU build into the `onnxruntime/` import package.
+CPU_FLAVOURS = ("onnxruntime", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn")
+
+
+def is_cuda_build(ort: OrtInfo) -> bool:
+    """The files on disk are a CUDA build: the provider library exists and the build info does not say
+    CPU. (With two flavours installed the GPU wheel's provider library can survive next to the CPU
+    wheel's pybind module; the build info of the winner decides.)"""
+    if not ort.is_gpu_build:
+        return False
+    if ort.cuda_version:
+        return True
+    return not (ort.package_name and ort.package_name in CPU_FLAVOURS)
+
+
+def compact_sonames(names: Sequence[str]) -> list[str]:
+    """``libcudnn.so.9`` plus its sub-libraries as one item: the list stays readable."""
+    subs = [n for n in names if n.startswith("libcudnn_")]
+    rest = [n for n in names if not n.startswith("libcudnn_")]
+    if len(subs) > 1:
+        rest.append(f"{len(subs)} cuDNN sub-libraries")
+    else:
+        rest += subs
+    return rest
+
+
+def loader_dirs(env: Environment, os_name: str | None = None) -> set[str]:
+    """Directories the dynamic loader searches on its own for the provider library's dependencies."""
+    sys_ = env.system
+    dirs: list[SearchDir] = list(sys_.ld_library_path) + list(sys_.default_dirs)
+    if (os_name or env.python.os) == "windows":
+        dirs += list(sys_.windows_path)
+    out = {os.path.normpath(d.path) for d in dirs if d.exists and not d.relative and d.path}
+    provider = env.ort.cuda_provider
+    if provider is not None:
+        origin = os.path.dirname(provider.path)
+        out.add(os.path.normpath(origin))  # Windows: the DLL's own directory; Linux: harmless
+        if isinstance(provider, ElfInfo):
+            for entry in (*provider.runpath, *provider.rpath):
+                out.add(os.path.normpath(entry.replace("$ORIGIN", origin).replace("${ORIGIN}", origin)))
+    return out
+
+
+def loader_visible(env: Environment, soname: str, cand: Candidate, os_name: str | None = None) -> bool:
+    """Whether the dynamic loader finds ``cand`` for ``soname`` on its own (no preload needed)."""
+    if cand.source == "loaded":
+        return True
+    if cand.path in env.system.ldconfig.get(soname, ()):
+        return True
+    if os.path.realpath(cand.path) in env.mapped:
+        return True
+    return os.path.normpath(os.path.dirname(cand.path)) in loader_dirs(env, os_name)
+
+
+#: How the report names a candidate's source.
+SOURCE_WORDS: dict[str, str] = {
+    "loaded": "already loaded", "directory": "--directory", "torch": "torch lib", "nvidia-wheel": "NVIDIA wheel",
+    "conda": "conda", "cuda-home": "CUDA toolkit", "system": "system",
+}
+
+
+@dataclass(frozen=True)
+class LoaderPick:
+    """The file the dynamic loader maps for a soname when nothing preloads it."""
+
+    path: str  # as the loader opens it (the ld.so.cache entry, or directory + soname)
+    version: str | None
+    source: str  # the source of the same file among the plan's candidates ("system", "cuda-home", ...)
+    via: str  # "LD_LIBRARY_PATH", "the CUDA provider's RUNPATH", "ld.so.cache", "default directory"
+    same_as_chosen: bool
+
+
+def same_file(a: str, b: str) -> bool:
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
+
+
+def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None = None) -> LoaderPick | None:
+    """What the dynamic loader would map for ``lp`` without a preload (Linux); None when it finds no
+    copy, when it cannot be told (Windows), or when nothing was chosen.
+
+    glibc's order for a library dlopen'd by the CUDA provider (which has a RUNPATH, so its RPATH is
+    ignored): LD_LIBRARY_PATH, the provider's RUNPATH, the ld.so cache, the default directories."""
+    chosen = lp.chosen
+    if (os_name or env.python.os) == "windows" or chosen is None or chosen.source == "loaded":
+        return None
+    if os.path.realpath(chosen.path) in env.mapped:
+        return None
+    cands = [chosen, *(c for c in lp.candidates if c.source != "loaded")]
+
+    def pick(c: Candidate, path: str, via: str) -> LoaderPick:
+        return LoaderPick(path, c.version, c.source, via, same_file(path, chosen.path))
+
+    def in_dir(d: str, via: str) -> LoaderPick | None:
+        nd = os.path.normpath(d)
+        for c in cands:
+            if os.path.normpath(os.path.dirname(c.path)) == nd:
+                return pick(c, c.path, via)
+        path = os.path.join(nd, lp.soname)
+        if os.path.lexists(path):  # the same file reached through another directory (a symlinked one)
+            for c in cands:
+                if os.path.realpath(c.path) == os.path.realpath(path):
+                    return pick(c, path, via)
+        return None
+
+    sys_ = env.system
+    for d in sys_.ld_library_path:
+        if d.exists and d.path and not d.relative and (hit := in_dir(d.path, "LD_LIBRARY_PATH")):
+            return hit
+    provider = env.ort.cuda_provider
+    if isinstance(provider, ElfInfo):
+        origin = os.path.dirname(provider.path)
+        for entry in (*provider.runpath, *(() if provider.runpath else provider.rpath)):
+            d = entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+            if os.path.isabs(d) and (hit := in_dir(d, "the CUDA provider's RUNPATH")):
+                return hit
+    for path in sys_.ldconfig.get(lp.soname, ())[:1]:
+        for c in cands:
+            if c.path == path or os.path.realpath(c.path) == os.path.realpath(path):
+                return pick(c, path, "ld.so.cache")
+        version = version_from_filename(os.path.realpath(path), lp.soname)
+        return LoaderPick(path, version, "system", "ld.so.cache", False)
+    for d in sys_.default_dirs:
+        if d.exists and d.path and (hit := in_dir(d.path, "default directory")):
+            return hit
+    return None

@@ -1,0 +1,1 @@
+"""Diagnose: facts, plan and proofs -> findings; and error text -> findings (the classifier)."""

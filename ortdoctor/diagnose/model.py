@@ -1,0 +1,255 @@
+"""Findings about the user's own model: what was seen, why it keeps work off the GPU, and the fix.
+
+Everything here is a pure function of the file inspection (:mod:`ortdoctor.prove.model_check.inspect`), the
+child's answer (:mod:`ortdoctor.prove.model_check.child`, already summarised into a :class:`Placement`) and the
+driver facts. Each id is documented once, in :mod:`ortdoctor.core.catalog` (:data:`CATALOG` here is
+the list of this module's entries there).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from ortdoctor.core.catalog import CATALOG as _CATALOG
+from ortdoctor.core.catalog import CatalogEntry, make
+from ortdoctor.core.facts import DriverInfo, Finding, Severity
+from ortdoctor.prove.model_check.inspect import ModelInspection
+from ortdoctor.prove.model_check.placement import CUDA_EP, Placement
+
+#: Every id this module emits. Their documentation (title, severity, cause, evidence, fix) lives in
+#: :mod:`ortdoctor.core.catalog`, the single source for ``docs/findings.md`` and ``ortdoctor explain``.
+MODEL_IDS: tuple[str, ...] = (
+    "model-invalid", "model-truncated", "model-external-data-missing", "model-opset-unsupported",
+    "model-load-failed", "model-check-failed", "model-not-on-gpu", "model-quantized-ops-on-cpu",
+    "model-cpu-compute-ops", "model-memcpy-nodes", "model-control-flow-blocks-cuda-graph",
+    "model-dynamic-shapes-block-cuda-graph", "model-cuda-graph-refused", "model-too-large-for-device",
+    "model-run-failed",
+)
+#: The catalog entries of those ids, in that order.
+CATALOG: tuple[CatalogEntry, ...] = tuple(_CATALOG[i] for i in MODEL_IDS)
+
+#: Finding ids that mean "the input model cannot be used as given": the check command exits with 2.
+INPUT_ERROR_IDS = frozenset({"model-invalid", "model-truncated", "model-external-data-missing",
+                             "model-opset-unsupported"})
+
+
+def make_finding(id_: str, detail: str, fix: str | None = None, severity: Severity | None = None,
+                 title: str | None = None) -> Finding:
+    if id_ not in MODEL_IDS:  # a typo here would otherwise pass as a valid catalog id of another area
+        raise KeyError(id_)
+    return make(id_, detail, fix, severity=severity, title=title)
+
+
+# --------------------------------------------------------------------------------------------------
+# Findings
+# --------------------------------------------------------------------------------------------------
+def inspection_findings(ins: ModelInspection) -> list[Finding]:
+    """What the file alone proves wrong (before any session)."""
+    if ins.problem == "truncated":
+        return [make_finding("model-truncated", f"{ins.path}: {ins.problem_detail} (file size {ins.file_bytes} bytes).")]
+    if ins.problem is not None:
+        return [make_finding("model-invalid", f"{ins.path}: {ins.problem_detail}.")]
+    missing = ins.missing_external
+    if missing:
+        listed = "; ".join(
+            f"tensor {r.tensor!r} -> {r.path}" + (f" ({r.problem})" if r.problem else " (file not found)")
+            for r in missing[:5]
+        )
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        locations = sorted({r.location for r in missing})
+        return [make_finding("model-external-data-missing",
+                   f"{ins.path} keeps {len(ins.external_refs)} initializer(s) in external files; "
+                   f"missing or unusable: {listed}{more}.",
+                   fix=f"Place {', '.join(locations)} in {_dirname(ins.path)} (the path is relative to the "
+                   "model file), e.g. copy the whole export directory, not only the .onnx file.")]
+    return []
+
+
+def _dirname(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else "."
+
+
+_OPSET_MAX = re.compile(r"Current official support for domain (\S+) is till opset (\d+)")
+_OPSET_UNDER_DEV = re.compile(r"Opset (\d+) is under development")
+_IR_VERSION = re.compile(r"Unsupported model IR version: (\d+), max supported IR version: (\d+)")
+_NO_KERNEL = re.compile(r"Could not find an implementation for (\S+)")
+
+
+def session_error_findings(error: str, ins: ModelInspection | None, ort_version: str | None) -> list[Finding]:
+    """Classify onnxruntime's own error text from creating the session."""
+    where = f"onnxruntime {ort_version}" if ort_version else "onnxruntime"
+    quoted = error.strip()
+    if len(quoted) > 1200:
+        quoted = quoted[:1200] + " ..."
+    opset_max = _OPSET_MAX.search(error)
+    ir = _IR_VERSION.search(error)
+    if opset_max or _OPSET_UNDER_DEV.search(error) or ir or ("opset" in error.lower() and "not supported" in error):
+        model_opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in (ins.opsets.items() if ins else ()))
+        if ir:
+            seen = f"The model has IR version {ir.group(1)}; {where} supports up to {ir.group(2)}."
+        elif opset_max:
+            seen = (f"The model imports {model_opsets or 'an opset'}; {where} officially supports domain "
+                    f"{opset_max.group(1)} up to opset {opset_max.group(2)}.")
+        else:
+            seen = f"The model imports {model_opsets or 'an opset'}, newer than {where} supports."
+        fix = ("pip install --upgrade onnxruntime-gpu  (a newer release supports newer opsets), or export "
+               "the model again with a lower opset, e.g. torch.onnx.export(..., opset_version=17)")
+        if opset_max:
+            fix += f" (at most {opset_max.group(2)} for this onnxruntime)"
+        return [make_finding("model-opset-unsupported", f"{seen} onnxruntime said: {quoted}", fix=fix)]
+    if "External data path" in error or "external data" in error.lower():
+        return [make_finding("model-external-data-missing", f"{where} could not read the model's external data: {quoted}")]
+    if "INVALID_PROTOBUF" in error or "Protobuf parsing failed" in error:
+        return [make_finding("model-invalid", f"{where} could not parse the model: {quoted}")]
+    if "NO_SUCHFILE" in error or "File doesn't exist" in error:
+        return [make_finding("model-invalid", f"{where} could not open the model: {quoted}")]
+    kernel = _NO_KERNEL.search(error)
+    if kernel:
+        return [make_finding("model-load-failed", f"{where} has no kernel for {kernel.group(1)}: {quoted}",
+                   fix="Export the node with types/opset this onnxruntime implements, or upgrade onnxruntime; "
+                   "a custom-op model needs its custom-op library registered (SessionOptions.register_custom_ops_library).")]
+    return [make_finding("model-load-failed", f"{where} could not create a session: {quoted}")]
+
+
+def placement_findings(p: Placement, child: Mapping[str, Any], ins: ModelInspection | None, *,
+                       cuda_graph: bool) -> list[Finding]:
+    out: list[Finding] = []
+    providers = list(child.get("providers") or ())
+    if not child.get("cuda_ep_active"):
+        # ORT's own reason: the provider library's load error and the "Failed to create" warning
+        evidence = [ln for ln in child.get("log_lines") or ()
+                    if "Failed to" in ln or "CUDA failure" in ln or "cudaError" in ln]
+        why = (" onnxruntime said: " + " | ".join(_strip_log_prefix(x) for x in evidence[-3:])) if evidence else ""
+        available = child.get("available_providers") or []
+        if CUDA_EP not in available:
+            why = (f" This onnxruntime {child.get('ort_version') or ''} has no CUDA EP at all "
+                   f"(available: {', '.join(available)}).")
+        out.append(make_finding("model-not-on-gpu",
+                      f"The session for {child.get('model')} runs on {providers or 'no provider'}; all "
+                      f"{p.total} node(s) are on the CPU, so nothing here says which nodes the GPU would "
+                      f"take.{why}"))
+        if ins is not None and ins.quantized_ops:
+            ops = ", ".join(f"{op} x{n}" for op, n in ins.quantized_ops.items())
+            out.append(make_finding("model-quantized-ops-on-cpu", severity="info",
+                          title="the model is quantized for the CPU (placement on the GPU not verified here)",
+                          detail=f"The model contains {ops}. The CUDA EP runs few of these; with a working "
+                          "CUDA EP onnxruntime would place them on the CPU. Not verified: the CUDA EP was "
+                          "not created in this environment."))
+        return out
+    quantized = Counter(n["op_type"] for n in p.cpu_nodes if n["kind"] == "quantized")
+    compute = Counter(n["op_type"] for n in p.cpu_nodes if n["kind"] == "compute")
+    shape = [n for n in p.cpu_nodes if n["kind"] == "shape"]
+    share = f"{p.gpu_share:.0%}" if p.gpu_share is not None else "unknown"
+    if quantized:
+        out.append(make_finding("model-quantized-ops-on-cpu",
+                      f"onnxruntime placed {_ops(quantized)} on the CPU ({share} of the graph on the CUDA "
+                      f"EP; {p.memcpy_nodes} Memcpy node(s) inserted). These come from dynamic "
+                      "quantization (onnxruntime.quantization.quantize_dynamic), which targets CPUs."))
+    if compute:
+        names = ", ".join(n["name"] or n["op_type"] for n in p.cpu_nodes if n["kind"] == "compute")
+        out.append(make_finding("model-cpu-compute-ops",
+                      f"onnxruntime placed {_ops(compute)} on the CPU ({share} of the graph on the CUDA EP): "
+                      f"{_clip(names)}."))
+    if p.memcpy_nodes:
+        out.append(make_finding("model-memcpy-nodes",
+                      f"{p.memcpy_nodes} MemcpyToHost/MemcpyFromHost node(s) move tensors between the GPU "
+                      f"and the CPU on every run ({len(shape)} CPU node(s) only compute shapes)."))
+    if cuda_graph:
+        cg = child.get("cuda_graph") or {}
+        if cg.get("tried") and not cg.get("ok"):
+            error = str(cg.get("error") or "")
+            # ORT names the reason: control flow needs a different fix than nodes left on the CPU.
+            fix = ("Export the model without control flow (unroll loops, fix the branch), or run without "
+                   "enable_cuda_graph." if "control flow" in error.lower() else None)
+            out.append(make_finding("model-cuda-graph-refused",
+                          f"Creating the session with enable_cuda_graph=1 failed: {error}", fix))
+    return out
+
+
+def structure_findings(ins: ModelInspection, *, cuda_graph: bool) -> list[Finding]:
+    """CUDA-graph constraints that the file alone shows (control flow, dynamic input shapes)."""
+    out: list[Finding] = []
+    if ins.control_flow_nodes:
+        out.append(make_finding("model-control-flow-blocks-cuda-graph",
+                      severity="warning" if cuda_graph else "info",
+                      detail=f"The model has {len(ins.control_flow_nodes)} control-flow node(s): "
+                      f"{_clip(', '.join(ins.control_flow_nodes))}. enable_cuda_graph cannot be used with it"
+                      + ("." if cuda_graph else " (only matters if you enable CUDA graphs).")))
+    if cuda_graph and ins.dynamic_inputs:
+        dyn = "; ".join(f"{i.name} {list(i.shape) if i.shape is not None else '(no shape)'}"
+                        for i in ins.dynamic_inputs)
+        out.append(make_finding("model-dynamic-shapes-block-cuda-graph",
+                      f"Inputs with dynamic dimensions: {_clip(dyn)}. A captured CUDA graph is only valid "
+                      "for the shapes it was captured with."))
+    return out
+
+
+def memory_findings(ins: ModelInspection, driver: DriverInfo | None, device_id: int) -> list[Finding]:
+    """``device_id`` is a CUDA ordinal: mapped to NVML's device through CUDA_VISIBLE_DEVICES first."""
+    if driver is None or not driver.available:
+        return []
+    from ortdoctor.decide.devices import describe, map_devices
+
+    cuda = map_devices(driver).get(device_id)
+    device = cuda.device if cuda is not None else None
+    if cuda is None or device is None or cuda.mig:  # a MIG slice has less memory than NVML's GPU shows
+        return []
+    free_mib = device.memory_free_mib if device.memory_free_mib is not None else device.memory_total_mib
+    if free_mib is None:
+        return []
+    need = ins.total_bytes
+    if need <= free_mib * 1024 * 1024:
+        return []
+    kind = "free" if device.memory_free_mib is not None else "total"
+    return [make_finding("model-too-large-for-device",
+               f"The model's weights take {_mib(need)} MiB ({ins.path} plus external data); "
+               f"{describe(cuda)} has {free_mib} MiB {kind}.")]
+
+
+def run_findings(run: Mapping[str, Any] | None) -> list[Finding]:
+    if not run:
+        return []
+    if run.get("problems"):
+        return [make_finding("model-run-failed", "; ".join(run["problems"]) + ".")]
+    out = []
+    for side in ("cuda", "cpu"):
+        r = run.get(side) or {}
+        if r and not r.get("ok") and "was not created" not in (r.get("error") or ""):
+            out.append(make_finding("model-run-failed", f"The {side.upper()} run failed: {r.get('error')}"))
+    return out
+
+
+def _ops(c: Counter[str]) -> str:
+    return ", ".join(f"{op} x{n}" for op, n in c.most_common())
+
+
+def _clip(text: str, limit: int = 400) -> str:
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _mib(n: int) -> int:
+    return -(-n // (1024 * 1024))
+
+
+def _strip_log_prefix(line: str) -> str:
+    """Drop the timestamp/source prefix of an ORT log record: the text is what classifies it."""
+    return re.sub(r"^.*?\] ", "", line, count=1) if "onnxruntime" in line[:80] else line
+
+
+__all__ = [
+    "CATALOG",
+    "INPUT_ERROR_IDS",
+    "MODEL_IDS",
+    "CatalogEntry",
+    "Placement",
+    "inspection_findings",
+    "make_finding",
+    "memory_findings",
+    "placement_findings",
+    "run_findings",
+    "session_error_findings",
+    "structure_findings",
+]

@@ -1,0 +1,272 @@
+"""A fast scanner of installed distributions (``*.dist-info`` directories) in site directories.
+
+``importlib.metadata`` opens and parses the METADATA of every distribution it meets; with a thousand
+packages installed that dominates a diagnosis. This scanner lists directory *names* only, picks the
+few distributions ortdoctor cares about by the name encoded in the directory name, and parses
+METADATA and RECORD of those alone. Nothing is imported and nothing is executed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from ortdoctor.formats.regular_file import open_regular
+
+__all__ = [
+    "DistIndex",
+    "DistRef",
+    "Distribution",
+    "RecordEntry",
+    "file_sha256",
+    "list_dist_infos",
+    "normalize",
+    "open_regular",
+]
+
+# A METADATA header block or RECORD larger than this is not a real one: stop reading instead of
+# letting a hostile or corrupt file cost memory and time.
+_MAX_METADATA = 1024 * 1024
+_MAX_RECORD = 32 * 1024 * 1024
+_MAX_SMALL = 64 * 1024
+
+
+def normalize(name: str) -> str:
+    """PEP 503 normalisation: ``Nvidia_CUDNN.cu13`` -> ``nvidia-cudnn-cu13``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class DistRef:
+    """A distribution known by its ``.dist-info`` directory name only (nothing parsed yet)."""
+
+    name: str  # normalised project name from the directory name
+    version: str  # version from the directory name ("" when the name carries none)
+    location: str  # the site directory
+    dist_info: str  # absolute path of the .dist-info directory
+
+
+@dataclass(frozen=True)
+class RecordEntry:
+    path: str  # as written in RECORD, relative to the site directory ("/" separated)
+    hash: str | None  # "sha256=<urlsafe base64 without padding>" or None
+    size: int | None
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One parsed distribution: METADATA headers and RECORD."""
+
+    name: str  # the Name header as written ("onnxruntime-gpu"); the directory's name if unreadable
+    version: str
+    location: str
+    dist_info: str
+    requires: tuple[str, ...] = ()  # Requires-Dist lines, verbatim
+    record: tuple[RecordEntry, ...] | None = None  # None when RECORD is missing or unreadable
+    installer: str | None = None
+    index_url: str | None = None  # direct_url.json "url" when present
+    problems: tuple[str, ...] = ()
+
+    def files(self) -> Iterator[str]:
+        """Paths from RECORD, relative to the site directory."""
+        for entry in self.record or ():
+            yield entry.path
+
+    def abspath(self, relative: str) -> str:
+        return os.path.normpath(os.path.join(self.location, relative))
+
+
+# Directory listings are cached by (path, mtime_ns): installing or removing a package changes the
+# directory's mtime, so a stale listing is never served within one process.
+_listing_cache: dict[str, tuple[int, tuple[str, ...]]] = {}
+
+
+def list_dist_infos(site_dir: str) -> tuple[str, ...]:
+    """Names of the ``*.dist-info`` entries in ``site_dir`` (sorted); () when it cannot be listed."""
+    try:
+        mtime = os.stat(site_dir).st_mtime_ns
+    except OSError:
+        return ()
+    cached = _listing_cache.get(site_dir)
+    if cached is not None and cached[0] == mtime:
+        return cached[1]
+    try:
+        with os.scandir(site_dir) as it:
+            names = tuple(sorted(e.name for e in it if e.name.endswith(".dist-info")))
+    except OSError:
+        names = ()
+    _listing_cache[site_dir] = (mtime, names)
+    return names
+
+
+def _split_dist_info_name(dirname: str) -> tuple[str, str]:
+    stem = dirname[: -len(".dist-info")]
+    # Wheel-installed names escape "-" in the project name as "_", so the first "-" separates the
+    # version. Editable or odd installers may write no version at all.
+    name, sep, version = stem.partition("-")
+    return normalize(name), version if sep else ""
+
+
+class DistIndex:
+    """Every ``.dist-info`` in a list of site directories, by name, parsed lazily and once."""
+
+    def __init__(self, site_dirs: Iterable[str]) -> None:
+        self.site_dirs: tuple[str, ...] = tuple(dict.fromkeys(os.fspath(d) for d in site_dirs))
+        refs: list[DistRef] = []
+        for site in self.site_dirs:
+            for dirname in list_dist_infos(site):
+                name, version = _split_dist_info_name(dirname)
+                refs.append(DistRef(name, version, site, os.path.join(site, dirname)))
+        self.refs: tuple[DistRef, ...] = tuple(refs)
+        self._parsed: dict[str, Distribution] = {}
+
+    def select(self, predicate: Callable[[str], bool]) -> list[DistRef]:
+        """References whose normalised name satisfies ``predicate``, in site-directory order."""
+        return [r for r in self.refs if predicate(r.name)]
+
+    def find(self, name: str) -> list[DistRef]:
+        wanted = normalize(name)
+        return [r for r in self.refs if r.name == wanted]
+
+    def load(self, ref: DistRef) -> Distribution:
+        """Parse METADATA headers and RECORD of one distribution (cached; never raises)."""
+        cached = self._parsed.get(ref.dist_info)
+        if cached is None:
+            cached = _load(ref)
+            self._parsed[ref.dist_info] = cached
+        return cached
+
+
+@dataclass
+class _Meta:
+    name: str | None = None
+    version: str | None = None
+    requires: list[str] = field(default_factory=list)
+
+
+def _read_text(path: str, limit: int) -> str:
+    with open_regular(path) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit} bytes")
+    return data.decode("utf-8", "replace")
+
+
+def _parse_metadata(text: str) -> _Meta:
+    """The RFC 822 style header block only (the description after the first blank line is skipped)."""
+    meta = _Meta()
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if line[:1] in (" ", "\t"):  # continuation line of a folded header
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key, value = key.strip().lower(), value.strip()
+        if key == "name" and meta.name is None:
+            meta.name = value
+        elif key == "version" and meta.version is None:
+            meta.version = value
+        elif key == "requires-dist":
+            meta.requires.append(value)
+    return meta
+
+
+def _parse_record(text: str) -> tuple[RecordEntry, ...]:
+    entries: list[RecordEntry] = []
+    for row in csv.reader(io.StringIO(text)):
+        if not row or not row[0]:
+            continue
+        digest = row[1] if len(row) > 1 and row[1] else None
+        size: int | None = None
+        if len(row) > 2 and row[2].isdigit():
+            size = int(row[2])
+        entries.append(RecordEntry(row[0].replace("\\", "/"), digest, size))
+    return tuple(entries)
+
+
+def _load(ref: DistRef) -> Distribution:
+    problems: list[str] = []
+    meta = _Meta()
+    try:
+        meta = _parse_metadata(_read_text(os.path.join(ref.dist_info, "METADATA"), _MAX_METADATA))
+    except FileNotFoundError:
+        problems.append("METADATA missing")
+    except (OSError, ValueError) as exc:
+        problems.append(f"METADATA unreadable: {exc}")
+
+    record: tuple[RecordEntry, ...] | None = None
+    try:
+        record = _parse_record(_read_text(os.path.join(ref.dist_info, "RECORD"), _MAX_RECORD))
+    except FileNotFoundError:
+        problems.append("RECORD missing")
+    except (OSError, ValueError, csv.Error) as exc:
+        problems.append(f"RECORD unreadable: {exc}")
+
+    installer: str | None = None
+    try:
+        installer = _read_text(os.path.join(ref.dist_info, "INSTALLER"), _MAX_SMALL).strip() or None
+    except (OSError, ValueError):
+        pass
+
+    index_url: str | None = None
+    try:
+        direct = json.loads(_read_text(os.path.join(ref.dist_info, "direct_url.json"), _MAX_SMALL))
+        if isinstance(direct, dict) and isinstance(direct.get("url"), str):
+            index_url = direct["url"]
+    except (OSError, ValueError):
+        pass
+
+    return Distribution(
+        name=meta.name or ref.name,
+        version=meta.version or ref.version,
+        location=ref.location,
+        dist_info=ref.dist_info,
+        requires=tuple(meta.requires),
+        record=record,
+        installer=installer,
+        index_url=index_url,
+        problems=tuple(problems),
+    )
+
+
+# Hashing the ~30 MB pybind module costs tens of milliseconds (so probe_ort asks only when two
+# distributions share its directory); the second of those asks for the same digest, so remember it
+# by identity of the file.
+_hash_cache: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: str) -> str | None:
+    """The file's digest in RECORD notation (``sha256=...``), or None when it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None  # reading a FIFO would block forever, a device would never end
+    key = (path, st.st_mtime_ns, st.st_size)
+    cached = _hash_cache.get(key)
+    if cached is not None:
+        return cached
+    # Imported here: only two distributions sharing one directory need a digest (~4 ms to import
+    # OpenSSL's hashlib otherwise spent by every `check`).
+    import base64
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1024 * 1024):
+                h.update(chunk)
+    except OSError:
+        return None
+    digest = "sha256=" + base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode("ascii")
+    _hash_cache[key] = digest
+    return digest

@@ -1,0 +1,68 @@
+"""Shared objects mapped into a process, read from ``/proc/<pid>/maps`` (Linux only).
+
+What is mapped is what the loader will reuse: a second ``dlopen`` of the same soname returns the copy
+already in memory, whatever the search path says. Each object is reported once, by realpath, with the
+device and inode that identify the file even when two paths name it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = ["MappedObject", "mapped_objects", "mapped_paths"]
+
+
+@dataclass(frozen=True)
+class MappedObject:
+    """One file mapped into the process, as /proc/<pid>/maps shows it."""
+
+    path: str  # realpath of the file
+    inode: int
+    device: str  # "fd:01" as the kernel writes it
+    deleted: bool = False  # replaced or removed after it was mapped
+
+
+_DELETED = " (deleted)"
+_MAX_MAPS = 64 * 1024 * 1024
+
+
+def _is_shared_object(path: str) -> bool:
+    name = os.path.basename(path)
+    return name.endswith((".so", ".dll")) or ".so." in name
+
+
+def mapped_objects(maps_path: str = "/proc/self/maps") -> tuple[MappedObject, ...]:
+    """The shared objects mapped in a process, once each (by realpath and inode), in mapping order;
+    () when the maps file cannot be read (not Linux, no /proc).
+
+    The one parser of ``/proc/<pid>/maps``: the probes, the preloader and the hook all read it here.
+    """
+    try:
+        with open(maps_path, "rb") as f:
+            text = f.read(_MAX_MAPS).decode("utf-8", "surrogateescape")
+    except OSError:
+        return ()
+    seen: dict[tuple[str, int], MappedObject] = {}
+    for line in text.splitlines():
+        parts = line.split(None, 5)  # address perms offset dev inode pathname (which may hold spaces)
+        if len(parts) < 6:
+            continue
+        _addr, _perms, _offset, device, inode_text, path = parts
+        if not inode_text.isdigit() or int(inode_text) == 0 or not path.startswith("/"):
+            continue
+        deleted = path.endswith(_DELETED)
+        if deleted:
+            path = path[: -len(_DELETED)]
+        if not _is_shared_object(path):
+            continue
+        real = path if deleted else os.path.realpath(path)
+        key = (real, int(inode_text))
+        if key not in seen:
+            seen[key] = MappedObject(real, int(inode_text), device, deleted)
+    return tuple(seen.values())
+
+
+def mapped_paths(maps_path: str = "/proc/self/maps") -> tuple[str, ...]:
+    """Realpaths of the mapped shared objects, each once, in mapping order."""
+    return tuple(dict.fromkeys(m.path for m in mapped_objects(maps_path)))

@@ -1,0 +1,272 @@
+"""Load shared libraries by absolute path and prove which file ended up mapped.
+
+* :func:`already_loaded` asks the dynamic loader, with ``RTLD_NOLOAD``, whether a soname is already in
+  the process (a later ``dlopen`` of that soname returns that copy, whatever the search path says) and
+  where it came from.
+* :func:`load` dlopens one absolute path (``RTLD_NOW | RTLD_LOCAL`` unless asked for ``RTLD_GLOBAL``): a
+  library loaded by path this way still satisfies a later ``dlopen("<soname>")`` and ``DT_NEEDED``.
+* :func:`mapped_file` finds the file in ``/proc/self/maps`` by inode and realpath, because maps shows the
+  real file (``libcudnn.so.9.19.0``), not the name that was asked for.
+* :func:`library_version` calls the library's own version function through ctypes; none of them
+  needs a GPU or a CUDA context.
+
+The Windows parts (DLL directories, the MSVC runtime check) are written against the documented
+behaviour of ``os.add_dll_directory`` and ``LoadLibraryEx``; only their pure parts are tested, and they
+have not been run on Windows.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ortdoctor.formats.procmaps import MappedObject, mapped_objects, mapped_paths
+
+__all__ = [
+    "MSVC_RUNTIME_DLLS",
+    "LoadError",
+    "Loaded",
+    "MappedObject",
+    "already_loaded",
+    "decode_version",
+    "library_version",
+    "load",
+    "mapped_file",
+    "mapped_objects",
+    "mapped_paths",
+    "missing_msvc_runtime",
+]
+
+RTLD_NOW = getattr(os, "RTLD_NOW", 2)
+RTLD_LAZY = getattr(os, "RTLD_LAZY", 1)
+RTLD_LOCAL = getattr(os, "RTLD_LOCAL", 0)
+RTLD_GLOBAL = getattr(os, "RTLD_GLOBAL", 0x100)
+RTLD_NOLOAD = getattr(os, "RTLD_NOLOAD", 4)
+_RTLD_DI_LINKMAP = 2
+
+#: The Visual C++ runtime onnxruntime and the CUDA DLLs link against (Windows).
+MSVC_RUNTIME_DLLS = ("vcruntime140.dll", "msvcp140.dll", "vcruntime140_1.dll")
+
+
+class LoadError(OSError):
+    """dlopen / LoadLibrary refused a file; ``str()`` is the loader's own message."""
+
+
+@dataclass
+class Loaded:
+    path: str  # the path that was loaded (absolute)
+    handle: ctypes.CDLL
+    mapped: MappedObject | None  # the file as /proc/self/maps shows it, None when it cannot be read
+
+
+# --------------------------------------------------------------------------------------------------
+# Linux: RTLD_NOLOAD, dlinfo, /proc/self/maps
+# --------------------------------------------------------------------------------------------------
+class _LinkMap(ctypes.Structure):
+    _fields_ = (("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p))
+
+
+_dlinfo_fn: object = None
+
+
+def _dlinfo() -> object:
+    """``dlinfo`` from libc (glibc >= 2.34) or libdl (older glibc); False when there is none."""
+    global _dlinfo_fn
+    if _dlinfo_fn is None:
+        _dlinfo_fn = False
+        for name in (None, "libdl.so.2"):
+            try:
+                fn = ctypes.CDLL(name).dlinfo
+            except (OSError, AttributeError):
+                continue
+            fn.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+            fn.restype = ctypes.c_int
+            _dlinfo_fn = fn
+            break
+    return _dlinfo_fn
+
+
+def handle_path(handle: ctypes.CDLL) -> str | None:
+    """The path the dynamic loader recorded for a handle (its link map's ``l_name``)."""
+    fn = _dlinfo()
+    if not fn:
+        return None
+    lm = ctypes.POINTER(_LinkMap)()
+    if fn(handle._handle, _RTLD_DI_LINKMAP, ctypes.byref(lm)) != 0 or not lm:  # type: ignore[operator]
+        return None
+    name = lm.contents.l_name
+    return os.fsdecode(name) if name else None
+
+
+def already_loaded(soname: str) -> str | None:
+    """The realpath of the copy of ``soname`` already in this process, or None.
+
+    ``RTLD_NOLOAD`` maps nothing: it only answers whether the loader would reuse a loaded object.
+    """
+    if sys.platform == "win32":
+        return _windows_loaded(soname)
+    try:
+        h = ctypes.CDLL(soname, mode=RTLD_NOLOAD | RTLD_LAZY)
+    except OSError:
+        return None
+    path = handle_path(h)
+    if path:
+        return os.path.realpath(path)
+    for m in mapped_objects():  # no dlinfo: fall back to the file name in the maps
+        base = os.path.basename(m.path)
+        if base == soname or base.startswith(soname + "."):
+            return m.path
+    return soname
+
+
+def mapped_file(path: str, maps: Sequence[MappedObject] | None = None) -> MappedObject | None:
+    """The maps entry of the file at ``path`` (same inode and same realpath), or None."""
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+    except OSError:
+        return None
+    if maps is not None:
+        return next((m for m in maps if m.inode == st.st_ino and m.path == real), None)
+    # Scan the maps text for the inode first: realpath only on the few lines that match.
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            text = f.read(64 * 1024 * 1024).decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    needle = f" {st.st_ino} "
+    for line in text.splitlines():
+        if needle not in line:
+            continue
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[4] == str(st.st_ino) and os.path.realpath(parts[5]) == real:
+            return MappedObject(real, st.st_ino, parts[3])
+    return None
+
+
+def load(path: str, *, global_: bool = False) -> Loaded:
+    """dlopen an absolute path and return the handle with the maps entry it produced.
+
+    Raises:
+        LoadError: relative path, or the loader refused the file (missing dependency, wrong ELF class...).
+    """
+    if not os.path.isabs(path):
+        raise LoadError(f"refusing to load a relative path: {path!r}")
+    try:
+        if sys.platform == "win32":
+            handle = ctypes.WinDLL(path)  # type: ignore[attr-defined]
+        else:
+            handle = ctypes.CDLL(path, mode=RTLD_NOW | (RTLD_GLOBAL if global_ else RTLD_LOCAL))
+    except OSError as exc:
+        raise LoadError(str(exc)) from None
+    return Loaded(path, handle, None if sys.platform == "win32" else mapped_file(path))
+
+
+# --------------------------------------------------------------------------------------------------
+# Version functions (peers.md section 3.3: signatures and encodings)
+# --------------------------------------------------------------------------------------------------
+def decode_version(function: str, value: int | tuple[int, int]) -> str:
+    """Turn a version function's raw answer into ``major.minor[.patch]``."""
+    if isinstance(value, tuple):  # nvrtcVersion, nvJitLinkVersion
+        return f"{value[0]}.{value[1]}"
+    v = int(value)
+    if function in ("cudaRuntimeGetVersion", "cudaDriverGetVersion", "cuDriverGetVersion"):
+        return f"{v // 1000}.{(v % 1000) // 10}"  # 13000 -> 13.0
+    if function == "cudnnGetVersion":
+        if v >= 90000:  # cuDNN 9: 10000*major + 100*minor + patch
+            return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}"
+        return f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"  # cuDNN <= 8: 1000*major + 100*minor
+    if function in ("cublasLtGetVersion", "cublasGetVersion_v2", "cublasGetVersion"):
+        if v >= 100000:  # cuBLAS >= 12: 10000*major + 100*minor + patch
+            return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}"
+        return f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"  # cuBLAS 11
+    # cufftGetVersion, curandGetVersion, cusolverGetVersion: 1000*major + 100*minor + patch
+    return f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"
+
+
+def library_version(handle: ctypes.CDLL, function: str | None) -> str | None:
+    """Call the library's own version function; None when it has none or the call fails."""
+    if not function:
+        return None
+    try:
+        fn = getattr(handle, function)
+    except AttributeError:
+        return None
+    try:
+        if function in ("cudnnGetVersion", "cublasLtGetVersion"):
+            fn.restype, fn.argtypes = ctypes.c_size_t, ()
+            return decode_version(function, fn())
+        if function in ("nvrtcVersion", "nvJitLinkVersion"):
+            a, b = ctypes.c_int(0), ctypes.c_int(0)
+            fn.restype = ctypes.c_int
+            if fn(ctypes.byref(a), ctypes.byref(b)) != 0:
+                return None
+            return decode_version(function, (a.value, b.value))
+        v = ctypes.c_int(0)
+        fn.restype = ctypes.c_int
+        # cublasGetVersion_v2 takes a handle first; NULL is allowed for the version query
+        rc = fn(None, ctypes.byref(v)) if function == "cublasGetVersion_v2" else fn(ctypes.byref(v))
+        if rc != 0 or v.value <= 0:
+            return None
+        return decode_version(function, v.value)
+    except (OSError, ValueError, ctypes.ArgumentError):
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Windows (pure helpers tested everywhere; the calls themselves not run on Windows yet)
+# --------------------------------------------------------------------------------------------------
+def missing_msvc_runtime(present: Iterable[str]) -> list[str]:
+    """Which of the MSVC runtime DLLs are absent from ``present`` (file names, any case)."""
+    have = {p.lower() for p in present}
+    return [d for d in MSVC_RUNTIME_DLLS if d not in have]
+
+
+def check_msvc_runtime() -> list[str]:
+    """Windows: the MSVC runtime DLLs that cannot be loaded ([] elsewhere: nothing to check)."""
+    if sys.platform != "win32":
+        return []
+    missing = []
+    for dll in MSVC_RUNTIME_DLLS:
+        try:
+            ctypes.WinDLL(dll)  # type: ignore[attr-defined]
+        except OSError:
+            missing.append(dll)
+    return missing
+
+
+_dll_dir_handles: list[object] = []
+
+
+def add_dll_directories(dirs: Iterable[str]) -> list[str]:
+    """Windows: make ``dirs`` searchable for the dependencies of DLLs loaded later; returns those added.
+
+    The handles are kept for the life of the process: closing one would remove the directory again.
+    """
+    added: list[str] = []
+    if sys.platform != "win32":
+        return added
+    for d in dirs:
+        try:
+            _dll_dir_handles.append(os.add_dll_directory(d))  # type: ignore[attr-defined]
+            added.append(d)
+        except OSError:
+            continue
+    return added
+
+
+def _windows_loaded(dll: str) -> str | None:
+    try:
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        kernel32.GetModuleHandleW.restype = ctypes.c_void_p
+        h = kernel32.GetModuleHandleW(dll)
+        if not h:
+            return None
+        buf = ctypes.create_unicode_buffer(32768)
+        n = kernel32.GetModuleFileNameW(ctypes.c_void_p(h), buf, 32768)
+        return buf.value[:n] if n else dll
+    except (OSError, AttributeError):
+        return None

@@ -1,0 +1,86 @@
+"""Probes: inspect the environment without importing onnxruntime or torch.
+
+Each probe returns the plain data of :mod:`ortdoctor.core.facts` and never prints. They read files
+(dist-info, ELF/PE headers, the ld.so cache, /proc) and ask NVML; nothing here loads a CUDA library
+or creates a CUDA context. :func:`collect_environment` runs them all over one shared scan of the
+installed distributions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ortdoctor.core.facts import DriverInfo, Environment
+from ortdoctor.formats.distinfo import DistIndex
+from ortdoctor.formats.procmaps import mapped_paths
+from ortdoctor.probes.driver import probe_driver
+from ortdoctor.probes.nvidia_wheels import probe_nvidia_wheels
+from ortdoctor.probes.ort import probe_ort
+from ortdoctor.probes.platform import probe_python
+from ortdoctor.probes.system import probe_system
+from ortdoctor.probes.torch import probe_torch
+
+__all__ = ["collect_environment"]
+
+
+def collect_environment(
+    *,
+    sys_path: Iterable[str] | None = None,
+    site_dirs: Iterable[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    nvml: Any = None,
+    fs_root: str = "/",
+    ld_cache_path: str | None = None,
+    maps_path: str = "/proc/self/maps",
+    query_driver: bool = True,
+    on_probe: Callable[[str, Any], None] | None = None,
+) -> Environment:
+    """Run every probe and return the whole :class:`~ortdoctor.core.facts.Environment`.
+
+    Args:
+        sys_path: the import path to inspect (default ``sys.path``); decides which ``onnxruntime/``
+            an import would get, and, unless ``site_dirs`` is given, where distributions are found.
+        site_dirs: the directories to scan for ``*.dist-info`` (default: those on ``sys_path``).
+        environ: environment variables (default ``os.environ``).
+        nvml: an NVML module for the driver probe (default: ``pynvml``, imported lazily).
+        fs_root: root for /proc, /dev, /etc and the default library directories (tests).
+        ld_cache_path: the ld.so cache (default ``<fs_root>/etc/ld.so.cache``).
+        maps_path: the maps file for already-mapped libraries.
+        query_driver: False skips NVML (the driver is reported as not queried).
+        on_probe: called as ``on_probe("ort", OrtInfo)`` as soon as the onnxruntime probe (the first,
+            and a cheap one) is done, then ``on_probe("driver", DriverInfo)``: ``check`` starts its smoke
+            child there, so the child runs while the other probes do.
+    """
+    path = list(sys.path if sys_path is None else sys_path)
+    env = os.environ if environ is None else environ
+    python = probe_python(sys_path=path, environ=env, fs_root=fs_root)
+    sites = python.site_dirs if site_dirs is None else tuple(os.path.abspath(d) for d in site_dirs)
+    if site_dirs is not None:
+        python = dataclasses.replace(python, site_dirs=sites)
+    index = DistIndex(sites)
+    ort = probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index)
+    if on_probe is not None:
+        on_probe("ort", ort)
+
+    cache_path = ld_cache_path if ld_cache_path is not None else os.path.join(fs_root, "etc", "ld.so.cache")
+    system = probe_system(env, ld_cache_path=cache_path)
+    if query_driver:
+        driver = probe_driver(nvml, env, ld_cache=system.ldconfig, fs_root=fs_root)
+    else:
+        driver = DriverInfo(available=False, error="not queried", cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+                            nvidia_visible_devices=env.get("NVIDIA_VISIBLE_DEVICES"))
+    if on_probe is not None:
+        on_probe("driver", driver)
+    return Environment(
+        python=python,
+        ort=ort,
+        torch=probe_torch(index=index),
+        nvidia_wheels=probe_nvidia_wheels(index=index),
+        system=system,
+        driver=driver,
+        mapped=mapped_paths(maps_path),
+    )

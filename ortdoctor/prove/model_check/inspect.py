@@ -1,0 +1,571 @@
+"""Read what an ONNX model file says about itself, without onnxruntime and without the ``onnx`` package.
+
+The parent process of ``ortdoctor check`` never imports onnxruntime, yet a model's header answers half of
+"why not on the GPU?" before any session exists: the opsets it imports, the inputs whose dimensions are
+symbolic (they rule out CUDA graphs), the control-flow ops (If/Loop/Scan, also inside subgraphs), the
+quantized ops, how many bytes of weights it carries and whether the external data files it points at
+exist at all.
+
+The reader below walks the protobuf wire format directly over a memory map: length-delimited fields that
+are not needed (raw tensor data, doc strings) are skipped by their length and never copied, so a model of
+several gigabytes costs a few page faults. Field numbers come from ``onnx/onnx.proto``.
+
+A file that is not a model, or stops in the middle of a field, becomes a :class:`ModelInspection` with
+``problem`` set (``"invalid"``, ``"truncated"``, ``"unreadable"``), never an exception.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Problem = Literal["unreadable", "invalid", "truncated"]
+
+#: ONNX TensorProto.DataType -> (name used in reports, bytes per element; 0 when variable-sized)
+DATA_TYPES: dict[int, tuple[str, float]] = {
+    1: ("float32", 4), 2: ("uint8", 1), 3: ("int8", 1), 4: ("uint16", 2), 5: ("int16", 2),
+    6: ("int32", 4), 7: ("int64", 8), 8: ("string", 0), 9: ("bool", 1), 10: ("float16", 2),
+    11: ("float64", 8), 12: ("uint32", 4), 13: ("uint64", 8), 14: ("complex64", 8),
+    15: ("complex128", 16), 16: ("bfloat16", 2), 17: ("float8e4m3fn", 1), 18: ("float8e4m3fnuz", 1),
+    19: ("float8e5m2", 1), 20: ("float8e5m2fnuz", 1), 21: ("uint4", 0.5), 22: ("int4", 0.5),
+    23: ("float4e2m1", 0.5),
+}
+
+CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan"})
+
+#: Ops that dynamic (and most static) quantization produces. The CUDA EP has no kernel for most of them, or
+#: only for some type combinations, so onnxruntime places them on the CPU.
+QUANTIZED_OPS = frozenset({
+    "MatMulInteger", "ConvInteger", "DynamicQuantizeLinear", "DynamicQuantizeMatMul",
+    "MatMulIntegerToFloat", "QLinearMatMul", "QLinearConv", "QLinearAdd", "QLinearMul",
+    "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool", "QLinearGlobalAveragePool",
+    "QLinearConcat", "QLinearSoftmax", "QAttention", "DynamicQuantizeLSTM", "QGemm", "QEmbedLayerNormalization",
+})
+
+# onnx.proto wire types
+_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
+_MAX_NESTING = 64  # subgraphs nest (If inside Loop inside Scan ...); beyond this the file is hostile
+
+
+class _Truncated(Exception):
+    """A field runs past the end of its enclosing message."""
+
+
+class _Malformed(Exception):
+    """Bytes that no protobuf encoder writes (bad wire type, field number 0, overlong varint)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Result types
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class InputInfo:
+    name: str
+    dtype: str | None  # "float32"; None for non-tensor inputs
+    shape: tuple[int | str | None, ...] | None  # ints for fixed dims, the symbol or None for dynamic ones
+    dynamic_dims: tuple[int, ...] = ()  # positions of the dynamic dimensions
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.shape is None or bool(self.dynamic_dims)
+
+
+@dataclass(frozen=True)
+class ExternalRef:
+    tensor: str
+    location: str  # as written in the model (relative to the model's directory)
+    path: str  # resolved absolute path
+    exists: bool
+    length: int | None = None  # bytes the tensor takes, when the model says so
+    problem: str | None = None  # "outside the model directory", "file shorter than offset+length"
+
+
+@dataclass(frozen=True)
+class ModelInspection:
+    path: str
+    file_bytes: int = 0
+    problem: Problem | None = None
+    problem_detail: str | None = None
+    ir_version: int | None = None
+    producer: str | None = None  # "pytorch 2.5.0"
+    opsets: dict[str, int] = field(default_factory=dict)  # domain ("" = ai.onnx) -> version
+    graph_name: str | None = None
+    inputs: tuple[InputInfo, ...] = ()
+    outputs: tuple[str, ...] = ()
+    node_count: int = 0  # top-level graph only
+    node_count_all: int = 0  # including subgraphs and local functions
+    op_types: dict[str, int] = field(default_factory=dict)  # everywhere, subgraphs included
+    subgraph_op_types: dict[str, int] = field(default_factory=dict)  # only those inside subgraphs
+    control_flow_nodes: tuple[str, ...] = ()  # "Loop (loop_0)"
+    shape_nodes: tuple[str, ...] = ()  # names of top-level nodes that only compute shapes
+    initializer_count: int = 0
+    initializer_bytes: int = 0  # inline plus external
+    external_bytes: int = 0
+    external_refs: tuple[ExternalRef, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes the weights take in memory at least: the file plus every external data file it uses."""
+        return self.file_bytes + self.external_bytes
+
+    @property
+    def missing_external(self) -> tuple[ExternalRef, ...]:
+        return tuple(r for r in self.external_refs if not r.exists or r.problem)
+
+    @property
+    def dynamic_inputs(self) -> tuple[InputInfo, ...]:
+        return tuple(i for i in self.inputs if i.is_dynamic)
+
+    @property
+    def quantized_ops(self) -> dict[str, int]:
+        return {op: n for op, n in self.op_types.items() if op in QUANTIZED_OPS}
+
+
+# --------------------------------------------------------------------------------------------------
+# Wire format
+# --------------------------------------------------------------------------------------------------
+def _read_varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise _Truncated
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise _Malformed("varint longer than ten bytes")
+
+
+def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, Any]]:
+    """Yield ``(field_number, wire_type, value)``; LEN values are ``(start, end)`` offsets, not copies."""
+    pos = start
+    while pos < end:
+        key, pos = _read_varint(buf, pos, end)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise _Malformed("field number 0")
+        if wire == _VARINT:
+            value, pos = _read_varint(buf, pos, end)
+            yield number, wire, value
+        elif wire == _LEN:
+            length, pos = _read_varint(buf, pos, end)
+            if pos + length > end:
+                raise _Truncated
+            yield number, wire, (pos, pos + length)
+            pos += length
+        elif wire == _I64:
+            if pos + 8 > end:
+                raise _Truncated
+            yield number, wire, None
+            pos += 8
+        elif wire == _I32:
+            if pos + 4 > end:
+                raise _Truncated
+            yield number, wire, None
+            pos += 4
+        else:  # 3/4 (groups, never used by ONNX), 6, 7
+            raise _Malformed(f"wire type {wire} in field {number}")
+
+
+def _text(buf: memoryview, span: tuple[int, int]) -> str:
+    return bytes(buf[span[0] : span[1]]).decode("utf-8", errors="replace")
+
+
+def _packed_count(buf: memoryview, span: tuple[int, int]) -> int:
+    """Number of varints in a packed repeated field."""
+    return sum(1 for i in range(span[0], span[1]) if not buf[i] & 0x80)
+
+
+# --------------------------------------------------------------------------------------------------
+# Messages
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class _Walk:
+    """State shared while walking one model: counters filled by the message readers below."""
+
+    buf: memoryview
+    model_dir: str
+    op_types: Counter[str] = field(default_factory=Counter)
+    subgraph_op_types: Counter[str] = field(default_factory=Counter)
+    control_flow: list[str] = field(default_factory=list)
+    node_count_all: int = 0
+    initializer_count: int = 0
+    initializer_bytes: int = 0
+    external_bytes: int = 0
+    external_refs: list[ExternalRef] = field(default_factory=list)
+
+
+@dataclass
+class _Node:
+    name: str = ""
+    op_type: str = ""
+    domain: str = ""
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+
+
+def _read_node(w: _Walk, span: tuple[int, int], depth: int) -> _Node:
+    node = _Node()
+    subgraphs: list[tuple[int, int]] = []
+    for number, wire, value in _fields(w.buf, *span):
+        if wire != _LEN:
+            continue
+        if number == 1:
+            node.inputs.append(_text(w.buf, value))
+        elif number == 2:
+            node.outputs.append(_text(w.buf, value))
+        elif number == 3:
+            node.name = _text(w.buf, value)
+        elif number == 4:
+            node.op_type = _text(w.buf, value)
+        elif number == 7:
+            node.domain = _text(w.buf, value)
+        elif number == 5:  # AttributeProto{g=6, graphs=11}
+            for a_num, a_wire, a_val in _fields(w.buf, *value):
+                if a_wire == _LEN and a_num in (6, 11):
+                    subgraphs.append(a_val)
+    for sub in subgraphs:
+        _read_graph(w, sub, depth + 1)
+    return node
+
+
+def _tensor_bytes(w: _Walk, span: tuple[int, int]) -> None:
+    """Account one initializer: inline bytes, or an external data reference checked on disk."""
+    dims: list[int] = []
+    data_type = 0
+    name = ""
+    inline = 0
+    external: dict[str, str] = {}
+    location_external = False
+    for number, wire, value in _fields(w.buf, *span):
+        if number == 1:
+            if wire == _VARINT:
+                dims.append(value)
+            elif wire == _LEN:  # packed dims
+                pos, end = value
+                while pos < end:
+                    d, pos = _read_varint(w.buf, pos, end)
+                    dims.append(d)
+        elif number == 2 and wire == _VARINT:
+            data_type = value
+        elif number == 8 and wire == _LEN:
+            name = _text(w.buf, value)
+        elif number in (4, 5, 6, 7, 9, 10, 11) and wire == _LEN:
+            inline += value[1] - value[0]
+        elif number == 13 and wire == _LEN:  # StringStringEntryProto{key=1, value=2}
+            key = val = ""
+            for e_num, e_wire, e_val in _fields(w.buf, *value):
+                if e_wire == _LEN and e_num == 1:
+                    key = _text(w.buf, e_val)
+                elif e_wire == _LEN and e_num == 2:
+                    val = _text(w.buf, e_val)
+            external[key] = val
+        elif number == 14 and wire == _VARINT:
+            location_external = value == 1
+    w.initializer_count += 1
+    if not (location_external or external.get("location")):
+        w.initializer_bytes += inline
+        return
+    length: int | None = None
+    if external.get("length", "").isdigit():
+        length = int(external["length"])
+    else:
+        per_element = DATA_TYPES.get(data_type, ("", 0))[1]
+        count = 1
+        for d in dims:
+            count *= d
+        length = int(count * per_element) if per_element else None
+    offset = int(external["offset"]) if external.get("offset", "").isdigit() else 0
+    location = external.get("location", "")
+    w.external_refs.append(_check_external(w.model_dir, name, location, offset, length))
+    if length:
+        w.initializer_bytes += length
+        w.external_bytes += length
+
+
+def _check_external(model_dir: str, tensor: str, location: str, offset: int, length: int | None) -> ExternalRef:
+    # onnxruntime (like onnx) refuses locations outside the model's directory; say so here as well.
+    path = os.path.normpath(os.path.join(model_dir, location))
+    if not location:
+        return ExternalRef(tensor, location, path, exists=False, length=length, problem="no location given")
+    if os.path.isabs(location) or os.path.relpath(path, model_dir).startswith(".."):
+        return ExternalRef(tensor, location, path, exists=os.path.exists(path), length=length,
+                           problem="points outside the model's directory")
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return ExternalRef(tensor, location, path, exists=False, length=length)
+    if length is not None and offset + length > size:
+        return ExternalRef(tensor, location, path, exists=True, length=length,
+                           problem=f"file has {size} bytes, the tensor needs bytes {offset}..{offset + length}")
+    return ExternalRef(tensor, location, path, exists=True, length=length)
+
+
+def _read_value_info(buf: memoryview, span: tuple[int, int]) -> InputInfo:
+    name = ""
+    dtype: str | None = None
+    shape: list[int | str | None] | None = None
+    for number, wire, value in _fields(buf, *span):
+        if number == 1 and wire == _LEN:
+            name = _text(buf, value)
+        elif number == 2 and wire == _LEN:  # TypeProto{tensor_type=1}
+            for t_num, t_wire, t_val in _fields(buf, *value):
+                if t_num != 1 or t_wire != _LEN:
+                    continue
+                for tt_num, tt_wire, tt_val in _fields(buf, *t_val):  # Tensor{elem_type=1, shape=2}
+                    if tt_num == 1 and tt_wire == _VARINT:
+                        dtype = DATA_TYPES.get(tt_val, (f"type{tt_val}", 0))[0]
+                    elif tt_num == 2 and tt_wire == _LEN:
+                        shape = []
+                        for d_num, d_wire, d_val in _fields(buf, *tt_val):
+                            if d_num == 1 and d_wire == _LEN:
+                                shape.append(_read_dim(buf, d_val))
+    dims = tuple(shape) if shape is not None else None
+    dynamic = tuple(i for i, d in enumerate(dims or ()) if not isinstance(d, int))
+    return InputInfo(name=name, dtype=dtype, shape=dims, dynamic_dims=dynamic)
+
+
+def _read_dim(buf: memoryview, span: tuple[int, int]) -> int | str | None:
+    """Dimension{dim_value=1, dim_param=2}: a fixed size, a symbol, or None (unknown)."""
+    for number, wire, value in _fields(buf, *span):
+        if number == 1 and wire == _VARINT:
+            return value if value < (1 << 63) else value - (1 << 64)
+        if number == 2 and wire == _LEN:
+            return _text(buf, value)
+    return None
+
+
+@dataclass
+class _Graph:
+    name: str = ""
+    nodes: list[_Node] = field(default_factory=list)
+    inputs: list[InputInfo] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    initializers: set[str] = field(default_factory=set)
+
+
+def _read_graph(w: _Walk, span: tuple[int, int], depth: int) -> _Graph:
+    if depth > _MAX_NESTING:
+        raise _Malformed("subgraphs nested deeper than any exporter writes")
+    g = _Graph()
+    for number, wire, value in _fields(w.buf, *span):
+        if wire != _LEN:
+            continue
+        if number == 1:
+            node = _read_node(w, value, depth)
+            g.nodes.append(node)
+            w.node_count_all += 1
+            w.op_types[node.op_type] += 1
+            if depth > 0:
+                w.subgraph_op_types[node.op_type] += 1
+            if node.op_type in CONTROL_FLOW_OPS and node.domain in ("", "ai.onnx"):
+                w.control_flow.append(f"{node.op_type} ({node.name or 'unnamed'})")
+        elif number == 2:
+            g.name = _text(w.buf, value)
+        elif number == 5:
+            g.initializers.add(_initializer_name(w.buf, value))
+            _tensor_bytes(w, value)
+        elif number == 11 and depth == 0:
+            g.inputs.append(_read_value_info(w.buf, value))
+        elif number == 12 and depth == 0:
+            g.outputs.append(_read_value_info(w.buf, value).name)
+    return g
+
+
+def _initializer_name(buf: memoryview, span: tuple[int, int]) -> str:
+    for number, wire, value in _fields(buf, *span):
+        if number == 8 and wire == _LEN:
+            return _text(buf, value)
+    return ""
+
+
+def _read_function(w: _Walk, span: tuple[int, int]) -> None:
+    """FunctionProto{node=7}: local functions are inlined by onnxruntime, so their ops count too."""
+    for number, wire, value in _fields(w.buf, *span):
+        if number == 7 and wire == _LEN:
+            node = _read_node(w, value, 1)
+            w.node_count_all += 1
+            w.op_types[node.op_type] += 1
+            w.subgraph_op_types[node.op_type] += 1
+
+
+def shape_computation_nodes(nodes: list[_Node], initializers: set[str]) -> tuple[str, ...]:
+    """Names of nodes that only compute tensor shapes (Shape -> Gather -> Unsqueeze -> Concat ...).
+
+    onnxruntime's CUDA EP deliberately leaves such small int64 nodes on the CPU; a report that called them
+    "compute on the CPU" would send people chasing a non-problem. A node counts when it starts from
+    Shape/Size, or when every input it has is such a node's output or a constant.
+    """
+    derived: set[str] = set()
+    names: list[str] = []
+    for node in nodes:
+        real_inputs = [i for i in node.inputs if i]
+        from_shape = [i for i in real_inputs if i in derived]
+        if node.op_type in ("Shape", "Size") or (
+            from_shape and all(i in derived or i in initializers for i in real_inputs)
+        ):
+            derived.update(o for o in node.outputs if o)
+            names.append(node.name)
+    return tuple(n for n in names if n)
+
+
+# --------------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------------
+def inspect_model(path: str | os.PathLike[str]) -> ModelInspection:
+    """Read ``path``'s header; never raises for a bad file (see ``problem``)."""
+    path = os.path.abspath(os.fspath(path))
+    try:
+        # O_NONBLOCK: opening a FIFO named like a model must not wait forever for a writer; what is
+        # not a regular file is refused before anything is read from it.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with open(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(path)
+            if not stat.S_ISREG(st.st_mode):
+                return ModelInspection(path=path, problem="unreadable",
+                                       problem_detail="not a regular file (a FIFO, socket or device)")
+            size = st.st_size
+            if size == 0:
+                return ModelInspection(path=path, problem="invalid", problem_detail="the file is empty")
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                view = memoryview(mapped)
+                try:
+                    return _inspect_bytes(path, size, view)
+                finally:
+                    view.release()
+    except IsADirectoryError:
+        return ModelInspection(path=path, problem="unreadable", problem_detail="is a directory, not a file")
+    except OSError as exc:
+        return ModelInspection(path=path, problem="unreadable", problem_detail=f"{exc.strerror or exc}")
+
+
+def _inspect_bytes(path: str, size: int, buf: memoryview) -> ModelInspection:
+    w = _Walk(buf=buf, model_dir=os.path.dirname(path))
+    ir_version: int | None = None
+    producer = producer_version = ""
+    opsets: dict[str, int] = {}
+    graph: _Graph | None = None
+    seen: list[int] = []
+    try:
+        for number, wire, value in _fields(buf, 0, size):
+            seen.append(number)
+            if number == 1 and wire == _VARINT:
+                ir_version = value
+            elif number == 2 and wire == _LEN:
+                producer = _text(buf, value)
+            elif number == 3 and wire == _LEN:
+                producer_version = _text(buf, value)
+            elif number == 7 and wire == _LEN:
+                graph = _read_graph(w, value, 0)
+            elif number == 8 and wire == _LEN:  # OperatorSetIdProto{domain=1, version=2}
+                domain, version = "", 0
+                for o_num, o_wire, o_val in _fields(buf, *value):
+                    if o_num == 1 and o_wire == _LEN:
+                        domain = _text(buf, o_val)
+                    elif o_num == 2 and o_wire == _VARINT:
+                        version = o_val
+                opsets["" if domain == "ai.onnx" else domain] = version
+            elif number == 25 and wire == _LEN:
+                _read_function(w, value)
+    except _Truncated:
+        # A cut-off model still starts like one (ir_version first, as every writer serialises it).
+        if seen[:1] == [1] and ir_version is not None:
+            return ModelInspection(path=path, file_bytes=size, problem="truncated", ir_version=ir_version,
+                                   problem_detail=f"the file ends inside a field after {size} bytes; "
+                                   "the download or copy was cut short")
+        return ModelInspection(path=path, file_bytes=size, problem="invalid",
+                               problem_detail="not an ONNX model: the bytes do not parse as a ModelProto")
+    except (_Malformed, UnicodeDecodeError) as exc:
+        return ModelInspection(path=path, file_bytes=size, problem="invalid",
+                               problem_detail=f"not an ONNX model: {exc}")
+    if ir_version is None or graph is None:
+        missing = " and ".join(n for n, v in (("ir_version", ir_version), ("graph", graph)) if v is None)
+        return ModelInspection(path=path, file_bytes=size, problem="invalid",
+                               problem_detail=f"not an ONNX model: no {missing} field")
+    if not opsets and ir_version >= 3:
+        return ModelInspection(path=path, file_bytes=size, problem="truncated", ir_version=ir_version,
+                               problem_detail="the model has a graph but no opset_import (written after the "
+                               "graph): the file was probably cut short")
+    inputs = tuple(i for i in graph.inputs if i.name not in graph.initializers)
+    return ModelInspection(
+        path=path,
+        file_bytes=size,
+        ir_version=ir_version,
+        producer=f"{producer} {producer_version}".strip() or None,
+        opsets=opsets,
+        graph_name=graph.name or None,
+        inputs=inputs,
+        outputs=tuple(graph.outputs),
+        node_count=len(graph.nodes),
+        node_count_all=w.node_count_all,
+        op_types=dict(sorted(w.op_types.items())),
+        subgraph_op_types=dict(sorted(w.subgraph_op_types.items())),
+        control_flow_nodes=tuple(w.control_flow),
+        shape_nodes=shape_computation_nodes(graph.nodes, graph.initializers),
+        initializer_count=w.initializer_count,
+        initializer_bytes=w.initializer_bytes,
+        external_bytes=w.external_bytes,
+        external_refs=tuple(w.external_refs),
+    )
+
+
+def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """``"name=1x3x224x224"`` -> ``("name", (1, 3, 224, 224))``; ``ValueError`` with a clear message."""
+    name, sep, dims = text.rpartition("=")
+    if not sep or not name or not dims:
+        raise ValueError(f"--input-shape {text!r}: expected NAME=D1xD2x..., e.g. input=1x3x224x224")
+    try:
+        shape = tuple(int(d) for d in dims.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--input-shape {text!r}: dimensions must be integers separated by 'x'") from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"--input-shape {text!r}: dimensions must not be negative")
+    return name, shape
+
+
+__all__ = [
+    "CONTROL_FLOW_OPS",
+    "QUANTIZED_OPS",
+    "ExternalRef",
+    "InputInfo",
+    "ModelInspection",
+    "inspect_model",
+    "parse_input_shape",
+]
+
+
+def parse_input_shapes(values: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    """The repeated ``--input-shape name=1x3x224x224`` option -> ``{name: shape}``; ``ValueError`` if bad."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for text in values:
+        name, shape = parse_input_shape(text)
+        shapes[name] = shape
+    return shapes
+
+
+def normalise_input_shapes(value: Mapping[str, Iterable[int]] | Iterable[str] | None) -> dict[str, tuple[int, ...]]:
+    """``{"X": (2, 64)}`` from a mapping or from ``--input-shape`` strings (``"X=2x64"``).
+
+    Raises:
+        ValueError: a malformed ``--input-shape`` value.
+    """
+    if not value:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): tuple(int(d) for d in v) for k, v in value.items()}
+    return parse_input_shapes(value)

@@ -1,0 +1,70 @@
+"""Spawn the model-check child with a timeout; a crash, hang or garbage becomes data, never an exception.
+
+The spawning itself (process group killed on timeout, bounded capture, ``-P``, the answer line) is
+:mod:`ortdoctor.prove.child_process`, shared with the smoke runner; what is particular here is the protocol
+(request on stdin, one marked JSON line on stdout) and the user's model path.
+
+Safety: the child starts in an empty temporary directory (``python -m`` puts the working directory first
+on ``sys.path`` where ``-P`` is missing, and onnxruntime writes profiles there). ortdoctor's own location
+is APPENDED to ``PYTHONPATH``: the child must import the same onnxruntime the user's program would, so
+nothing ortdoctor adds may shadow the user's own path entries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ortdoctor.prove import child_process
+
+CHILD_MODULE = "ortdoctor.prove.model_check.child"
+_TAIL = 4000
+# The answer lists every node of the model with its provider: megabytes for a large graph, all on stdout
+# (ORT's log goes to stderr), so stdout keeps far more than the default budget.
+_STDOUT_LIMITS = (child_process.HEAD_BYTES, 256 * 1024 * 1024)
+# The same marker as ortdoctor.prove.model_check.child.RESULT_MARKER (a test keeps them equal). Importing the
+# child module here would make ``python -m`` warn that it was imported before it ran.
+RESULT_MARKER = "ORTDOCTOR-MODEL-CHECK-RESULT "
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    result: dict[str, Any] | None  # the child's JSON answer, None when it gave none
+    returncode: int | None  # None when it was killed for the timeout
+    timed_out: bool
+    signal: str | None  # "SIGSEGV" when the child died of a signal
+    stdout_tail: str
+    stderr_tail: str
+
+
+def child_environment(env: Mapping[str, str] | None) -> dict[str, str]:
+    child_env = child_process.add_python_path(dict(os.environ if env is None else env))
+    child_env.setdefault("PYTHONIOENCODING", "utf-8")
+    return child_env
+
+
+def run_child(request: Mapping[str, Any], *, timeout: float, env: Mapping[str, str] | None = None,
+              python: str | None = None) -> ChildOutcome:
+    """Run the child on ``request``; ``python`` is the interpreter (default: this one)."""
+    interpreter = python or sys.executable
+    argv = child_process.python_argv(interpreter, "-m", CHILD_MODULE)
+    with tempfile.TemporaryDirectory(prefix="ortdoctor-model-") as workdir:
+        try:
+            done = child_process.run(argv, timeout=timeout, env=child_environment(env), cwd=workdir,
+                                     input=json.dumps(dict(request)).encode(), stdout_limits=_STDOUT_LIMITS)
+        except OSError as exc:
+            return ChildOutcome(None, None, False, None, "", f"could not start {interpreter}: {exc}")
+    return ChildOutcome(parse_result(done.stdout), done.returncode, done.timed_out, done.signal,
+                        done.stdout[-_TAIL:], done.stderr[-_TAIL:])
+
+
+def parse_result(stdout: str) -> dict[str, Any] | None:
+    return child_process.last_json_line(stdout, RESULT_MARKER)
+
+
+__all__ = ["CHILD_MODULE", "ChildOutcome", "child_environment", "parse_result", "run_child"]

@@ -1,0 +1,193 @@
+"""The report as the JSON of the contract (docs/report-contract.md, ``schema_version`` 1).
+
+The contract's fields come first and keep their names; extra fields (the full environment facts,
+each library's loader visibility, timings) are additions, never renames. The result contains only
+JSON types, so ``json.dumps(to_json(report))`` always works.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ortdoctor._version import __version__
+from ortdoctor.core.facts import Candidate, Environment, Finding, LibraryPlan, to_jsonable
+from ortdoctor.report.model import Report
+
+__all__ = ["SCHEMA_VERSION", "dumps", "to_json"]
+
+SCHEMA_VERSION = 1
+
+
+def dumps(report: Report) -> str:
+    return json.dumps(to_json(report), indent=2, ensure_ascii=False)
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    env = report.env
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "ortdoctor_version": __version__,
+        "verdict": report.verdict,
+        "findings": [finding_json(f) for f in report.findings],
+        "python": _python(env),
+        "ort": _ort(env, report.recommendation),
+        "torch": _torch(env),
+        "driver": _driver(env, report.device_map),
+        "libraries": _libraries(report),
+        "smoke": _smoke(report),
+        # additions beyond the contract's minimum
+        # `check --all-devices`: one entry per CUDA ordinal (null when only one device was checked)
+        "smoke_devices": [d.to_json() for d in report.device_smokes] if report.all_devices else None,
+        "model": report.model.to_json() if report.model is not None else None,
+        "cuda_major": report.plan.cuda_major if report.plan else None,
+        "cudnn_major": report.plan.cudnn_major if report.plan else None,
+        "directory": report.directory,
+        "nvidia_wheels": [to_jsonable(w) for w in env.nvidia_wheels],
+        "system": to_jsonable(env.system),
+        "matrix": report.matrix_path,
+        "timings_ms": dict(report.timings_ms),
+    }
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    return {"id": f.id, "severity": f.severity, "title": f.title, "detail": f.detail, "fix": f.fix}
+
+
+def _python(env: Environment) -> dict[str, Any]:
+    py = env.python
+    return {
+        "version": py.version,
+        "executable": py.executable,
+        "platform": py.platform,
+        "libc": py.libc,
+        "implementation": py.implementation,
+        "machine": py.machine,
+        "os": py.os,
+        "venv": py.venv,
+        "conda_prefix": py.conda_prefix,
+        "container": list(py.container),
+        "wsl": py.wsl,
+        "site_dirs": list(py.site_dirs),
+        "multiprocessing_start_method": py.multiprocessing_start_method,
+    }
+
+
+def _ort(env: Environment, recommendation: str | None) -> dict[str, Any]:
+    ort = env.ort
+    return {
+        "installed": ort.installed,
+        "distributions": [
+            {
+                "name": d.name,
+                "version": d.version,
+                "location": d.location,
+                "dist_info": d.dist_info,
+                "owns_files_on_disk": d.owns_files_on_disk,
+                "installer": d.installer,
+                "index_url": d.index_url,
+            }
+            for d in ort.distributions
+        ],
+        "active": ort.active,
+        "version": ort.version,
+        "cuda_version": ort.cuda_version,
+        "cudnn_major": ort.cudnn_major,
+        "package_dir": ort.package_dir,
+        "package_name": ort.package_name,
+        "is_gpu_build": ort.is_gpu_build,
+        "cuda_provider": to_jsonable(ort.cuda_provider),
+        "tensorrt_provider": to_jsonable(ort.tensorrt_provider),
+        "pybind": to_jsonable(ort.pybind),
+        "other_cuda_libraries": [to_jsonable(x) for x in ort.other_cuda_libraries],
+        "problems": list(ort.problems),
+        "recommended_install": recommendation,
+    }
+
+
+def _torch(env: Environment) -> dict[str, Any] | None:
+    t = env.torch
+    if t is None:
+        return None
+    return {"version": t.version, "cuda": t.cuda, "cudnn": t.cudnn, "lib_dir": t.lib_dir, "location": t.location}
+
+
+def _driver(env: Environment, device_map: Any = None) -> dict[str, Any]:
+    from ortdoctor.decide.devices import map_devices
+
+    d = env.driver
+    dmap = device_map if device_map is not None else map_devices(d)
+    visible = [c.device for c in dmap.devices if c.device is not None]
+    why = dmap.visibility_note
+    return {
+        "available": d.available,
+        "version": d.version,
+        "cuda_version": d.cuda_version,
+        "error": d.error,
+        "error_kind": d.error_kind.value if d.error_kind is not None else None,
+        "devices": [
+            {
+                "index": dev.index,
+                "name": dev.name,
+                "compute_capability": dev.compute_capability,
+                "memory_total_mib": dev.memory_total_mib,
+                "memory_free_mib": dev.memory_free_mib,
+                "uuid": dev.uuid,
+            }
+            for dev in d.devices
+        ],
+        "visible_device_indices": [dev.index for dev in visible],
+        "visibility_note": why,
+        # additions: CUDA's ordinals (what device_id means) with the NVML device behind each
+        "cuda_devices": [c.to_json() for c in dmap.devices],
+        "cuda_visible_devices_stopped_at": dmap.stopped_at,
+        "cuda_visible_devices_stop_reason": dmap.stop_reason,
+        "cuda_device_order": dmap.device_order,
+        "device_order_note": dmap.order_note,
+        "cuda_visible_devices": d.cuda_visible_devices,
+        "nvidia_visible_devices": d.nvidia_visible_devices,
+        "libcuda": list(d.libcuda),
+        "dev_nodes": list(d.dev_nodes),
+        "kernel_module_version": d.kernel_module_version,
+    }
+
+
+def _candidate(c: Candidate) -> dict[str, Any]:
+    return {"path": c.path, "source": c.source, "version": c.version, "rejected": c.rejected}
+
+
+def _library(lp: LibraryPlan, env: Environment) -> dict[str, Any]:
+    from ortdoctor.decide.loader_view import loader_visible
+
+    chosen = lp.chosen
+    return {
+        "name": lp.name,
+        "soname": lp.soname,
+        "required": lp.required,
+        "path": chosen.path if chosen else None,
+        "source": chosen.source if chosen else None,
+        "version": chosen.version if chosen else None,
+        "candidates": [_candidate(c) for c in lp.candidates],
+        # additions: files present only for another major, why it is skipped, and whether the loader
+        # finds the chosen file on its own (False: it loads only when preloaded)
+        "other_major": [_candidate(c) for c in lp.other_major],
+        "skipped": lp.skipped,
+        "loader_visible": loader_visible(env, lp.soname, chosen) if chosen else None,
+    }
+
+
+def _libraries(report: Report) -> list[dict[str, Any]]:
+    if report.plan is None:
+        return []
+    return [_library(lp, report.env) for lp in report.plan.libraries]
+
+
+def _smoke(report: Report) -> dict[str, Any]:
+    if report.smoke is None:
+        return {"ran": False, "ok": None, "providers": [], "device_id": report.device_id, "error": None,
+                "timings_ms": {}, "skipped": report.smoke_skipped}
+    to_json_method = getattr(report.smoke, "to_json", None)
+    data = to_json_method() if callable(to_json_method) else to_jsonable(report.smoke)
+    data = dict(data)
+    data.setdefault("skipped", None)
+    return data

@@ -1,0 +1,183 @@
+"""Text and JSON views of the compatibility matrix for ``ortdoctor matrix``. Renderers return strings."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ortdoctor.core.facts import to_jsonable
+from ortdoctor.decide.matrix import Feed, LibSpec, Matrix, Recommendation, Release, ReleaseMatch
+
+__all__ = [
+    "matrix_json", "recommendation_json", "release_json", "render_recommendation", "render_release",
+    "render_table",
+]
+
+
+def _feeds_short(release: Release) -> str:
+    parts = []
+    for feed in release.feeds:
+        only = f" ({', '.join(feed.versions)})" if feed.versions else ""
+        parts.append(f"CUDA {feed.cuda}/cuDNN {feed.cudnn_major if feed.cudnn_major is not None else '?'}{only}")
+    return "; ".join(parts) or "-"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
+    rule = "  ".join("-" * w for w in widths)
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join([line, rule, *body])
+
+
+def render_table(matrix: Matrix) -> str:
+    """Every release line, one row each, then the driver minimums and the torch variants."""
+    rows = []
+    for r in matrix.releases:
+        bad = ", ".join(f"{kb.version}" + (f" ({kb.affects})" if kb.affects else "") for kb in r.known_bad)
+        rows.append([
+            r.line,
+            ", ".join(r.versions) or "(not on PyPI)",
+            r.cuda,
+            str(r.cudnn_major) if r.cudnn_major is not None else "?",
+            _feeds_short(r),
+            r.torch or "-",
+            r.source,
+            bad or "-",
+        ])
+    out = [f"onnxruntime-gpu compatibility matrix ({matrix.path})", "",
+           _table(["line", "versions", "CUDA", "cuDNN", "other builds", "torch", "source", "known bad"], rows),
+           "", "Minimum NVIDIA driver per CUDA major:"]
+    drows = []
+    for major in sorted(matrix.cuda_majors):
+        cm = matrix.cuda_majors[major]
+        drows.append([f"CUDA {major}", cm.min_driver_linux, cm.min_driver_windows, cm.driver_source])
+    out.append(_table(["CUDA", "Linux", "Windows", "source"], drows))
+    out += ["", "PyTorch CUDA builds (* = the PyPI default):"]
+    trows = []
+    for t in matrix.torch:
+        variants = ", ".join(f"{v.tag}{'*' if v.pypi_default else ''} (cuDNN {v.cudnn or '?'})"
+                             for v in t.variants)
+        trows.append([t.version, variants])
+    out.append(_table(["torch", "variants"], trows))
+    out += ["", "Show one release: ortdoctor matrix --ort 1.20.1    "
+                "Choose a build: ortdoctor matrix --cuda 12 --torch 2.4"]
+    return "\n".join(out) + "\n"
+
+
+def _lib_line(lib: LibSpec) -> str:
+    where = ", ".join(lib.linux_dirs) or "-"
+    extra = f"  [{lib.package}: {where}]" if lib.package else ""
+    return f"  {lib.soname:<40} {lib.load:<8} {lib.windows_dll or '-':<34}{extra}"
+
+
+def render_release(matrix: Matrix, match: ReleaseMatch) -> str:
+    """One release line in full: builds, libraries, driver, torch, known problems, sources."""
+    r = match.release
+    out = [f"onnxruntime-gpu {r.line} ({', '.join(r.versions) or 'not on PyPI'})"]
+    if not match.exact or match.unverified:
+        out.append(f"  note: {match.note}")
+    cudnn = f"{r.cudnn_major}" + (f" ({r.cudnn})" if r.cudnn and r.cudnn != f"{r.cudnn_major}.x" else "")
+    out += [
+        f"  PyPI build:   CUDA {r.cuda}, cuDNN {cudnn}",
+        f"  source:       {r.source}: {r.source_ref}",
+    ]
+    for version, wheel in sorted(r.wheels.items()):
+        if wheel != r.source_ref:
+            out.append(f"                also read: {wheel} ({version})")
+    if r.python:
+        out.append(f"  Python:       {', '.join(r.python)}")
+    if r.torch:
+        out.append(f"  torch:        {r.torch} (CUDA/cuDNN majors agree)")
+    for feed in r.feeds:
+        only = f" [{', '.join(feed.versions)} only]" if feed.versions else ""
+        out.append(f"  other build:  CUDA {feed.cuda}, cuDNN {feed.cudnn_major}{only} from {feed.index_url}")
+        if feed.note:
+            out.append(f"                {feed.note}")
+    if r.extras:
+        for name, reqs in r.extras.items():
+            out.append(f"  extra [{name}]: {', '.join(reqs)}")
+    if r.provider_needed:
+        out.append(f"  CUDA provider DT_NEEDED: {', '.join(r.provider_needed)}")
+    if r.pybind_needed_cuda:
+        out.append(f"  pybind module DT_NEEDED: {', '.join(r.pybind_needed_cuda)} (import needs them)")
+    libs = matrix.libraries_for_release(r)
+    if libs:
+        out += ["", "  Libraries (load order; required = loaded with the provider, lazy = when first used):"]
+        out += [_lib_line(lib) for lib in libs]
+    cm = matrix.cuda_majors.get(r.cuda_major)
+    if cm is not None:
+        out += ["", f"  Minimum driver for CUDA {r.cuda}: Linux {matrix.min_driver(r.cuda, 'linux')}, "
+                    f"Windows {matrix.min_driver(r.cuda, 'windows')} ({cm.driver_source})"]
+    for kb in r.known_bad:
+        out += ["", f"  KNOWN BAD {kb.version}" + (f" ({kb.affects})" if kb.affects else "") + f": {kb.problem}",
+                f"    fix: {kb.fix}"]
+    if r.notes:
+        out += ["", "  Notes:"] + [f"  - {n}" for n in r.notes]
+    return "\n".join(out) + "\n"
+
+
+def render_recommendation(rec: Recommendation, cuda: str | None, torch: str | None) -> str:
+    asked = ", ".join(x for x in (f"CUDA {cuda}" if cuda else "", f"torch {torch}" if torch else "") if x)
+    r = rec.release
+    out = [f"For {asked or 'this machine'}: onnxruntime-gpu {rec.version}", "", f"  {rec.command}", "",
+           f"  Why: {rec.reason}"]
+    if rec.alternative:
+        out += ["", "  A newer line for the same CUDA/cuDNN majors lives on an alternative feed:",
+                f"  {rec.alternative}"]
+    if r.source == "doc":
+        out += ["", f"  (facts for {r.line} are from the documentation: {r.source_ref})"]
+    return "\n".join(out) + "\n"
+
+
+def _release_dict(matrix: Matrix, release: Release, feed: Feed | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(release)
+    data["cuda_major"] = release.cuda_major
+    return data
+
+
+def matrix_json(matrix: Matrix) -> str:
+    data = {"matrix": matrix.path, "schema": matrix.schema, "feeds": matrix.feeds,
+            "releases": [_release_dict(matrix, r) for r in matrix.releases],
+            "cuda_majors": to_jsonable(matrix.cuda_majors), "cudnn_majors": to_jsonable(matrix.cudnn_majors),
+            "torch": to_jsonable(matrix.torch)}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def release_json(matrix: Matrix, query: str, match: ReleaseMatch) -> str:
+    r = match.release
+    data = {
+        "matrix": matrix.path,
+        "query": {"ort": query},
+        "exact": match.exact,
+        "unverified": match.unverified,
+        "note": match.note,
+        "release": _release_dict(matrix, r),
+        "libraries": to_jsonable(matrix.libraries_for_release(r)),
+        "min_driver": {"linux": matrix.min_driver(r.cuda, "linux"),
+                       "windows": matrix.min_driver(r.cuda, "windows")},
+    }
+    return json.dumps(data, indent=2) + "\n"
+
+
+def recommendation_json(matrix: Matrix, cuda: str | None, torch: str | None,
+                        rec: Recommendation | None) -> str:
+    data: dict[str, Any] = {"matrix": matrix.path, "query": {"cuda": cuda, "torch": torch}}
+    if rec is None:
+        data["recommendation"] = None
+    else:
+        build_cuda = rec.feed.cuda if rec.feed else rec.release.cuda
+        data["recommendation"] = {
+            "version": rec.version,
+            "line": rec.release.line,
+            "cuda": build_cuda,
+            "cudnn_major": rec.feed.cudnn_major if rec.feed else rec.release.cudnn_major,
+            "index_url": rec.feed.index_url if rec.feed else None,
+            "command": rec.command,
+            "alternative": rec.alternative or None,
+            "reason": rec.reason,
+            "torch_variant": to_jsonable(rec.torch_variant),
+            "source": rec.release.source,
+            "source_ref": rec.release.source_ref,
+        }
+    return json.dumps(data, indent=2) + "\n"

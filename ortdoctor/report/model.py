@@ -1,0 +1,133 @@
+"""The report's data: what one ``check`` found, every derived decision computed once.
+
+:class:`Report` is built by :func:`ortdoctor.doctor.check.run_check`; the renderers of this package
+(:mod:`.text`, :mod:`.json_report`, :mod:`.markdown`, :mod:`.short`) only read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ortdoctor.core.exitcodes import FAIL, OK, USAGE
+from ortdoctor.core.facts import Environment, Finding, Plan, to_jsonable
+from ortdoctor.diagnose.model import INPUT_ERROR_IDS
+from ortdoctor.prove.model_check.inspect import ModelInspection
+from ortdoctor.prove.model_check.placement import Placement
+
+Verdict = Literal["ok", "warn", "fail"]
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one `check` found; :mod:`ortdoctor.report.json_report` turns it into the contract's JSON and
+    :mod:`ortdoctor.report.text` into the human report."""
+
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+    env: Environment
+    plan: Plan | None
+    matrix_path: str | None
+    smoke: Any = None  # ortdoctor.prove.smoke.SmokeResult, or None when it did not run
+    smoke_skipped: str | None = None  # why the smoke session did not run
+    device_id: int = 0
+    directory: str | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    # What to install on this machine when no GPU build is installed (None when one is).
+    recommendation: str | None = None
+    device_map: Any = None  # ortdoctor.decide.devices.DeviceMap: CUDA ordinal -> NVML device
+    all_devices: bool = False  # `check --all-devices`: every visible GPU was checked
+    device_smokes: tuple[Any, ...] = ()  # ortdoctor.prove.smoke.devices.DeviceSmoke per ordinal (--all-devices)
+    model: Any = None  # ortdoctor.prove.model_check.ModelReport (`check --model`)
+
+
+def verdict_of(findings: Iterable[Finding]) -> Verdict:
+    """``fail`` when any finding is an error, ``warn`` when the worst is a warning, else ``ok``."""
+    severities = {f.severity for f in findings}
+    if "error" in severities:
+        return "fail"
+    if "warning" in severities:
+        return "warn"
+    return "ok"
+
+
+@dataclass(frozen=True)
+class ModelReport:
+    path: str
+    inspection: ModelInspection
+    findings: tuple[Finding, ...] = ()
+    ran: bool = False  # whether the child was started
+    ort_version: str | None = None
+    providers: tuple[str, ...] = ()  # the model session's providers, as get_providers() said
+    cuda_ep_active: bool = False
+    placement: Placement | None = None
+    run: dict[str, Any] | None = None  # timings of the random-data run, CUDA and CPU side by side
+    cuda_graph: dict[str, Any] | None = None
+    preload: dict[str, Any] | None = None
+    error: str | None = None  # onnxruntime's error text when the session could not be created
+    child_failure: str | None = None  # the child crashed / hung / gave no answer
+    log_lines: tuple[str, ...] = ()  # ORT's warnings and errors while creating the session
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def input_error(self) -> bool:
+        """The model itself cannot be used as given (unreadable, invalid, truncated, ...)."""
+        return any(f.id in INPUT_ERROR_IDS for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        """2 for an unusable input model, 1 when any finding is an error, else 0."""
+        if self.input_error:
+            return USAGE
+        return FAIL if any(f.severity == "error" for f in self.findings) else OK
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``model`` block of ``ortdoctor check --json``."""
+        ins = self.inspection
+        p = self.placement
+        return {
+            "path": self.path,
+            "ok": not any(f.severity == "error" for f in self.findings),
+            "file": {
+                "bytes": ins.file_bytes,
+                "total_bytes": ins.total_bytes,
+                "problem": ins.problem,
+                "ir_version": ins.ir_version,
+                "producer": ins.producer,
+                "opsets": {(d or "ai.onnx"): v for d, v in ins.opsets.items()},
+                "inputs": [{"name": i.name, "dtype": i.dtype, "shape": list(i.shape) if i.shape is not None else None,
+                            "dynamic": i.is_dynamic} for i in ins.inputs],
+                "nodes": ins.node_count,
+                "nodes_with_subgraphs": ins.node_count_all,
+                "op_types": ins.op_types,
+                "control_flow": list(ins.control_flow_nodes),
+                "initializers": ins.initializer_count,
+                "initializer_bytes": ins.initializer_bytes,
+                "external_data": [to_jsonable(r) for r in ins.external_refs],
+            },
+            "ran": self.ran,
+            "ort_version": self.ort_version,
+            "providers": list(self.providers),
+            "cuda_ep_active": self.cuda_ep_active,
+            "placement": None if p is None else {
+                "source": list(p.source),
+                "nodes_total": p.total,
+                "final_graph_nodes": p.final_graph_nodes,
+                "nodes_by_provider": p.nodes_by_provider,
+                "op_types_by_provider": p.op_types_by_provider,
+                "op_types_from": p.op_types_from,
+                "cpu_nodes": list(p.cpu_nodes),
+                "memcpy_nodes": p.memcpy_nodes,
+                "gpu_share": p.gpu_share,
+            },
+            "run": self.run,
+            "cuda_graph": self.cuda_graph,
+            "preload": self.preload,
+            "error": self.error,
+            "child_failure": self.child_failure,
+            "findings": [to_jsonable(f) for f in self.findings],
+        }
+
+
+__all__ = ["ModelReport", "Report", "Verdict", "verdict_of"]

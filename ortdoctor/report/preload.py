@@ -1,0 +1,82 @@
+"""Human text for ``ortdoctor preload``: what was loaded from where, with versions and the proof.
+
+Renderers return strings; the command prints them.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+from ortdoctor.preloading.preloader import PreloadResult
+
+__all__ = ["render_env", "render_text"]
+
+_SOURCE_WORDS = {
+    "loaded": "already loaded",
+    "directory": "--directory",
+    "torch": "torch lib",
+    "nvidia-wheel": "NVIDIA wheel",
+    "conda": "conda",
+    "cuda-home": "CUDA toolkit",
+    "system": "system",
+}
+
+
+def _shorten(path: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + path[len(home):] if home not in ("", "/") and path.startswith(home + os.sep) else path
+
+
+def render_text(result: PreloadResult) -> str:
+    """One block per outcome: loaded (with proof), skipped, failed, then findings with their fixes."""
+    lines: list[str] = []
+    where = {None: "default search order", "": "NVIDIA wheels, then the system"}.get(
+        result.directory, result.directory)
+    head = "Would load" if result.dry_run else "Loaded"
+    build = f"CUDA {result.cuda_major}, cuDNN {result.cudnn_major}" if result.cuda_major else "no CUDA build"
+    lines.append(f"ortdoctor preload ({build}; {where})")
+    if result.loaded:
+        lines.append(f"{head}:")
+        width = max(len(x.soname) for x in result.loaded)
+        for x in result.loaded:
+            version = x.version or "version unknown"
+            src = _SOURCE_WORDS.get(x.source, x.source)
+            lines.append(f"  ✔ {x.soname:<{width}}  {version:<12} {src:<14} {_shorten(x.path)}")
+            if x.already_loaded_from:
+                lines.append(f"      already in the process before preload: {_shorten(x.already_loaded_from)}")
+            elif x.mapped and x.loaded_by:
+                lines.append(f"      mapped by {x.loaded_by} itself: {_shorten(x.mapped)} (inode {x.inode})")
+            elif x.mapped:
+                lines.append(f"      mapped: {_shorten(x.mapped)} (inode {x.inode})")
+    if result.skipped:
+        lines.append("Skipped:")
+        lines.extend(f"  - {s.name}: {s.reason}" for s in result.skipped)
+    if result.failed:
+        lines.append("Failed:")
+        for f in result.failed:
+            kind = "needed" if f.required else "loaded on demand"
+            lines.append(f"  ✘ {f.soname} ({kind}): {f.error}")
+            if f.searched:
+                lines.append("      searched: " + ", ".join(_shorten(d) for d in f.searched[:8])
+                             + (f", … ({len(f.searched) - 8} more)" if len(f.searched) > 8 else ""))
+    for fd in result.findings:
+        mark = {"error": "✘", "warning": "⚠"}.get(fd.severity, "ℹ")
+        lines.append(f"{mark} [{fd.id}] {fd.title}")
+        lines.extend(f"    {line}" for line in fd.detail.splitlines())
+        if fd.fix:
+            fix = fd.fix.splitlines()
+            lines.append(f"    fix: {fix[0]}")
+            lines.extend(f"         {line}" for line in fix[1:])
+    if not result.loaded and not result.failed and not result.findings:
+        lines.append("Nothing to load.")
+    return "\n".join(lines) + "\n"
+
+
+def render_env(result: PreloadResult) -> str:
+    """The shell line that makes the chosen directories visible to other processes."""
+    dirs = result.chosen_dirs()
+    if not dirs:
+        return "# ortdoctor: no directory to add to LD_LIBRARY_PATH\n"
+    joined = ":".join(shlex.quote(d) for d in dirs)
+    return f'export LD_LIBRARY_PATH={joined}"${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"\n'
