@@ -85,8 +85,8 @@ def _bench(env: dict[str, str], reps: int, *, with_torch: bool = False) -> None:
     py = sys.executable
     # The files the hook loads, in its order (a dry run in a child with the same environment).
     listing = subprocess.run(
-        [py, "-c", "import json, ortdoctor.preloading.preloader as p, ortdoctor.decide.resolver as r;"
-                   "res = p.preload(directory='', dry_run=True, matrix=r.BUILTIN);"
+        [py, "-c", "import json, ortdoctor.preloading.preloader as p;"
+                   "res = p.preload(directory='', dry_run=True);"
                    "print(json.dumps([x['path'] for x in res.to_json()['loaded']]))"],
         env={**env, "ORTDOCTOR_DISABLE": "1"}, capture_output=True, text=True, check=True,
         cwd=env["ORTDOCTOR_BENCH_CWD"])

@@ -200,6 +200,20 @@ def _write_cache(res: Any) -> None:
 # --------------------------------------------------------------------------------------------------
 # The hook
 # --------------------------------------------------------------------------------------------------
+def _matrix() -> Any:
+    """``$ORTDOCTOR_MATRIX`` when it can be used; else, with one warning, the shipped matrix: a typo in a
+    variable must not cost the program its GPU."""
+    from ortdoctor.decide.matrix.load import default_matrix_path, load_matrix
+    from ortdoctor.decide.matrix.model import MatrixError
+
+    try:
+        return load_matrix()
+    except MatrixError as exc:
+        _warn(f"ortdoctor [preload-error]: ORTDOCTOR_MATRIX cannot be used ({exc}); the shipped matrix was "
+              "used instead. Fix: correct or unset ORTDOCTOR_MATRIX")
+        return load_matrix(default_matrix_path())
+
+
 def _run() -> None:
     global _done, _result
     with _lock:
@@ -216,11 +230,9 @@ def _run() -> None:
             pass
         directory = os.environ.get("ORTDOCTOR_DIRECTORY")  # None: unset; "": the NVIDIA wheels first
         try:
-            from ortdoctor.decide.resolver import BUILTIN
             from ortdoctor.preloading.preloader import preload
 
-            # The built-in library rows (the matrix's, without parsing YAML at every start-up).
-            _result = preload(directory=directory, matrix=BUILTIN)
+            _result = preload(directory=directory, matrix=_matrix())
         except ImportError as exc:  # a broken ortdoctor install must not break the user's program
             if strict:
                 raise

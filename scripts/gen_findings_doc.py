@@ -1,4 +1,4 @@
-"""Write docs/findings.md from ortdoctor/findings_catalog.py (the catalog is the single source).
+"""Write docs/findings.md from ortdoctor/core/catalog.py (the catalog is the single source).
 
     python scripts/gen_findings_doc.py          # rewrite the file
     python scripts/gen_findings_doc.py --check  # exit 1 when the file is out of date

@@ -1,11 +1,12 @@
-"""Write ortdoctor/_matrix_snapshot.json from compat_matrix.yaml (the YAML is the single source).
+"""Write ortdoctor/decide/matrix/matrix_snapshot.json from compat_matrix.yaml (the YAML is the single source).
 
     python scripts/gen_matrix_snapshot.py          # rewrite the snapshot
     python scripts/gen_matrix_snapshot.py --check  # exit 1 when the snapshot is out of date
 
-The snapshot is the YAML's parsed document plus the YAML's sha256: ``load_matrix()`` reads it instead of
-parsing the YAML whenever the YAML's bytes still have that digest, and parses the YAML otherwise. A
-stale snapshot is therefore never used, only slower; CI runs ``--check`` (tests/test_matrix_snapshot.py).
+The snapshot is the YAML's validated model plus the YAML's size and CRC-32: ``load_matrix()`` rebuilds the
+model from it instead of parsing and validating the YAML whenever the YAML's bytes still match, and
+parses the YAML otherwise. A stale snapshot is therefore never used, only slower; the tests run
+``--check`` (tests/test_matrix_snapshot.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ortdoctor.decide.matrix import MatrixError, snapshot_document, snapshot_path  # noqa: E402
+from ortdoctor.decide.matrix.load import snapshot_document, snapshot_path  # noqa: E402
+from ortdoctor.decide.matrix.model import MatrixError  # noqa: E402
 
 YAML = ROOT / "compat_matrix.yaml"
 
@@ -34,7 +36,7 @@ def main(argv: list[str]) -> int:
     except MatrixError as exc:
         print(f"not writing a snapshot of an invalid matrix: {exc}", file=sys.stderr)
         return 2
-    out = snapshot_path()
+    out = Path(snapshot_path())
     if "--check" in argv:
         current = out.read_text(encoding="utf-8") if out.exists() else ""
         if current != text:

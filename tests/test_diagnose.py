@@ -32,8 +32,10 @@ from ortdoctor.core.facts import (
     SystemInfo,
     TorchInfo,
 )
-from ortdoctor.decide.loader_view import default_loader_copy, is_cuda_build, loader_visible
-from ortdoctor.decide.matrix import (
+from ortdoctor.decide.build import is_cuda_build
+from ortdoctor.decide.loader_view import default_loader_copy, loader_visible
+from ortdoctor.decide.matrix.load import load_matrix
+from ortdoctor.decide.matrix.model import (
     CudaMajor,
     CudnnMajor,
     Feed,
@@ -43,7 +45,6 @@ from ortdoctor.decide.matrix import (
     TorchRelease,
     TorchVariant,
 )
-from ortdoctor.decide.resolver import builtin_libraries
 from ortdoctor.diagnose.checklist import diagnose, recommended_install, visible_devices
 from ortdoctor.diagnose.classify import classify
 from ortdoctor.prove.smoke.runner import SmokeResult
@@ -58,7 +59,7 @@ CU12_FEED = "https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onn
 # The matrix
 # ------------------------------------------------------------------------------------------------
 def _cuda_rows(major: int) -> tuple[Any, ...]:
-    return tuple(s for s in builtin_libraries(major, None))
+    return tuple(s for s in load_matrix().libraries_for(major, None))
 
 
 def make_matrix() -> Matrix:
@@ -66,7 +67,7 @@ def make_matrix() -> Matrix:
         12: CudaMajor(12, _cuda_rows(12), "525.60.13", "527.41"),
         13: CudaMajor(13, _cuda_rows(13), "580.65.06", "580.88"),
     }
-    cudnn_rows = tuple(s for s in builtin_libraries(13, 9) if s.name.startswith("cudnn"))
+    cudnn_rows = tuple(s for s in load_matrix().libraries_for(13, 9) if s.name.startswith("cudnn"))
     cudnn = {9: CudnnMajor(9, cudnn_rows, packages={12: "nvidia-cudnn-cu12", 13: "nvidia-cudnn-cu13"})}
     feed12 = Feed(cuda="12.x", cudnn_major=9, index_url=CU12_FEED)
     releases = (

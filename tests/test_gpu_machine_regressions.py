@@ -31,7 +31,7 @@ from ortdoctor.core.facts import (
     SystemInfo,
     TorchInfo,
 )
-from ortdoctor.decide.resolver import resolve
+from ortdoctor.decide.resolve import resolve
 from ortdoctor.diagnose.checklist import diagnose
 from ortdoctor.prove.smoke.runner import SmokeResult
 from ortdoctor.report.model import Report, verdict_of
@@ -373,12 +373,11 @@ def test_preload_of_torchs_wheels_says_nothing_about_torch(machine: Machine) -> 
         assert {x.source for x in result.loaded} == {"nvidia-wheel"}
 
 
-def test_preload_finds_torchs_files_without_the_wheels_file_lists(machine: Machine) -> None:
-    """The preloader's quick facts know the NVIDIA wheels by name only: torch's files come from the plan."""
+def test_preload_with_a_directory_still_names_torchs_own_files(machine: Machine) -> None:
+    """--directory hides the wheels from the plan; torch's files are told from the wheels' file lists."""
     from ortdoctor.preloading.preloader import preload
 
     env = machine_env(machine)
-    env = replace(env, nvidia_wheels=tuple(replace(w, lib_dirs=(), sonames=()) for w in env.nvidia_wheels))
     result = preload(directory=str(machine.toolkit / "lib64"), dry_run=True, env=env, matrix=MATRIX)
     assert "libcudnn.so.9 9.14.0 instead of its" in by_id(result.findings, "torch-loads-other-copy").detail
 

@@ -11,24 +11,18 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from ortdoctor.decide.matrix import (
-    Matrix,
-    MatrixError,
-    Release,
-    default_matrix_path,
-    load_matrix,
-    parse_cuda_request,
-)
+from ortdoctor.decide.matrix.load import default_matrix_path, load_matrix
+from ortdoctor.decide.matrix.model import Matrix, MatrixError, Release, parse_cuda_request
 
 
 @pytest.fixture(scope="module")
 def matrix() -> Matrix:
-    return load_matrix(default_matrix_path())
+    return load_matrix(Path(default_matrix_path()))
 
 
 @pytest.fixture(scope="module")
 def raw() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(default_matrix_path().read_text(encoding="utf-8"))
+    data: dict[str, Any] = yaml.safe_load(Path(default_matrix_path()).read_text(encoding="utf-8"))
     return data
 
 

@@ -13,7 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from ortdoctor.cli.main import cli
-from ortdoctor.decide.matrix import default_matrix_path
+from ortdoctor.decide.matrix.load import default_matrix_path
 
 REPO = Path(__file__).resolve().parent.parent
 CUDA12_FEED = "https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-12/pypi/simple/"
@@ -137,7 +137,7 @@ def test_too_old_version_exits_1(runner: CliRunner) -> None:
 
 
 def _broken_matrix(tmp_path: Path) -> Path:
-    data = yaml.safe_load(default_matrix_path().read_text(encoding="utf-8"))
+    data = yaml.safe_load(Path(default_matrix_path()).read_text(encoding="utf-8"))
     data["releases"][4]["cuda"] = "14.0"
     p = tmp_path / "mine.yaml"
     p.write_text(yaml.safe_dump(data), encoding="utf-8")

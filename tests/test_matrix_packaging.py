@@ -37,7 +37,7 @@ def test_installed_copy_loads_its_own_matrix(built_wheel: Path, tmp_path: Path) 
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target),
                     str(built_wheel)], check=True, timeout=300, capture_output=True)
-    code = ("from ortdoctor.decide.matrix import load_matrix, default_matrix_path\n"
+    code = ("from ortdoctor.decide.matrix.load import load_matrix, default_matrix_path\n"
             "m = load_matrix()\n"
             "print(default_matrix_path())\n"
             "print(m.release_for('1.31.1').release.cuda)\n")
@@ -55,12 +55,12 @@ def test_installed_copy_loads_its_own_matrix(built_wheel: Path, tmp_path: Path) 
 @pytest.mark.slow
 def test_wheel_ships_the_snapshot_of_its_matrix(built_wheel: Path, tmp_path: Path) -> None:
     with zipfile.ZipFile(built_wheel) as zf:
-        assert "ortdoctor/_matrix_snapshot.json" in zf.namelist()
+        assert "ortdoctor/decide/matrix/matrix_snapshot.json" in zf.namelist()
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target),
                     str(built_wheel)], check=True, timeout=300, capture_output=True)
     # The installed YAML matches the installed snapshot: the matrix loads without importing PyYAML.
-    code = ("import sys\nfrom ortdoctor.decide.matrix import load_matrix\nload_matrix()\n"
+    code = ("import sys\nfrom ortdoctor.decide.matrix.load import load_matrix\nload_matrix()\n"
             "print('yaml' in sys.modules)\n")
     env = {k: v for k, v in os.environ.items() if k != "ORTDOCTOR_MATRIX"}
     env["PYTHONPATH"] = str(target)

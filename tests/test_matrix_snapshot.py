@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -9,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ortdoctor.decide import matrix as matrix_module
-from ortdoctor.decide.matrix import MatrixError, default_matrix_path, load_matrix, snapshot_path
+from ortdoctor.decide.matrix import load as matrix_module
+from ortdoctor.decide.matrix.load import default_matrix_path, load_matrix, snapshot_path
+from ortdoctor.decide.matrix.model import MatrixError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -22,16 +24,16 @@ def test_snapshot_is_up_to_date() -> None:
 
 
 def test_snapshot_and_yaml_give_equal_matrices(monkeypatch: pytest.MonkeyPatch) -> None:
-    from_snapshot = matrix_module._load(default_matrix_path())
-    # The same bytes with no snapshot to match: parsed as YAML.
-    monkeypatch.setattr(matrix_module, "_snapshot_data", lambda sha256: matrix_module._NO_SNAPSHOT)
-    from_yaml = matrix_module._load(default_matrix_path())
+    from_snapshot = matrix_module._load(Path(default_matrix_path()))
+    # The same bytes with no snapshot to match: parsed and validated.
+    monkeypatch.setattr(matrix_module, "_from_snapshot", lambda fingerprint: None)
+    from_yaml = matrix_module._load(Path(default_matrix_path()))
     assert from_snapshot == from_yaml
     assert list(from_snapshot.cuda_majors) == list(from_yaml.cuda_majors)  # integer keys, same order
 
 
 def test_shipped_matrix_loads_without_pyyaml() -> None:
-    code = ("import sys\nfrom ortdoctor.decide.matrix import load_matrix\nm = load_matrix()\n"
+    code = ("import sys\nfrom ortdoctor.decide.matrix.load import load_matrix\nm = load_matrix()\n"
             "assert m.release_for('1.31.1') is not None\nprint('yaml' in sys.modules)\n")
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
@@ -42,7 +44,7 @@ def test_shipped_matrix_loads_without_pyyaml() -> None:
 
 def test_edited_copy_is_parsed_as_yaml(tmp_path: Path) -> None:
     edited = tmp_path / "matrix.yaml"
-    text = default_matrix_path().read_text(encoding="utf-8")
+    text = Path(default_matrix_path()).read_text(encoding="utf-8")
     edited.write_text(text.replace("schema: 1", "schema: 2", 1), encoding="utf-8")
     with pytest.raises(MatrixError, match="unsupported schema version 2"):
         load_matrix(edited)
@@ -50,24 +52,26 @@ def test_edited_copy_is_parsed_as_yaml(tmp_path: Path) -> None:
 
 def test_unchanged_copy_matches_the_shipped_file(tmp_path: Path) -> None:
     copy = tmp_path / "copy.yaml"
-    shutil.copyfile(default_matrix_path(), copy)
+    shutil.copyfile(Path(default_matrix_path()), copy)
     m = load_matrix(copy)
     assert m.path == str(copy)
     assert m.releases == load_matrix().releases
 
 
 def test_corrupt_snapshot_falls_back_to_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bad = tmp_path / "_matrix_snapshot.json"
-    good = snapshot_path().read_text(encoding="utf-8")
-    bad.write_text(good[:300], encoding="utf-8")  # the digest matches, the JSON is cut short
-    monkeypatch.setattr(matrix_module, "snapshot_path", lambda: bad)
-    assert matrix_module._load(default_matrix_path()) == load_matrix()
+    bad = tmp_path / "matrix_snapshot.json"
+    good = Path(snapshot_path()).read_text(encoding="utf-8")
+    bad.write_text(good[:300], encoding="utf-8")  # the fingerprint matches, the JSON is cut short
+    monkeypatch.setattr(matrix_module, "snapshot_path", lambda: str(bad))
+    assert matrix_module._load(Path(default_matrix_path())) == load_matrix()
     bad.unlink()
-    assert matrix_module._load(default_matrix_path()) == load_matrix()
+    assert matrix_module._load(Path(default_matrix_path())) == load_matrix()
 
 
 def test_snapshot_keeps_integer_keys_apart_from_strings() -> None:
     encoded = matrix_module._encode({"a": {12: "x", 13: {"b": [1, None, True]}}})
     assert encoded == {"a": {"__int_keys__": {"12": "x", "13": {"b": [1, None, True]}}}}
+    assert json.loads(json.dumps(encoded), object_hook=matrix_module._decode_object) == {
+        "a": {12: "x", 13: {"b": [1, None, True]}}}
     with pytest.raises(TypeError):
         matrix_module._encode({1: "x", "y": 2})

@@ -19,15 +19,12 @@ from ortdoctor.core.facts import (
     SystemInfo,
     TorchInfo,
 )
-from ortdoctor.decide.resolver import (
-    BUILTIN,
-    DirectoryError,
-    DirListing,
-    builtin_libraries,
-    index_dirs,
-    resolve,
-    version_from_filename,
-)
+from ortdoctor.decide.matrix.load import load_matrix
+from ortdoctor.decide.names import version_from_filename
+from ortdoctor.decide.resolve import resolve
+from ortdoctor.decide.search import DirectoryError, DirListing, index_dirs
+
+MATRIX = load_matrix()
 
 PROVIDER_NEEDED = ("libcublasLt.so.13", "libcublas.so.13", "libcurand.so.10", "libcudart.so.13", "libcuda.so.1")
 CUDA_FILES = ("libcublasLt.so.13", "libcublas.so.13", "libnvrtc.so.13", "libcurand.so.10", "libcufft.so.12",
@@ -77,7 +74,7 @@ def full_site(site: str = "/site") -> tuple[DirListing, DirListing]:
 def test_default_order_prefers_wheels_and_keeps_system_copy_as_shadowed():
     env = make_env()
     index = idx(*full_site(), listing("/usr/lib/x86_64-linux-gnu", *CUDA_FILES, "libcudnn.so.9"))
-    plan = resolve(env, BUILTIN, index=index)
+    plan = resolve(env, MATRIX, index=index)
     libs = by_name(plan)
     assert plan.cuda_major == 13
     assert plan.cudnn_major == 9
@@ -99,7 +96,7 @@ def test_versions_come_from_the_wheel_or_the_file_name():
     index = idx(listing("/site/nvidia/cu13/lib", *CUDA_FILES),
                 listing("/usr/lib/x86_64-linux-gnu", "libcudnn.so.9",
                         real={"libcudnn.so.9": "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0"}))
-    libs = by_name(resolve(env, BUILTIN, index=index))
+    libs = by_name(resolve(env, MATRIX, index=index))
     assert libs["cudart"].chosen.version == "13.0.96"
     assert libs["cublas"].chosen.version is None
     assert libs["cudnn"].chosen.version == "9.14.0"
@@ -118,10 +115,10 @@ def test_empty_directory_means_wheels_then_system_only():
                    torch=TorchInfo("2.11.0+cu130", "13.0", "9.19.0", "/site/torch/lib", "/site"))
     index = idx(listing("/conda/lib", *CUDA_FILES), listing("/usr/local/cuda/lib64", *CUDA_FILES),
                 listing("/site/torch/lib", *CUDA_FILES), listing("/usr/lib/x86_64-linux-gnu", *CUDA_FILES))
-    libs = by_name(resolve(env, BUILTIN, directory="", index=index))
+    libs = by_name(resolve(env, MATRIX, directory="", index=index))
     assert libs["cudart"].chosen.source == "system"
     assert {c.source for c in libs["cudart"].candidates} == {"system"}
-    libs = by_name(resolve(env, BUILTIN, directory=None, index=index))
+    libs = by_name(resolve(env, MATRIX, directory=None, index=index))
     assert libs["cudart"].chosen.source == "torch"
     sources = [c.source for c in libs["cudart"].candidates]
     assert sources == ["torch", "conda", "cuda-home", "system"]
@@ -130,7 +127,7 @@ def test_empty_directory_means_wheels_then_system_only():
 def test_torch_lib_is_used_only_when_its_majors_match():
     env = make_env(torch=TorchInfo("2.5.1+cu124", "12.4", "9.1.0", "/site/torch/lib", "/site"))
     index = idx(listing("/site/torch/lib", *CUDA_FILES), *full_site())
-    libs = by_name(resolve(env, BUILTIN, index=index))
+    libs = by_name(resolve(env, MATRIX, index=index))
     assert libs["cudart"].chosen.source == "nvidia-wheel"
     assert all(c.source != "torch" for c in libs["cudart"].candidates)
 
@@ -141,21 +138,21 @@ def test_explicit_directory_then_system_and_relative_to_the_ort_package(tmp_path
     env = make_env(ort_dir=str(ort_dir))
     libdir = str(ort_dir / "libs")
     index = idx(listing(libdir, "libcudart.so.13"), *full_site(), listing("/usr/lib/x86_64-linux-gnu", *CUDA_FILES))
-    libs = by_name(resolve(env, BUILTIN, directory="libs", index=index))
+    libs = by_name(resolve(env, MATRIX, directory="libs", index=index))
     assert libs["cudart"].chosen.path == f"{libdir}/libcudart.so.13"
     assert libs["cudart"].chosen.source == "directory"
     assert libs["cublas"].chosen.source == "system"  # the wheels are not searched with a path
     with pytest.raises(DirectoryError, match="does not exist"):
-        resolve(env, BUILTIN, directory=str(tmp_path / "nope"))
+        resolve(env, MATRIX, directory=str(tmp_path / "nope"))
     with pytest.raises(RuntimeError):  # what onnxruntime.preload_dlls raises, too
-        resolve(env, BUILTIN, directory="nope")
+        resolve(env, MATRIX, directory="nope")
 
 
 def test_one_coherent_source_is_preferred_over_the_first_tier(tmp_path: Path):
     # site A (first on sys.path) has only part of the CUDA set; site B has all of it
     env = make_env(sites=("/a", "/b"))
     index = idx(listing("/a/nvidia/cu13/lib", "libcublas.so.13", "libcudart.so.13"), *full_site("/b"))
-    plan = resolve(env, BUILTIN, index=index)
+    plan = resolve(env, MATRIX, index=index)
     libs = by_name(plan)
     assert libs["cublas"].chosen.path == "/b/nvidia/cu13/lib/libcublas.so.13"
     assert libs["cublasLt"].chosen.path == "/b/nvidia/cu13/lib/libcublasLt.so.13"
@@ -167,7 +164,7 @@ def test_mixing_is_reported_when_unavoidable():
     env = make_env(sites=("/a",))
     index = idx(listing("/a/nvidia/cu13/lib", "libcublas.so.13", "libcudart.so.13", "libcurand.so.10"),
                 listing("/usr/lib/x86_64-linux-gnu", "libcublasLt.so.13"))
-    plan = resolve(env, BUILTIN, index=index)
+    plan = resolve(env, MATRIX, index=index)
     mixed = [f for f in plan.findings if f.id == "lib-sources-mixed"]
     assert mixed
     assert mixed[0].severity == "warning"
@@ -179,7 +176,7 @@ def test_other_major_only_is_kept_with_a_reason():
     env = make_env()
     index = idx(listing("/site/nvidia/cu13/lib", "libcublas.so.13", "libcublasLt.so.13"),
                 listing("/usr/lib/x86_64-linux-gnu", "libcudart.so.12", "libcudnn.so.8", "libcufft.so.11"))
-    libs = by_name(resolve(env, BUILTIN, index=index))
+    libs = by_name(resolve(env, MATRIX, index=index))
     assert libs["cudart"].chosen is None
     assert [o.rejected for o in libs["cudart"].other_major] == ["CUDA 12 file, build needs CUDA 13"]
     assert libs["cudnn"].other_major[0].rejected == "cuDNN 8 file, build needs cuDNN 9"
@@ -188,7 +185,7 @@ def test_other_major_only_is_kept_with_a_reason():
 
 def test_other_major_from_the_ld_so_cache():
     env = make_env(ldconfig={"libcudart.so.12": ("/usr/local/cuda-12/lib64/libcudart.so.12",)})
-    libs = by_name(resolve(env, BUILTIN, index={}))
+    libs = by_name(resolve(env, MATRIX, index={}))
     assert libs["cudart"].other_major[0].path == "/usr/local/cuda-12/lib64/libcudart.so.12"
 
 
@@ -197,7 +194,7 @@ def test_empty_and_relative_ld_library_path_entries_are_never_searched():
           SearchDir("/opt/cuda/lib64", "LD_LIBRARY_PATH"))
     env = make_env(ld=ld)
     index = idx(listing("/opt/cuda/lib64", *CUDA_FILES))
-    plan = resolve(env, BUILTIN, index=index)
+    plan = resolve(env, MATRIX, index=index)
     libs = by_name(plan)
     assert libs["cudart"].chosen.path == "/opt/cuda/lib64/libcudart.so.13"
     entries = [f for f in plan.findings if f.id == "ld-library-path-unsafe-entry"]
@@ -209,7 +206,7 @@ def test_empty_and_relative_ld_library_path_entries_are_never_searched():
 def test_files_in_the_current_directory_are_rejected(tmp_path: Path):
     (tmp_path / "libcudart.so.13").write_bytes(b"\x7fELF")
     env = make_env(ld=(SearchDir(str(tmp_path), "LD_LIBRARY_PATH"),), default=())
-    libs = by_name(resolve(env, BUILTIN, cwd=str(tmp_path)))
+    libs = by_name(resolve(env, MATRIX, cwd=str(tmp_path)))
     assert libs["cudart"].chosen is None
     assert libs["cudart"].candidates[0].rejected == "in the current directory"
 
@@ -220,12 +217,12 @@ def test_world_writable_directory_is_refused_unless_allowed(tmp_path: Path):
     (bad / "libcudart.so.13").write_bytes(b"\x7fELF")
     os.chmod(bad, 0o777)
     env = make_env(ld=(SearchDir(str(bad), "LD_LIBRARY_PATH"),), default=())
-    plan = resolve(env, BUILTIN)
+    plan = resolve(env, MATRIX)
     libs = by_name(plan)
     assert libs["cudart"].chosen is None
     assert libs["cudart"].candidates[0].rejected == f"world-writable directory {bad}"
     assert [f.id for f in plan.findings if f.id == "unsafe-library-dir"] == ["unsafe-library-dir"]
-    libs = by_name(resolve(env, BUILTIN, allow_unsafe_dirs=True))
+    libs = by_name(resolve(env, MATRIX, allow_unsafe_dirs=True))
     assert libs["cudart"].chosen.path == f"{bad}/libcudart.so.13"
 
 
@@ -244,12 +241,12 @@ def test_symlink_into_a_world_writable_directory_is_judged_by_its_target(tmp_pat
         "links into world-writable" in listed[str(good)].unsafe_files["libcudart.so.13"]
     assert listed[str(linked_dir)].world_writable
     env = make_env(ld=(SearchDir(str(good), "LD_LIBRARY_PATH"),), default=())
-    assert by_name(resolve(env, BUILTIN))["cudart"].chosen is None
+    assert by_name(resolve(env, MATRIX))["cudart"].chosen is None
 
 
 def test_already_mapped_library_is_reported_as_loaded():
     env = make_env(mapped=("/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0",))
-    libs = by_name(resolve(env, BUILTIN, index=idx(*full_site())))
+    libs = by_name(resolve(env, MATRIX, index=idx(*full_site())))
     assert libs["cudnn"].chosen.source == "loaded"
     assert libs["cudnn"].chosen.version == "9.14.0"
     wheel = next(c for c in libs["cudnn"].candidates if c.source == "nvidia-wheel")
@@ -257,18 +254,18 @@ def test_already_mapped_library_is_reported_as_loaded():
 
 
 def test_switches_skip_cuda_or_cudnn():
-    libs = by_name(resolve(make_env(), BUILTIN, cudnn=False, index=idx(*full_site())))
+    libs = by_name(resolve(make_env(), MATRIX, cudnn=False, index=idx(*full_site())))
     assert libs["cudnn"].skipped == "--no-cudnn"
     assert libs["cudnn"].chosen is None
     assert libs["cudart"].chosen is not None
-    libs = by_name(resolve(make_env(), BUILTIN, cuda=False, index=idx(*full_site())))
+    libs = by_name(resolve(make_env(), MATRIX, cuda=False, index=idx(*full_site())))
     assert libs["cudart"].skipped == "--no-cuda"
     assert libs["cudnn"].chosen is not None
 
 
 def test_a_needed_library_missing_from_the_matrix_is_searched_anyway():
     env = make_env(needed=(*PROVIDER_NEEDED, "libcusparse.so.12"))
-    plan = resolve(env, BUILTIN, index=idx(listing("/site/nvidia/cu13/lib", *CUDA_FILES, "libcusparse.so.12")))
+    plan = resolve(env, MATRIX, index=idx(listing("/site/nvidia/cu13/lib", *CUDA_FILES, "libcusparse.so.12")))
     libs = by_name(plan)
     assert libs["cusparse"].chosen.path == "/site/nvidia/cu13/lib/libcusparse.so.12"
     assert libs["cusparse"].required
@@ -276,7 +273,11 @@ def test_a_needed_library_missing_from_the_matrix_is_searched_anyway():
 
 
 def test_cpu_build_plans_nothing():
-    plan = resolve(make_env(cuda_version=None), BUILTIN, index={})
+    from dataclasses import replace
+
+    env = make_env(cuda_version=None)
+    env = replace(env, ort=replace(env.ort, is_gpu_build=False, cuda_provider=None))
+    plan = resolve(env, MATRIX, index={})
     assert plan.libraries == ()
     assert plan.cuda_major is None
 
@@ -289,24 +290,11 @@ def test_windows_uses_dll_names_and_bin_dirs():
     index = {bin_dir: DirListing(bin_dir, True, bin_dir, {n: f"{bin_dir}\\{n}" for n in (
         "cublasLt64_13.dll", "cublas64_13.dll", "curand64_10.dll", "cudart64_13.dll", "cufft64_12.dll",
         "nvrtc64_130_0.dll")})}
-    libs = by_name(resolve(env, BUILTIN, index=index))
+    libs = by_name(resolve(env, MATRIX, index=index))
     assert libs["cudart"].soname == "cudart64_13.dll"
     assert libs["cudart"].chosen.path == f"{bin_dir}\\cudart64_13.dll"
     assert libs["nvrtc"].chosen is not None
     assert libs["cudnn"].chosen is None
-
-
-def test_builtin_rows_match_the_matrix_when_it_is_readable():
-    from ortdoctor.decide.matrix import MatrixError, load_matrix
-
-    try:
-        matrix = load_matrix()
-        rows = matrix.libraries_for(13, 9)
-    except (MatrixError, NotImplementedError, KeyError) as exc:
-        pytest.skip(f"the matrix is not readable yet: {exc}")
-    ours = builtin_libraries(13, 9)
-    main = [(s.name, s.soname) for s in rows if not s.sublibrary_of]
-    assert main == [(s.name, s.soname) for s in ours if not s.sublibrary_of]
 
 
 @pytest.mark.parametrize(("needed", "major"), [
@@ -321,4 +309,4 @@ def test_cuda_major_falls_back_to_the_providers_cudart_for_a_gpu_package(needed,
 
     env = make_env(cuda_version=None, needed=needed)
     env = replace(env, ort=replace(env.ort, package_name="onnxruntime-gpu"))
-    assert resolve(env, BUILTIN, index={}).cuda_major == major
+    assert resolve(env, MATRIX, index={}).cuda_major == major

@@ -28,38 +28,8 @@ def test_the_child_does_not_import_the_parents_machinery() -> None:
     assert proc.stdout.strip() == "[]"
 
 
-def test_the_child_preloads_with_the_builtin_rows_unless_a_matrix_is_named(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from ortdoctor.decide.matrix import Matrix, MatrixError, default_matrix_path
-    from ortdoctor.decide.resolver import BUILTIN
-    from ortdoctor.preloading.preloader import library_rows
-
-    monkeypatch.delenv("ORTDOCTOR_MATRIX", raising=False)
-    assert library_rows(None) is BUILTIN
-    named = tmp_path / "m.yaml"
-    named.write_bytes(Path(default_matrix_path()).read_bytes())
-    assert isinstance(library_rows(str(named)), Matrix)
-    monkeypatch.setenv("ORTDOCTOR_MATRIX", str(named))
-    assert isinstance(library_rows(None), Matrix)
-    with pytest.raises(MatrixError):
-        library_rows(str(tmp_path / "absent.yaml"))
+def test_a_named_matrix_reaches_the_child_as_an_absolute_path() -> None:
     assert SmokeRequest(matrix="rel.yaml").to_child()["matrix"] == os.path.abspath("rel.yaml")
-
-
-@pytest.mark.realwheels
-def test_builtin_rows_and_the_shipped_matrix_preload_the_same_files() -> None:
-    # The child (like the hook) preloads with the built-in rows: they must pick what the matrix picks.
-    from ortdoctor.decide.matrix import load_matrix
-    from ortdoctor.decide.resolver import BUILTIN
-    from ortdoctor.preloading.preloader import preload, quick_environment
-
-    env = quick_environment(sys_path=[str(testenvs.ensure("ort-gpu")), str(testenvs.ensure("nvidia-cu13"))],
-                            environ={})
-    ours = preload(env=env, matrix=BUILTIN, dry_run=True)
-    shipped = preload(env=env, matrix=load_matrix(), dry_run=True)
-    assert [(x.soname, x.path) for x in ours.loaded] == [(x.soname, x.path) for x in shipped.loaded]
-    assert len(ours.loaded) == 7
-    assert ours.failed == shipped.failed == []
 
 
 def _child(request: dict[str, object]) -> dict[str, object]:

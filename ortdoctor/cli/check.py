@@ -88,8 +88,8 @@ def command(
     model_path: str | None,
     input_shapes: tuple[str, ...],
 ) -> None:
-    from ortdoctor.decide.matrix import MatrixError
-    from ortdoctor.decide.resolver import DirectoryError
+    from ortdoctor.decide.matrix.model import MatrixError
+    from ortdoctor.decide.search import DirectoryError
     from ortdoctor.doctor.check import run_check
 
     if as_json and fmt not in (None, "json"):

@@ -30,7 +30,8 @@ def command(ort: str | None, cuda: str | None, torch_version: str | None, as_jso
     ortdoctor matrix --ort 1.20.1            one release in full
     ortdoctor matrix --cuda 12 --torch 2.4   which onnxruntime-gpu to install, with the pip command
     """
-    from ortdoctor.decide.matrix import MatrixError, load_matrix, parse_cuda_request, parse_torch_request
+    from ortdoctor.decide.matrix.load import load_matrix
+    from ortdoctor.decide.matrix.model import MatrixError, parse_cuda_request, parse_torch_request
     from ortdoctor.report import matrix as rm
 
     if ort and (cuda or torch_version):

@@ -24,20 +24,24 @@ from ortdoctor.core import exitcodes
 @click.option("--allow-unsafe-dirs", is_flag=True, help="Accept world-writable or foreign-owned directories.")
 @click.option("--quiet", "-q", is_flag=True,
               help="No report: stdout has only --print-env's line (for eval); failures go to stderr.")
+@click.option("--matrix", "matrix_path", type=click.Path(dir_okay=False), default=None,
+              help="A compatibility matrix file instead of the shipped one (default: $ORTDOCTOR_MATRIX).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 def command(directory: str | None, no_cuda: bool, no_cudnn: bool, no_msvc: bool, dry_run: bool, as_json: bool,
-            print_env: bool, allow_unsafe_dirs: bool, quiet: bool, debug: bool) -> None:
+            print_env: bool, allow_unsafe_dirs: bool, quiet: bool, matrix_path: str | None, debug: bool) -> None:
     """Load the CUDA and cuDNN libraries onnxruntime-gpu needs, by absolute path, and prove it.
 
-    Exit 0: everything loaded; 1: something failed; 2: bad option or directory.
+    Exit 0: everything loaded; 1: something failed; 2: bad option, directory or matrix file.
     """
+    from ortdoctor.decide.matrix.load import load_matrix
+    from ortdoctor.decide.matrix.model import MatrixError
     from ortdoctor.preloading.preloader import DirectoryError, preload
     from ortdoctor.report.preload import render_env, render_text
 
     try:
         result = preload(directory=directory, cuda=not no_cuda, cudnn=not no_cudnn, msvc=not no_msvc,
-                         dry_run=dry_run, allow_unsafe_dirs=allow_unsafe_dirs)
-    except DirectoryError as exc:
+                         dry_run=dry_run, allow_unsafe_dirs=allow_unsafe_dirs, matrix=load_matrix(matrix_path))
+    except (DirectoryError, MatrixError) as exc:
         click.echo(f"ortdoctor preload: {exc}", err=True)
         sys.exit(exitcodes.USAGE)
     if as_json:

@@ -295,3 +295,4 @@ class Plan:
     directory: str | None  # preload_dlls semantics: None, "" or a path
     libraries: tuple[LibraryPlan, ...] = ()  # in load (dependency) order
     findings: tuple[Finding, ...] = ()  # what the resolver itself noticed (unsafe or relative dirs, ...)
+    searched: tuple[str, ...] = ()  # every directory of the search order, in order, each once

@@ -12,26 +12,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ortdoctor.core.facts import Candidate, ElfInfo, Environment, LibraryPlan, OrtInfo, SearchDir
-from ortdoctor.decide.resolver import version_from_filename
+from ortdoctor.core.facts import Candidate, ElfInfo, Environment, LibraryPlan, SearchDir
+from ortdoctor.decide.names import version_from_filename
 
-__all__ = ["CPU_FLAVOURS", "SOURCE_WORDS", "LoaderPick", "compact_sonames", "default_loader_copy", "is_cuda_build",
-           "loader_dirs", "loader_visible", "same_file"]
-
-#: Every distribution that installs a CPU build into the `onnxruntime/` import package.
-CPU_FLAVOURS = ("onnxruntime", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn")
-
-
-def is_cuda_build(ort: OrtInfo) -> bool:
-    """The files on disk are a CUDA build: the provider library exists and the build info does not say
-    CPU. (With two flavours installed the GPU wheel's provider library can survive next to the CPU
-    wheel's pybind module; the build info of the winner decides.)"""
-    if not ort.is_gpu_build:
-        return False
-    if ort.cuda_version:
-        return True
-    return not (ort.package_name and ort.package_name in CPU_FLAVOURS)
-
+__all__ = ["SOURCE_WORDS", "LoaderPick", "compact_sonames", "default_loader_copy", "loader_dirs", "loader_visible",
+           "same_file"]
 
 def compact_sonames(names: Sequence[str]) -> list[str]:
     """``libcudnn.so.9`` plus its sub-libraries as one item: the list stays readable."""

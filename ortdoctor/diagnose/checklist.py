@@ -26,13 +26,13 @@ from ortdoctor.core.facts import (
     OrtDistribution,
     Plan,
 )
+from ortdoctor.decide.build import is_cuda_build
 from ortdoctor.decide.devices import CudaDevice, DeviceMap, describe, map_devices
 from ortdoctor.decide.loader_view import (
     SOURCE_WORDS,
     LoaderPick,
     compact_sonames,
     default_loader_copy,
-    is_cuda_build,
     loader_visible,
     same_file,
 )
@@ -42,7 +42,7 @@ from ortdoctor.prove.smoke.devices import DeviceSmoke
 from ortdoctor.prove.smoke.runner import SmokeResult
 
 if TYPE_CHECKING:
-    from ortdoctor.decide.matrix import LibSpec, Matrix, ReleaseMatch
+    from ortdoctor.decide.matrix.model import LibSpec, Matrix, ReleaseMatch
 
 __all__ = ["DEFAULT_GPU_INSTALL", "diagnose", "recommended_install", "visible_devices"]
 

@@ -16,7 +16,7 @@ from ortdoctor.core.facts import Finding
 from ortdoctor.report.model import Report, verdict_of
 
 if TYPE_CHECKING:
-    from ortdoctor.decide.matrix import Matrix
+    from ortdoctor.decide.matrix.model import Matrix
 
 __all__ = ["SmokeMode", "run_check"]
 
@@ -67,7 +67,11 @@ def run_check(
     """
     from ortdoctor.probes.environment import collect_environment
 
-    shapes = _model_shapes(input_shapes) if model is not None else {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    if model is not None:  # a malformed --input-shape is a usage error before anything runs
+        from ortdoctor.prove.model_check.inspect import normalise_input_shapes
+
+        shapes = normalise_input_shapes(input_shapes)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     # The smoke child needs nothing from this process (it applies its own preload), so it starts as
@@ -77,6 +81,12 @@ def run_check(
     # and starts its children once resolution (the only step that may still refuse the arguments) is
     # done.
     device_order = (os.environ if environ is None else environ).get("CUDA_DEVICE_ORDER")
+    # The children that prove the environment inspect the same one: its variables and import path.
+    import_path = tuple(site_dirs) if site_dirs is not None else (tuple(sys_path) if sys_path is not None else None)
+
+    def request() -> Any:
+        return _smoke_request(smoke_request, device_id=device_id, directory=directory, matrix=matrix_path,
+                              environ=environ, import_path=import_path)
     early: dict[str, Any] = {}
 
     def on_probe(name: str, value: Any) -> None:
@@ -84,8 +94,7 @@ def run_check(
         # wheel installed over a GPU one leaves the provider behind) is decided below, and a child
         # started for a CPU build is cancelled then.
         if name == "ort" and smoke is not False and not all_devices and (smoke is True or value.is_gpu_build):
-            early["run"] = _start_smoke(smoke_request, device_id=device_id, directory=directory,
-                                        matrix=matrix_path)
+            early["run"] = _start_smoke(request())
 
     t = t0
     device_thread: _DeviceSmokes | None = None
@@ -95,10 +104,10 @@ def run_check(
                                   on_probe=on_probe)
         timings["probes"] = _ms(t)
 
+        from ortdoctor.decide.build import is_cuda_build
         from ortdoctor.decide.devices import map_devices
-        from ortdoctor.decide.loader_view import is_cuda_build
-        from ortdoctor.decide.matrix import load_matrix
-        from ortdoctor.decide.resolver import resolve
+        from ortdoctor.decide.matrix.load import load_matrix
+        from ortdoctor.decide.resolve import resolve
         from ortdoctor.diagnose.checklist import diagnose
         from ortdoctor.diagnose.smoke import classify_smoke
 
@@ -122,12 +131,10 @@ def run_check(
             if "run" in early:
                 early.pop("run").cancel()
         elif all_devices and device_map.devices:
-            device_thread = _DeviceSmokes(smoke_request, device_map, device_id=device_id, directory=directory,
-                                          max_parallel=max_parallel)
+            device_thread = _DeviceSmokes(request(), device_map, device_id=device_id, max_parallel=max_parallel)
         elif "run" not in early:
             # --all-devices with no GPU CUDA could enumerate: one session, whose error says why.
-            early["run"] = _start_smoke(smoke_request, device_id=device_id, directory=directory,
-                                        matrix=matrix_path)
+            early["run"] = _start_smoke(request())
 
         recommendation = None
         if not gpu_build:
@@ -171,7 +178,7 @@ def run_check(
 
         t = time.perf_counter()
         model_report = check_model(model, input_shapes=shapes, device_id=device_id, cuda_graph=model_cuda_graph,
-                                   timeout=model_timeout, env=None if environ is None else dict(environ),
+                                   timeout=model_timeout, env=None if environ is None else dict(environ), import_path=import_path,
                                    driver=env.driver, provider_options=model_provider_options)
         findings = sorted([*findings, *model_report.findings], key=_severity_rank)
         timings["model"] = _ms(t)
@@ -195,15 +202,24 @@ def run_check(
     )
 
 
-def _start_smoke(request: Any, *, device_id: int, directory: str | None, matrix: Any = None) -> Any:
-    """Spawn the smoke session's child (imported only here: `check --no-smoke` never pays for it) and
-    return its :class:`ortdoctor.prove.smoke.runner.SmokeRun` at once. ``matrix`` (`check --matrix FILE`)
-    reaches the child's preload, so both sides decide from the same file."""
-    from ortdoctor.prove.smoke.runner import SmokeRequest, start_smoke
+def _smoke_request(request: Any, *, device_id: int, directory: str | None, matrix: Any,
+                   environ: Mapping[str, str] | None, import_path: tuple[str, ...] | None) -> Any:
+    """The request every smoke child starts from (imported only here: `check --no-smoke` never pays for
+    it): the caller's, else one for ``device_id`` and ``directory``. ``matrix`` (`check --matrix FILE`)
+    reaches the child's preload, so both sides decide from the same file; ``environ`` and
+    ``import_path`` make the child prove the environment that was inspected."""
+    from ortdoctor.prove.smoke.runner import SmokeRequest
 
-    if request is None:
-        request = SmokeRequest(device_id=device_id, directory=directory,
-                               matrix=str(matrix) if matrix is not None else None)
+    if request is not None:
+        return request
+    return SmokeRequest(device_id=device_id, directory=directory, matrix=str(matrix) if matrix is not None else None,
+                        environ=None if environ is None else dict(environ), import_path=import_path)
+
+
+def _start_smoke(request: Any) -> Any:
+    """Spawn the smoke session's child and return its :class:`~ortdoctor.prove.smoke.runner.SmokeRun` at once."""
+    from ortdoctor.prove.smoke.runner import start_smoke
+
     return start_smoke(request)
 
 
@@ -211,15 +227,11 @@ class _DeviceSmokes:
     """The smoke session on every visible ordinal (plus ``device_id`` when CUDA has no such device, so
     its failure is shown too), in parallel children, run from a thread while the diagnosis goes on."""
 
-    def __init__(self, request: Any, device_map: Any, *, device_id: int, directory: str | None,
-                 max_parallel: int | None) -> None:
+    def __init__(self, request: Any, device_map: Any, *, device_id: int, max_parallel: int | None) -> None:
         import threading
 
         from ortdoctor.prove.smoke.devices import run_device_smokes
-        from ortdoctor.prove.smoke.runner import SmokeRequest
 
-        if request is None:
-            request = SmokeRequest(device_id=device_id, directory=directory)
         ordinals = [c.ordinal for c in device_map.devices]
         if device_id not in ordinals:
             ordinals.append(device_id)
@@ -236,17 +248,6 @@ class _DeviceSmokes:
     def result(self) -> tuple[Any, ...]:
         self._thread.join()
         return self._results
-
-
-def _model_shapes(value: Mapping[str, Iterable[int]] | Iterable[str] | None) -> dict[str, tuple[int, ...]]:
-    """``--input-shape`` values checked before anything runs: a malformed one is a usage error."""
-    if not value:
-        return {}
-    if isinstance(value, Mapping):
-        return {str(k): tuple(int(d) for d in v) for k, v in value.items()}
-    from ortdoctor.prove.model_check.inspect import parse_input_shapes
-
-    return parse_input_shapes(value)
 
 
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}

@@ -9,7 +9,7 @@ turns both into findings.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ortdoctor.core.facts import DriverInfo, Finding
@@ -33,6 +33,7 @@ def check_model(
     driver: DriverInfo | None = None,
     provider_options: Mapping[str, str] | None = None,
     python: str | None = None,
+    import_path: Sequence[str] | None = None,
 ) -> ModelReport:
     """Inspect ``path`` and, when it is usable, place it on the CUDA EP in a child; never raises for a bad model.
 
@@ -52,7 +53,7 @@ def check_model(
     request = {"model": abspath, "device_id": device_id, "cuda_graph": cuda_graph,
                "input_shapes": {k: list(v) for k, v in shapes.items()},
                "provider_options": {str(k): str(v) for k, v in (provider_options or {}).items()}}
-    outcome = run_child(request, timeout=timeout, env=env, python=python)
+    outcome = run_child(request, timeout=timeout, env=env, python=python, import_path=import_path)
     child = outcome.result
     if child is None or child.get("stage") == "child":
         failure = _describe_failure(outcome, timeout)

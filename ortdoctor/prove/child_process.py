@@ -29,7 +29,8 @@ from typing import IO, Any
 
 HEAD_BYTES = 256 * 1024  # kept from the start of each stream
 TAIL_BYTES = 768 * 1024  # kept from the end of each stream
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+# The directory that holds the `ortdoctor` package (this file is ortdoctor/prove/child_process.py).
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -38,6 +39,27 @@ PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 def python_argv(python: str, *args: str) -> list[str]:
     """``python [-P] args...``: ``-P`` (3.11+) keeps the working directory off ``sys.path``."""
     return [python, *(["-P"] if sys.version_info >= (3, 11) else []), *args]
+
+
+def child_environment(environ: Mapping[str, str] | None = None, import_path: Sequence[str] | None = None,
+                      overrides: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """The environment of a child that imports onnxruntime for an inspection.
+
+    ``environ`` is the environment the check was asked about (default: this process's); ``import_path``
+    the site directories it inspected, which become the child's ``PYTHONPATH`` so that it imports the
+    same onnxruntime; ``overrides`` set (or, with None, remove) single variables. ortdoctor itself is
+    appended, so the child can run its own code whatever the inspected environment holds.
+    """
+    env = dict(os.environ if environ is None else environ)
+    if import_path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(import_path)
+    for key, value in (overrides or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    env.setdefault("PYTHONIOENCODING", "utf-8")
+    return add_python_path(env)
 
 
 def add_python_path(env: dict[str, str], entry: str = PACKAGE_ROOT) -> dict[str, str]:

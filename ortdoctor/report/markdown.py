@@ -160,7 +160,7 @@ def _row(name: str, value: str) -> str:
 
 
 def _facts(report: Report, md: _Md) -> list[str]:
-    from ortdoctor.decide.loader_view import is_cuda_build
+    from ortdoctor.decide.build import is_cuda_build
 
     env = report.env
     py = env.python

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ortdoctor.core.facts import to_jsonable
-from ortdoctor.decide.matrix import Feed, LibSpec, Matrix, Recommendation, Release, ReleaseMatch
+from ortdoctor.decide.matrix.model import Feed, LibSpec, Matrix, Recommendation, Release, ReleaseMatch
 
 __all__ = [
     "matrix_json", "recommendation_json", "release_json", "render_recommendation", "render_release",

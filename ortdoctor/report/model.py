@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ortdoctor.core.exitcodes import FAIL, OK, USAGE
 from ortdoctor.core.facts import Environment, Finding, Plan, to_jsonable
-from ortdoctor.diagnose.model import INPUT_ERROR_IDS
-from ortdoctor.prove.model_check.inspect import ModelInspection
-from ortdoctor.prove.model_check.placement import Placement
+
+if TYPE_CHECKING:  # `check` without --model does not load the model-check modules
+    from ortdoctor.prove.model_check.inspect import ModelInspection
+    from ortdoctor.prove.model_check.placement import Placement
 
 Verdict = Literal["ok", "warn", "fail"]
 
@@ -73,6 +74,8 @@ class ModelReport:
     @property
     def input_error(self) -> bool:
         """The model itself cannot be used as given (unreadable, invalid, truncated, ...)."""
+        from ortdoctor.diagnose.model import INPUT_ERROR_IDS
+
         return any(f.id in INPUT_ERROR_IDS for f in self.findings)
 
     @property

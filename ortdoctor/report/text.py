@@ -137,7 +137,7 @@ def _python(report: Report, s: _Style, debug: bool) -> list[str]:
 
 
 def _ort(report: Report, s: _Style, debug: bool) -> list[str]:
-    from ortdoctor.decide.loader_view import is_cuda_build
+    from ortdoctor.decide.build import is_cuda_build
 
     ort = report.env.ort
     if not ort.installed:

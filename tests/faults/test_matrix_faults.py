@@ -109,9 +109,8 @@ def test_matrix_with_exponential_aliases(case: Case) -> None:
     _assert_usage_error(case.run("matrix", "--matrix", str(path), timeout=60), path)
 
 
-def test_preload_ignores_a_broken_matrix_and_uses_its_built_in_rows(case: Case) -> None:
+def test_preload_refuses_a_broken_matrix_with_its_key_path(case: Case) -> None:
     case.gpu_site()
     path = _write(case, "broken.yaml", "matrix: [unclosed\n")
-    res = case.run("preload", "--json", "--directory", "", env={"ORTDOCTOR_MATRIX": str(path)})
-    assert res.returncode == 0, res.text
-    assert {x["name"] for x in res.data["loaded"]} >= {"cudart", "cublas", "cudnn"}
+    _assert_usage_error(case.run("preload", "--json", "--directory", "", env={"ORTDOCTOR_MATRIX": str(path)}), path)
+    _assert_usage_error(case.run("preload", "--matrix", str(path), timeout=60), path)

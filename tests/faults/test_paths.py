@@ -3,10 +3,13 @@ long paths, LD_LIBRARY_PATH with empty, relative, undecodable and thousands of e
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 
 import pytest
 
+from tests.faults import helpers
 from tests.faults.conftest import Case
 from tests.faults.helpers import CU13_LIB, ORT_DIST_INFO, Result, nobody, unprivileged_python
 
@@ -190,3 +193,29 @@ def test_cuda_home_and_conda_prefix_point_at_files(case: Case) -> None:
     assert cudart["source"] == "nvidia-wheel"
 
 
+
+
+HOOK_FINDINGS = ("import json, ortdoctor.hook as h\n"
+                 "print(json.dumps([f.id for f in h.result.findings] if h.result else None))\n")
+
+
+@pytest.mark.parametrize("value", ["", ":", "relative/lib", "/opt/none::/opt/other"])
+def test_check_preload_and_the_hook_read_ld_library_path_alike(case: Case, value: str) -> None:
+    """One fact reader: the same LD_LIBRARY_PATH gives the same answer from check, preload and the hook
+    (an empty variable is no entry at all for the loader; a ':' or a relative entry is the cwd)."""
+    case.gpu_site()
+    env = {"LD_LIBRARY_PATH": value, "ORTDOCTOR_CACHE": "0"}
+    check = _check(case, env=env)
+    preload = case.run("preload", "--dry-run", "--json", "--directory", "", env=env)
+    script = case.base / "hook_findings.py"
+    script.write_text(HOOK_FINDINGS)
+    hook = helpers.run_cli([], sites=[case.site], cwd=case.cwd, env=env, argv0=[sys.executable, str(script)])
+    assert hook.returncode == 0, hook.text
+    hook_ids = json.loads(hook.stdout.strip().splitlines()[-1]) or []
+    said = {
+        "check": any(i.startswith(UNSAFE_ENTRY) for i in check.finding_ids()),
+        "preload": any(f["id"].startswith(UNSAFE_ENTRY) for f in preload.data["findings"]),
+        "hook": any(i.startswith(UNSAFE_ENTRY) for i in hook_ids),
+    }
+    assert len(set(said.values())) == 1, said
+    assert said["check"] is (value not in ("",)), said

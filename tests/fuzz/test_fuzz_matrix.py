@@ -18,7 +18,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ortdoctor.decide.matrix import Matrix, MatrixError, load_matrix
+from ortdoctor.decide.matrix.load import load_matrix
+from ortdoctor.decide.matrix.model import Matrix, MatrixError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_TEXT = (ROOT / "compat_matrix.yaml").read_text(encoding="utf-8")

@@ -105,7 +105,9 @@ def _preload(matrix_path: str | None) -> dict[str, Any]:
     except ImportError as exc:
         return {"attempted": False, "ok": None, "error": f"ortdoctor.preloading.preloader not importable: {exc}"}
     try:
-        result = preloader.preload(matrix=preloader.library_rows(matrix_path))
+        from ortdoctor.decide.matrix.load import load_matrix
+
+        result = preloader.preload(matrix=load_matrix(matrix_path))
     except Exception as exc:
         return {"attempted": True, "ok": False, "error": _error_text(exc)}
     failed = list(getattr(result, "failed", ()) or ())

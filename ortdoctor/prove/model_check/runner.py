@@ -13,10 +13,9 @@ nothing ortdoctor adds may shadow the user's own path entries.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,20 +41,16 @@ class ChildOutcome:
     stderr_tail: str
 
 
-def child_environment(env: Mapping[str, str] | None) -> dict[str, str]:
-    child_env = child_process.add_python_path(dict(os.environ if env is None else env))
-    child_env.setdefault("PYTHONIOENCODING", "utf-8")
-    return child_env
-
-
 def run_child(request: Mapping[str, Any], *, timeout: float, env: Mapping[str, str] | None = None,
-              python: str | None = None) -> ChildOutcome:
-    """Run the child on ``request``; ``python`` is the interpreter (default: this one)."""
+              python: str | None = None, import_path: Sequence[str] | None = None) -> ChildOutcome:
+    """Run the child on ``request``; ``python`` is the interpreter (default: this one), ``env`` and
+    ``import_path`` the environment and site directories to inspect (see
+    :func:`ortdoctor.prove.child_process.child_environment`)."""
     interpreter = python or sys.executable
     argv = child_process.python_argv(interpreter, "-m", CHILD_MODULE)
     with tempfile.TemporaryDirectory(prefix="ortdoctor-model-") as workdir:
         try:
-            done = child_process.run(argv, timeout=timeout, env=child_environment(env), cwd=workdir,
+            done = child_process.run(argv, timeout=timeout, env=child_process.child_environment(env, import_path), cwd=workdir,
                                      input=json.dumps(dict(request)).encode(), stdout_limits=_STDOUT_LIMITS)
         except OSError as exc:
             return ChildOutcome(None, None, False, None, "", f"could not start {interpreter}: {exc}")
@@ -67,4 +62,4 @@ def parse_result(stdout: str) -> dict[str, Any] | None:
     return child_process.last_json_line(stdout, RESULT_MARKER)
 
 
-__all__ = ["CHILD_MODULE", "ChildOutcome", "child_environment", "parse_result", "run_child"]
+__all__ = ["CHILD_MODULE", "ChildOutcome", "parse_result", "run_child"]

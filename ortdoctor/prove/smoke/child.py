@@ -66,8 +66,9 @@ def _preload(request: dict[str, Any]) -> dict[str, Any]:
     except ImportError as exc:
         return {"available": False, "error": f"ortdoctor.preloading.preloader not importable: {exc}"}
     try:
-        matrix = preloader.library_rows(request.get("matrix"))  # the built-in rows, as the hook's
-        result = preloader.preload(directory=request.get("directory"), matrix=matrix)
+        from ortdoctor.decide.matrix.load import load_matrix
+
+        result = preloader.preload(directory=request.get("directory"), matrix=load_matrix(request.get("matrix")))
     except Exception as exc:  # the preload is a help, not the subject: record and carry on
         return {"available": True, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
     summary: dict[str, Any] = {"available": True, "ok": True}

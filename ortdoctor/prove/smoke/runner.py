@@ -54,6 +54,11 @@ class SmokeRequest:
     matrix: str | None = None
     preload: bool = True
     env: dict[str, str | None] = field(default_factory=dict)  # overrides; None removes a variable
+    # The environment the check inspects (default: this process's) and its site directories, which
+    # become the child's PYTHONPATH (default: the child's own sys.path), so the child proves the
+    # environment that was inspected.
+    environ: dict[str, str] | None = None
+    import_path: tuple[str, ...] | None = None
     python: str = sys.executable
     n: int = 256  # the model's matrix size
     runs: int = 10  # steady-state runs whose median is reported
@@ -170,14 +175,8 @@ def child_command(request: SmokeRequest) -> list[str]:
 
 
 def _child_env(request: SmokeRequest) -> dict[str, str]:
-    env = dict(os.environ)
+    env = child_process.child_environment(request.environ, request.import_path, request.env)
     env.pop(CHILD_ARGV_ENV, None)
-    for key, value in request.env.items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = value
-    env.setdefault("PYTHONIOENCODING", "utf-8")
     return env
 
 

@@ -1,0 +1,1 @@
+"""The compatibility matrix: :mod:`.model` (the dataclasses and queries), :mod:`.validate`, :mod:`.load`."""

@@ -1,0 +1,485 @@
+"""The compatibility matrix's model: what each onnxruntime-gpu release needs, and the queries on it.
+
+These dataclasses are the contract the resolver, the diagnosis and the renderers code against. They are
+built by :mod:`.validate` from a YAML document, or by :mod:`.load` from the pre-validated snapshot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+__all__ = [
+    "MATRIX_ENV",
+    "CudaMajor",
+    "CudnnMajor",
+    "Feed",
+    "KnownBad",
+    "LibSpec",
+    "Matrix",
+    "MatrixError",
+    "Recommendation",
+    "Release",
+    "ReleaseMatch",
+    "TorchRelease",
+    "TorchVariant",
+    "line_key",
+    "parse_cuda_request",
+    "parse_torch_request",
+    "parse_version",
+]
+
+#: The environment variable that selects a matrix file instead of the shipped one.
+MATRIX_ENV = "ORTDOCTOR_MATRIX"
+
+LoadKind = Literal["required", "lazy"]
+
+
+class MatrixError(Exception):
+    """A matrix file that cannot be used. ``str()`` is ``"<file>: <key.path>: <what is wrong>"``."""
+
+    def __init__(self, file: str, key_path: str, message: str) -> None:
+        super().__init__(f"{file}: {key_path}: {message}" if key_path else f"{file}: {message}")
+        self.file = file
+        self.key_path = key_path
+        self.message = message
+
+
+@dataclass(frozen=True)
+class LibSpec:
+    """One shared library of a CUDA or cuDNN major."""
+
+    name: str  # "cudart", "cublas", "cublasLt", "cufft", "curand", "nvrtc", "cudnn", "cudnn_graph", ...
+    soname: str  # Linux: "libcudart.so.13"
+    windows_dll: str | None  # "cudart64_13.dll"
+    load: LoadKind  # "required": DT_NEEDED of the CUDA provider; "lazy": dlopen'd at run time
+    package: str | None  # the NVIDIA wheel that ships it: "nvidia-cuda-runtime", "nvidia-cudnn-cu13"
+    linux_dirs: tuple[str, ...]  # relative to a site dir, in preference order: ("nvidia/cu13/lib", ...)
+    windows_dirs: tuple[str, ...]  # ("nvidia/cu13/bin/x86_64", ...)
+    version_function: str | None = None  # "cudaRuntimeGetVersion", "cudnnGetVersion", ...
+    depends: tuple[str, ...] = ()  # names of LibSpecs to load first ("cublas" depends on "cublasLt")
+    # cuDNN sub-libraries are dlopen'd by libcudnn.so.9 itself; preload may still load them by path.
+    sublibrary_of: str | None = None
+
+
+@dataclass(frozen=True)
+class CudaMajor:
+    major: int  # 11, 12, 13
+    libraries: tuple[LibSpec, ...]  # in dependency (load) order
+    min_driver_linux: str  # "525.60.13"
+    min_driver_windows: str
+    # finer rules where a minor needs more than the major's minimum: {"12.8": "570.26"}
+    min_driver_by_minor_linux: dict[str, str] = field(default_factory=dict)
+    wheel_packages: tuple[str, ...] = ()  # "nvidia-cuda-runtime-cu12", ... or the unsuffixed CUDA 13 names
+    source: str = ""  # URL or "wheel:<file>"
+    min_driver_by_minor_windows: dict[str, str] = field(default_factory=dict)
+    driver_source: str = ""  # the URL the driver minimums come from
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CudnnMajor:
+    major: int  # 8, 9
+    libraries: tuple[LibSpec, ...]  # libcudnn.so.9 then its sub-libraries
+    packages: dict[int, str] = field(default_factory=dict)  # CUDA major -> "nvidia-cudnn-cu13"
+    source: str = ""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Feed:
+    """Where a build of a release for a CUDA major lives when it is not the PyPI default."""
+
+    cuda: str  # "12.x", "11.8"
+    cudnn_major: int | None
+    index_url: str | None  # None: PyPI
+    note: str = ""
+    # the patch releases this build exists for (empty: every version of the line), e.g. 1.18.1 only
+    versions: tuple[str, ...] = ()
+    cudnn: str | None = None  # "9.x", "8.9" where documented
+    source: str = ""  # URL, or "wheel:<file>" when read from the feed's wheel
+
+    @property
+    def cuda_major(self) -> int:
+        return int(self.cuda.split(".")[0])
+
+
+@dataclass(frozen=True)
+class KnownBad:
+    version: str  # "1.27.0"
+    problem: str
+    fix: str
+    affects: str | None = None  # "sm_120", "linux", ...
+
+
+@dataclass(frozen=True)
+class Release:
+    line: str  # "1.31" (a release line: every 1.31.x)
+    versions: tuple[str, ...]  # known patch releases on PyPI: ("1.31.0", "1.31.1")
+    cuda: str  # CUDA major.minor of the PyPI onnxruntime-gpu wheel: "13.0"
+    cudnn_major: int | None
+    cudnn: str | None  # "9.x", "8.2.4" where documented
+    source: Literal["wheel", "doc"]
+    source_ref: str  # the wheel file read, or the doc URL
+    python: tuple[str, ...] = ()  # "3.11", "3.12", ...
+    torch: str | None = None  # a PEP 440 specifier of compatible torch releases: ">=2.4"
+    feeds: tuple[Feed, ...] = ()  # alternative builds (other CUDA majors)
+    provider_needed: tuple[str, ...] = ()  # DT_NEEDED of libonnxruntime_providers_cuda.so, as read
+    pybind_needed_cuda: tuple[str, ...] = ()  # CUDA sonames the pybind module itself needs (1.27.0!)
+    extras: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "cuda": ("nvidia-cuda-runtime~=13.0",...)
+    archs: tuple[str, ...] = ()  # "sm_75", ... where read from the wheel
+    known_bad: tuple[KnownBad, ...] = ()
+    notes: tuple[str, ...] = ()
+    # per patch version, the wheel file read (source_ref names the line's reference wheel)
+    wheels: dict[str, str] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()  # plain Requires-Dist names of the wheel: "flatbuffers", "numpy", ...
+    tensorrt_needed: tuple[str, ...] = ()  # CUDA/TensorRT sonames of libonnxruntime_providers_tensorrt.so
+    pypi: bool = True  # False: the PyPI onnxruntime-gpu package never had this line for Linux x86_64
+
+    @property
+    def cuda_major(self) -> int:
+        return int(self.cuda.split(".")[0])
+
+    def bad(self, version: str) -> KnownBad | None:
+        """The known-bad entry of one patch version of this line, if any."""
+        return next((kb for kb in self.known_bad if kb.version == version), None)
+
+
+@dataclass(frozen=True)
+class ReleaseMatch:
+    release: Release
+    exact: bool  # the version itself is listed in release.versions
+    unverified: bool  # newer than every known line: the nearest known line was used
+    note: str  # says which line was used and why
+
+
+@dataclass(frozen=True)
+class TorchVariant:
+    cuda: str  # "12.4"; "cpu" for the CPU build
+    tag: str  # "cu124"
+    cudnn: str | None  # "9.1.0"
+    index_url: str | None  # "https://download.pytorch.org/whl/cu124" (the PyPI default is also there)
+    pypi_default: bool = False
+    source: str = ""  # "wheel:<file>" when read from the wheel's METADATA, else a URL
+
+    @property
+    def cuda_major(self) -> int | None:
+        return None if self.cuda == "cpu" else int(self.cuda.split(".")[0])
+
+    @property
+    def cudnn_major(self) -> int | None:
+        return int(self.cudnn.split(".")[0]) if self.cudnn else None
+
+
+@dataclass(frozen=True)
+class TorchRelease:
+    version: str  # "2.4"
+    variants: tuple[TorchVariant, ...]
+    source: str = ""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    release: Release
+    feed: Feed | None  # None: the PyPI default wheel
+    command: str  # the exact pip command
+    reason: str
+    version: str = ""  # the exact onnxruntime-gpu version the command installs
+    torch_variant: TorchVariant | None = None  # the torch build the choice agrees with
+    # a newer line's build for the same CUDA/cuDNN majors on an alternative feed, as a pip command
+    alternative: str = ""
+
+
+
+@dataclass(frozen=True)
+class Matrix:
+    path: str
+    releases: tuple[Release, ...]  # newest first
+    cuda_majors: dict[int, CudaMajor]
+    cudnn_majors: dict[int, CudnnMajor]
+    torch: tuple[TorchRelease, ...]
+    feeds: dict[str, str] = field(default_factory=dict)  # name -> index URL ("cuda12": "https://...")
+    schema: int = 1
+
+    # -- releases ------------------------------------------------------------------------------
+    def release_for(self, version: str) -> ReleaseMatch | None:
+        """The release line of an installed version string (PEP 440); None when unparsable or older
+        than every line. Versions newer than the newest line match it with ``unverified=True``."""
+        v = parse_version(version)
+        if v is None:
+            return None
+        if not self.releases:
+            return None
+        key = line_key(v)
+        by_line = {_line_of(r): r for r in self.releases}
+        release = by_line.get(key)
+        local = f" (local build '+{v.local}': the matrix describes the PyPI wheel)" if v.local else ""
+        pre = v.is_prerelease or v.is_devrelease
+        if release is not None:
+            exact = not pre and v.base_version in release.versions
+            if exact:
+                note = f"{version} is a known {release.line} release{local}"
+            elif pre:
+                note = f"{version} is a pre-release of the {release.line} line; its facts are assumed{local}"
+            else:
+                note = (f"{version} is not a patch release the matrix lists for {release.line} "
+                        f"(known: {', '.join(release.versions) or 'none'}); the line's facts are used{local}")
+            return ReleaseMatch(release, exact, False, note)
+        newest = self.releases[0]
+        if key > _line_of(newest):
+            return ReleaseMatch(newest, False, True,
+                                f"{version} is newer than every line the matrix knows; the newest line, "
+                                f"{newest.line}, was used and the answer is unverified{local}")
+        older = [r for r in self.releases if _line_of(r) < key]
+        if not older:
+            return None
+        nearest = older[0]  # releases are newest first
+        return ReleaseMatch(nearest, False, True,
+                            f"the matrix has no {key[0]}.{key[1]} line; the nearest older line, "
+                            f"{nearest.line}, was used and the answer is unverified{local}")
+
+    # -- libraries -----------------------------------------------------------------------------
+    def libraries_for(self, cuda_major: int, cudnn_major: int | None) -> tuple[LibSpec, ...]:
+        """Every library an ORT build of that CUDA/cuDNN major may load, in load order."""
+        cuda = self.cuda_majors.get(cuda_major)
+        if cuda is None:
+            return ()
+        libs = list(cuda.libraries)
+        cudnn = self.cudnn_majors.get(cudnn_major) if cudnn_major is not None else None
+        if cudnn is not None:
+            package = cudnn.packages.get(cuda_major)
+            libs.extend(lib if lib.package else dataclasses.replace(lib, package=package)
+                        for lib in cudnn.libraries)
+        return tuple(libs)
+
+    def libraries_for_release(self, release: Release, feed: Feed | None = None) -> tuple[LibSpec, ...]:
+        """:meth:`libraries_for` of one release, with ``load`` taken from what its provider library
+        really lists in DT_NEEDED (it changes between releases: cuDNN and NVRTC moved to lazy loading
+        in 1.28). Without a recorded DT_NEEDED list the major's defaults stand."""
+        cuda_major = feed.cuda_major if feed else release.cuda_major
+        cudnn_major = feed.cudnn_major if feed else release.cudnn_major
+        libs = self.libraries_for(cuda_major, cudnn_major)
+        if feed is not None or not release.provider_needed:
+            return libs
+        needed = set(release.provider_needed)
+        return tuple(dataclasses.replace(lib, load="required" if lib.soname in needed else "lazy")
+                     for lib in libs)
+
+    # -- driver --------------------------------------------------------------------------------
+    def min_driver(self, cuda_version: str, os_name: str) -> str | None:
+        """Minimum driver for a CUDA ``major.minor`` on ``"linux"`` or ``"windows"``."""
+        parsed = parse_cuda_request(cuda_version)
+        if parsed is None:
+            return None
+        major, minor = parsed
+        cuda = self.cuda_majors.get(major)
+        if cuda is None:
+            return None
+        if os_name == "linux":
+            base, by_minor = cuda.min_driver_linux, cuda.min_driver_by_minor_linux
+        elif os_name == "windows":
+            base, by_minor = cuda.min_driver_windows, cuda.min_driver_by_minor_windows
+        else:
+            return None
+        if minor is not None:
+            # the highest listed minor at or below the asked one raises the floor
+            best: tuple[int, str] | None = None
+            for key, drv in by_minor.items():
+                k_major, k_minor = (int(x) for x in key.split("."))
+                if k_major == major and k_minor <= minor and (best is None or k_minor > best[0]):
+                    best = (k_minor, drv)
+            if best is not None:
+                return best[1]
+        return base
+
+    # -- torch -----------------------------------------------------------------------------------
+    def torch_release(self, version: str) -> TorchRelease | None:
+        """The torch release line (``"2.4"``) of a torch version string such as ``2.4.1+cu121``."""
+        v = parse_version(version)
+        if v is None:
+            return None
+        line = f"{v.release[0]}.{v.release[1] if len(v.release) > 1 else 0}"
+        return next((t for t in self.torch if t.version == line), None)
+
+    # -- recommendation --------------------------------------------------------------------------
+    def recommend(self, cuda: str | None, torch: str | None) -> Recommendation | None:
+        """Which onnxruntime-gpu to install with this CUDA major(.minor) and/or torch version.
+
+        The newest build (PyPI default or alternative feed) whose CUDA major matches, whose cuDNN
+        major agrees with the torch variant (when a torch version is given), and whose newest patch
+        is not known to be bad. None when nothing fits.
+        """
+        want_cuda = parse_cuda_request(cuda) if cuda else None
+        if cuda and want_cuda is None:
+            return None
+        variants: tuple[TorchVariant, ...] = ()
+        torch_rel: TorchRelease | None = None
+        if torch:
+            torch_rel = self.torch_release(torch)
+            if torch_rel is None:
+                return None
+            variants = tuple(tv for tv in torch_rel.variants if tv.cuda_major is not None)
+            tag = _torch_local_tag(torch)
+            if tag:  # "2.4.1+cu121": that build only
+                variants = tuple(tv for tv in variants if tv.tag == tag)
+            if want_cuda is not None:
+                variants = tuple(tv for tv in variants if tv.cuda_major == want_cuda[0])
+            # the PyPI default first: it is what `pip install torch` gives
+            variants = tuple(sorted(variants, key=lambda tv: not tv.pypi_default))
+            if not variants:
+                return None
+        # Prefer the torch build pip gives by default, then a verified PyPI wheel over a feed build,
+        # then the newest line.
+        for variant in variants or (None,):
+            for use_feeds in (False, True):
+                for release in self.releases:
+                    if not release.pypi:
+                        continue
+                    for feed in release.feeds if use_feeds else (None,):
+                        rec = self._fit(release, feed, want_cuda, torch_rel, variant)
+                        if rec is not None:
+                            return rec
+        return None
+
+    def _fit(self, release: Release, feed: Feed | None, want_cuda: tuple[int, int | None] | None,
+             torch_rel: TorchRelease | None, variant: TorchVariant | None) -> Recommendation | None:
+        build_cuda = feed.cuda_major if feed else release.cuda_major
+        build_cudnn = feed.cudnn_major if feed else release.cudnn_major
+        if want_cuda is not None and build_cuda != want_cuda[0]:
+            return None
+        if feed is not None and not feed.index_url:
+            return None
+        if variant is not None and (variant.cuda_major != build_cuda or
+                                    (variant.cudnn_major is not None and variant.cudnn_major != build_cudnn)):
+            return None
+        version = _pick_version(release, feed)
+        if version is None:
+            return None
+        alternative = ""
+        if feed is None:
+            newer = self._newest_feed_build(build_cuda, build_cudnn, release)
+            if newer is not None:
+                alternative = _install_command(newer[0], newer[1], newer[2], with_extras=False)
+        return Recommendation(
+            release=release, feed=feed, version=version, torch_variant=variant,
+            command=_install_command(release, feed, version, with_extras=variant is None),
+            reason=_reason(release, feed, version, want_cuda, torch_rel, variant),
+            alternative=alternative,
+        )
+
+    def _newest_feed_build(self, cuda: int, cudnn: int | None,
+                           than: Release) -> tuple[Release, Feed, str] | None:
+        """A feed build of a newer line than ``than`` with the same CUDA/cuDNN majors."""
+        for release in self.releases:
+            if _line_of(release) <= _line_of(than):
+                return None
+            for feed in release.feeds:
+                if feed.cuda_major == cuda and feed.cudnn_major == cudnn and feed.index_url:
+                    version = _pick_version(release, feed)
+                    if version:
+                        return release, feed, version
+        return None
+
+
+def parse_version(text: str | None) -> Version | None:
+    """A PEP 440 version, or None. packaging is imported on first use: the hook's path parses none."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(str(text).strip())
+    except (InvalidVersion, AttributeError):
+        return None
+
+
+def _line_of(release: Release) -> tuple[int, int]:
+    v = parse_version(release.line)
+    return line_key(v) if v is not None else (0, 0)
+
+
+def line_key(v: Version) -> tuple[int, int]:
+    rel = v.release
+    return (rel[0], rel[1] if len(rel) > 1 else 0)
+
+
+def _torch_local_tag(version: str) -> str | None:
+    v = parse_version(version)
+    if v is None:
+        return None
+    local = v.local
+    return local if local and re.fullmatch(r"cu\d+|cpu|rocm[\d.]+", local) else None
+
+
+def parse_cuda_request(text: str | None) -> tuple[int, int | None] | None:
+    """``"12"`` -> (12, None); ``"12.4"`` / ``"12.4.1"`` / ``"cu124"`` -> (12, 4); else None."""
+    if text is None:
+        return None
+    t = str(text).strip().lower()
+    m = re.fullmatch(r"cu(\d{2})(\d)", t)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    m = re.fullmatch(r"(\d{1,2})(?:\.(\d{1,2}|x))?(?:\.\d+)?", t)
+    if not m:
+        return None
+    minor = m.group(2)
+    return int(m.group(1)), (int(minor) if minor and minor != "x" else None)
+
+
+def parse_torch_request(text: str | None) -> Version | None:
+    """A torch version string (``2.4``, ``2.4.1+cu121``) as a Version; None when unparsable."""
+    return parse_version(text) if text else None
+
+
+def _pick_version(release: Release, feed: Feed | None) -> str | None:
+    """The newest patch of the line (on that feed) that is not known to be bad."""
+    candidates = list(feed.versions) if feed and feed.versions else list(release.versions)
+    good = [v for v in candidates if release.bad(v) is None]
+    if not good:
+        return None
+    return max(good, key=lambda v: parse_version(v) or parse_version("0"))
+
+
+#: What the onnxruntime-gpu wheels require from PyPI; an alternative feed does not mirror them.
+_DEFAULT_PLAIN_DEPS = ("flatbuffers", "numpy", "packaging", "protobuf", "sympy")
+
+
+def _install_command(release: Release, feed: Feed | None, version: str, *, with_extras: bool) -> str:
+    if feed is not None and feed.index_url:
+        deps = release.requires or _DEFAULT_PLAIN_DEPS
+        if "sympy" not in deps:  # moved to the `symbolic` extra in 1.24+, still needed by the tools
+            deps = (*deps, "sympy")
+        return (f"pip install {' '.join(deps)} && "
+                f"pip install onnxruntime-gpu=={version} --index-url {feed.index_url}")
+    extras = with_extras and "cuda" in release.extras and "cudnn" in release.extras
+    return f'pip install "onnxruntime-gpu[cuda,cudnn]=={version}"' if extras else \
+        f"pip install onnxruntime-gpu=={version}"
+
+
+def _reason(release: Release, feed: Feed | None, version: str, want_cuda: tuple[int, int | None] | None,
+            torch_rel: TorchRelease | None, variant: TorchVariant | None) -> str:
+    cuda = feed.cuda if feed else release.cuda
+    cudnn_major = feed.cudnn_major if feed else release.cudnn_major
+    where = f"the CUDA {feed.cuda} feed ({feed.index_url})" if feed else "PyPI (the default build)"
+    parts = [f"onnxruntime-gpu {version} from {where} is built for CUDA {cuda} and cuDNN {cudnn_major}"]
+    if want_cuda is not None:
+        parts.append(f"it works with any CUDA {want_cuda[0]}.x runtime (minor-version compatibility)")
+    if torch_rel is not None and variant is not None:
+        where_t = "the PyPI default" if variant.pypi_default else f"from {variant.index_url}"
+        parts.append(f"torch {torch_rel.version} {variant.tag} ({where_t}) uses the same CUDA "
+                     f"{variant.cuda_major} and cuDNN {variant.cudnn or cudnn_major} majors, so one set of "
+                     "CUDA/cuDNN libraries serves both: import torch before creating the session, "
+                     "or preload")
+    if feed is not None:
+        parts.append("use --index-url, not --extra-index-url: with both indexes pip takes PyPI's "
+                     "build of the same version")
+    if release.python:
+        parts.append(f"wheels exist for Python {', '.join(release.python)}")
+    return "; ".join(parts) + "."
+
+

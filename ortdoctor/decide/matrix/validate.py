@@ -1,0 +1,428 @@
+"""Validate a parsed matrix document and build the model from it, refusing a bad file with the key path.
+
+A hand-written validator (its errors name the file, the key path and what is wrong, which generic
+schema libraries do not, and each of them costs more to import than validating takes). It runs on
+``--matrix FILE`` and ``$ORTDOCTOR_MATRIX`` files and when the snapshot is generated; the shipped
+matrix is loaded from the pre-validated snapshot (:mod:`.load`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from packaging.version import InvalidVersion, Version
+
+from ortdoctor.decide.matrix.model import (
+    CudaMajor,
+    CudnnMajor,
+    Feed,
+    KnownBad,
+    LibSpec,
+    Matrix,
+    MatrixError,
+    Release,
+    TorchRelease,
+    TorchVariant,
+    line_key,
+    parse_cuda_request,
+)
+
+__all__ = ["validate"]
+
+_T = TypeVar("_T")
+
+
+def validate(file: str, data: Any) -> Matrix:
+    """The model of a parsed document; raises :class:`MatrixError` naming ``file`` and the key path."""
+    return _Validator(file).matrix(data)
+
+
+class _Validator:
+    """Turns the parsed YAML into dataclasses, checking each value's type on the way."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def fail(self, key: str, message: str) -> MatrixError:
+        return MatrixError(self.file, key, message)
+
+    # -- primitives --------------------------------------------------------------------------------
+    def mapping(self, value: Any, key: str) -> dict[Any, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a mapping, got {_kind(value)}")
+        return value
+
+    def seq(self, value: Any, key: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(key, f"expected a list, got {_kind(value)}")
+        return value
+
+    def req(self, obj: dict[Any, Any], name: str, key: str) -> Any:
+        if name not in obj:
+            raise self.fail(f"{key}.{name}" if key else name, "missing required key")
+        return obj[name]
+
+    def string(self, value: Any, key: str, *, allow_none: bool = False) -> Any:
+        if value is None and allow_none:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise self.fail(key, f"expected a string, got {_kind(value)}")
+        if isinstance(value, float):  # "12.0" written unquoted: keep the text the author meant
+            raise self.fail(key, f"expected a quoted string, got the number {value!r} (write \"{value}\")")
+        return str(value)
+
+    def integer(self, value: Any, key: str, *, allow_none: bool = False) -> Any:
+        if value is None and allow_none:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"expected an integer, got {_kind(value)}")
+        return value
+
+    def boolean(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {_kind(value)}")
+        return value
+
+    def strings(self, value: Any, key: str) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        return tuple(self.string(v, f"{key}[{i}]") for i, v in enumerate(self.seq(value, key)))
+
+    def unknown_keys(self, obj: dict[Any, Any], allowed: Iterable[str], key: str) -> None:
+        extra = sorted(str(k) for k in obj if k not in set(allowed))
+        if extra:
+            raise self.fail(f"{key}.{extra[0]}" if key else extra[0],
+                            f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
+    def each(self, value: Any, key: str, fn: Callable[[Any, str], _T]) -> tuple[_T, ...]:
+        return tuple(fn(item, f"{key}[{i}]") for i, item in enumerate(self.seq(value, key)))
+
+    # -- the document ------------------------------------------------------------------------------
+    def matrix(self, data: Any) -> Matrix:
+        if data is None:
+            raise self.fail("", "the file is empty")
+        top = self.mapping(data, "(top level)")
+        self.unknown_keys(top, ("schema", "feeds", "cuda_majors", "cudnn_majors", "torch", "releases"), "")
+        schema = self.integer(self.req(top, "schema", ""), "schema")
+        if schema != 1:
+            raise self.fail("schema", f"unsupported schema version {schema} (this ortdoctor reads 1)")
+        feeds_raw = self.mapping(top.get("feeds") or {}, "feeds")
+        feeds = {str(k): self.string(v, f"feeds.{k}") for k, v in feeds_raw.items()}
+        self.feeds = feeds
+        cuda_majors = self.cuda_majors(self.req(top, "cuda_majors", ""))
+        cudnn_majors = self.cudnn_majors(self.req(top, "cudnn_majors", ""))
+        torch = self.each(top.get("torch") or [], "torch", self.torch_release)
+        releases = self.each(self.req(top, "releases", ""), "releases", self.release)
+        self.check_consistency(releases, cuda_majors, cudnn_majors, torch)
+        ordered = tuple(sorted(releases, key=lambda r: line_key(Version(r.line)), reverse=True))
+        return Matrix(path=self.file, releases=ordered, cuda_majors=cuda_majors, cudnn_majors=cudnn_majors,
+                      torch=torch, feeds=feeds, schema=schema)
+
+    def lib(self, value: Any, key: str) -> LibSpec:
+        obj = self.mapping(value, key)
+        allowed = ("name", "soname", "windows_dll", "load", "package", "linux_dirs", "windows_dirs",
+                   "version_function", "depends", "sublibrary_of")
+        self.unknown_keys(obj, allowed, key)
+        load = self.string(self.req(obj, "load", key), f"{key}.load")
+        if load not in ("required", "lazy"):
+            raise self.fail(f"{key}.load", f"must be 'required' or 'lazy', got {load!r}")
+        return LibSpec(
+            name=self.string(self.req(obj, "name", key), f"{key}.name"),
+            soname=self.string(self.req(obj, "soname", key), f"{key}.soname"),
+            windows_dll=self.string(obj.get("windows_dll"), f"{key}.windows_dll", allow_none=True),
+            load=load,
+            package=self.string(obj.get("package"), f"{key}.package", allow_none=True),
+            linux_dirs=self.strings(obj.get("linux_dirs"), f"{key}.linux_dirs"),
+            windows_dirs=self.strings(obj.get("windows_dirs"), f"{key}.windows_dirs"),
+            version_function=self.string(obj.get("version_function"), f"{key}.version_function",
+                                         allow_none=True),
+            depends=self.strings(obj.get("depends"), f"{key}.depends"),
+            sublibrary_of=self.string(obj.get("sublibrary_of"), f"{key}.sublibrary_of", allow_none=True),
+        )
+
+    def driver_map(self, value: Any, key: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for k, v in self.mapping(value or {}, key).items():
+            ks = self.string(k, f"{key}.{k}")
+            if not re.fullmatch(r"\d+\.\d+", ks):
+                raise self.fail(f"{key}.{k}", "keys are CUDA versions written major.minor, e.g. '12.8'")
+            out[ks] = self.string(v, f"{key}.{ks}")
+        return out
+
+    def cuda_majors(self, value: Any) -> dict[int, CudaMajor]:
+        out: dict[int, CudaMajor] = {}
+        for k, v in self.mapping(value, "cuda_majors").items():
+            key = f"cuda_majors.{k}"
+            major = self.integer(k, key)
+            obj = self.mapping(v, key)
+            self.unknown_keys(obj, ("libraries", "min_driver", "min_driver_by_minor", "wheel_packages",
+                                    "source", "notes"), key)
+            driver = self.mapping(self.req(obj, "min_driver", key), f"{key}.min_driver")
+            self.unknown_keys(driver, ("linux", "windows", "source", "note"), f"{key}.min_driver")
+            by_minor = self.mapping(obj.get("min_driver_by_minor") or {}, f"{key}.min_driver_by_minor")
+            self.unknown_keys(by_minor, ("linux", "windows", "source"), f"{key}.min_driver_by_minor")
+            libs = self.each(self.req(obj, "libraries", key), f"{key}.libraries", self.lib)
+            notes = self.strings(obj.get("notes"), f"{key}.notes")
+            note = self.string(driver.get("note"), f"{key}.min_driver.note", allow_none=True)
+            out[major] = CudaMajor(
+                major=major,
+                libraries=libs,
+                min_driver_linux=self.string(self.req(driver, "linux", f"{key}.min_driver"),
+                                             f"{key}.min_driver.linux"),
+                min_driver_windows=self.string(self.req(driver, "windows", f"{key}.min_driver"),
+                                               f"{key}.min_driver.windows"),
+                min_driver_by_minor_linux=self.driver_map(by_minor.get("linux"),
+                                                          f"{key}.min_driver_by_minor.linux"),
+                min_driver_by_minor_windows=self.driver_map(by_minor.get("windows"),
+                                                            f"{key}.min_driver_by_minor.windows"),
+                wheel_packages=self.strings(obj.get("wheel_packages"), f"{key}.wheel_packages"),
+                source=self.string(obj.get("source", ""), f"{key}.source"),
+                driver_source=self.string(self.req(driver, "source", f"{key}.min_driver"),
+                                          f"{key}.min_driver.source"),
+                notes=(*notes, *((note,) if note else ())),
+            )
+        if not out:
+            raise self.fail("cuda_majors", "must list at least one CUDA major")
+        return out
+
+    def cudnn_majors(self, value: Any) -> dict[int, CudnnMajor]:
+        out: dict[int, CudnnMajor] = {}
+        for k, v in self.mapping(value, "cudnn_majors").items():
+            key = f"cudnn_majors.{k}"
+            major = self.integer(k, key)
+            obj = self.mapping(v, key)
+            self.unknown_keys(obj, ("libraries", "packages", "source", "notes"), key)
+            packages = {self.integer(ck, f"{key}.packages.{ck}"): self.string(cv, f"{key}.packages.{ck}")
+                        for ck, cv in self.mapping(obj.get("packages") or {}, f"{key}.packages").items()}
+            out[major] = CudnnMajor(
+                major=major,
+                libraries=self.each(self.req(obj, "libraries", key), f"{key}.libraries", self.lib),
+                packages=packages,
+                source=self.string(obj.get("source", ""), f"{key}.source"),
+                notes=self.strings(obj.get("notes"), f"{key}.notes"),
+            )
+        return out
+
+    def torch_release(self, value: Any, key: str) -> TorchRelease:
+        obj = self.mapping(value, key)
+        self.unknown_keys(obj, ("version", "variants", "source", "notes"), key)
+        version = self.string(self.req(obj, "version", key), f"{key}.version")
+        if not re.fullmatch(r"\d+\.\d+", version):
+            raise self.fail(f"{key}.version", f"expected a torch release line such as '2.4', got {version!r}")
+        return TorchRelease(
+            version=version,
+            variants=self.each(self.req(obj, "variants", key), f"{key}.variants", self.torch_variant),
+            source=self.string(obj.get("source", ""), f"{key}.source"),
+            notes=self.strings(obj.get("notes"), f"{key}.notes"),
+        )
+
+    def torch_variant(self, value: Any, key: str) -> TorchVariant:
+        obj = self.mapping(value, key)
+        self.unknown_keys(obj, ("cuda", "tag", "cudnn", "index_url", "pypi_default", "source"), key)
+        cuda = self.string(self.req(obj, "cuda", key), f"{key}.cuda")
+        if cuda != "cpu" and parse_cuda_request(cuda) is None:
+            raise self.fail(f"{key}.cuda", f"expected 'cpu' or a CUDA version such as '12.4', got {cuda!r}")
+        cudnn = self.string(obj.get("cudnn"), f"{key}.cudnn", allow_none=True)
+        if cudnn is not None and not re.fullmatch(r"\d+(\.[\dx]+)*", cudnn):
+            raise self.fail(f"{key}.cudnn", f"expected a cuDNN version such as '9.1.0', got {cudnn!r}")
+        return TorchVariant(
+            cuda=cuda,
+            tag=self.string(self.req(obj, "tag", key), f"{key}.tag"),
+            cudnn=cudnn,
+            index_url=self.string(obj.get("index_url"), f"{key}.index_url", allow_none=True),
+            pypi_default=self.boolean(obj.get("pypi_default", False), f"{key}.pypi_default"),
+            source=self.string(obj.get("source", ""), f"{key}.source"),
+        )
+
+    def index_url(self, value: Any, key: str) -> str | None:
+        text = self.string(value, key, allow_none=True)
+        if text is None or text.startswith(("https://", "http://", "file://")):
+            return text
+        if text in self.feeds:  # a name from the top-level `feeds` table
+            return self.feeds[text]
+        raise self.fail(key, f"{text!r} is neither a URL nor a name under `feeds` "
+                             f"({', '.join(sorted(self.feeds)) or 'none defined'})")
+
+    def feed(self, value: Any, key: str) -> Feed:
+        obj = self.mapping(value, key)
+        self.unknown_keys(obj, ("cuda", "cudnn_major", "cudnn", "index_url", "note", "versions", "source"), key)
+        cuda = self.string(self.req(obj, "cuda", key), f"{key}.cuda")
+        if parse_cuda_request(cuda) is None:
+            raise self.fail(f"{key}.cuda", f"expected a CUDA version such as '12.x' or '11.8', got {cuda!r}")
+        return Feed(
+            cuda=cuda,
+            cudnn_major=self.integer(obj.get("cudnn_major"), f"{key}.cudnn_major", allow_none=True),
+            index_url=self.index_url(obj.get("index_url"), f"{key}.index_url"),
+            note=self.string(obj.get("note", ""), f"{key}.note"),
+            versions=self.versions(obj.get("versions"), f"{key}.versions"),
+            cudnn=self.string(obj.get("cudnn"), f"{key}.cudnn", allow_none=True),
+            source=self.string(obj.get("source", ""), f"{key}.source"),
+        )
+
+    def versions(self, value: Any, key: str) -> tuple[str, ...]:
+        out = self.strings(value, key)
+        for i, v in enumerate(out):
+            try:
+                Version(v)
+            except InvalidVersion:
+                raise self.fail(f"{key}[{i}]", f"not a PEP 440 version: {v!r}") from None
+        dupes = sorted({v for v in out if out.count(v) > 1})
+        if dupes:
+            raise self.fail(key, f"duplicate version {dupes[0]}")
+        return out
+
+    def known_bad(self, value: Any, key: str) -> KnownBad:
+        obj = self.mapping(value, key)
+        self.unknown_keys(obj, ("version", "problem", "fix", "affects", "source"), key)
+        return KnownBad(
+            version=self.string(self.req(obj, "version", key), f"{key}.version"),
+            problem=self.string(self.req(obj, "problem", key), f"{key}.problem"),
+            fix=self.string(self.req(obj, "fix", key), f"{key}.fix"),
+            affects=self.string(obj.get("affects"), f"{key}.affects", allow_none=True),
+        )
+
+    def release(self, value: Any, key: str) -> Release:
+        obj = self.mapping(value, key)
+        allowed = ("line", "versions", "cuda", "cudnn_major", "cudnn", "source", "source_ref", "python",
+                   "torch", "feeds", "provider_needed", "pybind_needed_cuda", "extras", "archs",
+                   "known_bad", "notes", "wheels", "requires", "tensorrt_needed", "pypi")
+        self.unknown_keys(obj, allowed, key)
+        line = self.string(self.req(obj, "line", key), f"{key}.line")
+        if not re.fullmatch(r"\d+\.\d+", line):
+            raise self.fail(f"{key}.line", f"expected a release line such as '1.20', got {line!r}")
+        cuda = self.string(self.req(obj, "cuda", key), f"{key}.cuda")
+        if parse_cuda_request(cuda) is None:
+            raise self.fail(f"{key}.cuda", f"expected a CUDA version such as '12.2' or '12.x', got {cuda!r}")
+        source = self.string(self.req(obj, "source", key), f"{key}.source")
+        if source not in ("wheel", "doc"):
+            raise self.fail(f"{key}.source", f"must be 'wheel' or 'doc', got {source!r}")
+        source_ref = self.string(self.req(obj, "source_ref", key), f"{key}.source_ref")
+        if source == "wheel" and not source_ref.endswith(".whl"):
+            raise self.fail(f"{key}.source_ref", "a row with source 'wheel' must name the .whl file read")
+        if source == "doc" and not source_ref.startswith(("https://", "http://")):
+            raise self.fail(f"{key}.source_ref", "a row with source 'doc' must give the URL")
+        torch = self.string(obj.get("torch"), f"{key}.torch", allow_none=True)
+        if torch is not None:
+            from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+            try:
+                SpecifierSet(torch)
+            except InvalidSpecifier:
+                raise self.fail(f"{key}.torch", f"not a PEP 440 specifier: {torch!r}") from None
+        extras_raw = self.mapping(obj.get("extras") or {}, f"{key}.extras")
+        extras = {str(k): self.strings(v, f"{key}.extras.{k}") for k, v in extras_raw.items()}
+        wheels_raw = self.mapping(obj.get("wheels") or {}, f"{key}.wheels")
+        wheels = {self.string(k, f"{key}.wheels.{k}"): self.string(v, f"{key}.wheels.{k}")
+                  for k, v in wheels_raw.items()}
+        return Release(
+            line=line,
+            versions=self.versions(self.req(obj, "versions", key), f"{key}.versions"),
+            cuda=cuda,
+            cudnn_major=self.integer(self.req(obj, "cudnn_major", key), f"{key}.cudnn_major", allow_none=True),
+            cudnn=self.string(obj.get("cudnn"), f"{key}.cudnn", allow_none=True),
+            source=source,
+            source_ref=source_ref,
+            python=self.strings(obj.get("python"), f"{key}.python"),
+            torch=torch,
+            feeds=self.each(obj.get("feeds") or [], f"{key}.feeds", self.feed),
+            provider_needed=self.strings(obj.get("provider_needed"), f"{key}.provider_needed"),
+            pybind_needed_cuda=self.strings(obj.get("pybind_needed_cuda"), f"{key}.pybind_needed_cuda"),
+            extras=extras,
+            archs=self.strings(obj.get("archs"), f"{key}.archs"),
+            known_bad=self.each(obj.get("known_bad") or [], f"{key}.known_bad", self.known_bad),
+            notes=self.strings(obj.get("notes"), f"{key}.notes"),
+            wheels=wheels,
+            requires=self.strings(obj.get("requires"), f"{key}.requires"),
+            tensorrt_needed=self.strings(obj.get("tensorrt_needed"), f"{key}.tensorrt_needed"),
+            pypi=self.boolean(obj.get("pypi", True), f"{key}.pypi"),
+        )
+
+    # -- cross-checks ------------------------------------------------------------------------------
+    def check_consistency(self, releases: tuple[Release, ...], cuda_majors: dict[int, CudaMajor],
+                          cudnn_majors: dict[int, CudnnMajor], torch: tuple[TorchRelease, ...]) -> None:
+        for major, cm in cuda_majors.items():
+            key = f"cuda_majors.{major}"
+            names = [lib.name for lib in cm.libraries]
+            for i, lib in enumerate(cm.libraries):
+                self.check_soname(lib, f"{key}.libraries[{i}]", major)
+                for dep in lib.depends:
+                    if dep not in names[:i]:
+                        raise self.fail(f"{key}.libraries[{i}].depends",
+                                        f"{dep!r} must be listed before {lib.name!r} (load order)")
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise self.fail(f"{key}.libraries", f"duplicate library {dupes[0]!r}")
+        for major, dm in cudnn_majors.items():
+            key = f"cudnn_majors.{major}"
+            for i, lib in enumerate(dm.libraries):
+                if not re.fullmatch(rf"libcudnn(_[a-z_]+)?\.so\.{major}", lib.soname):
+                    raise self.fail(f"{key}.libraries[{i}].soname",
+                                    f"{lib.soname!r} is not a cuDNN {major} soname (libcudnn*.so.{major})")
+            for cuda in dm.packages:
+                if cuda not in cuda_majors:
+                    raise self.fail(f"{key}.packages.{cuda}", f"CUDA major {cuda} has no `cuda_majors` entry")
+        seen_lines: dict[str, int] = {}
+        seen_versions: dict[str, str] = {}
+        for i, r in enumerate(releases):
+            key = f"releases[{i}]"
+            if r.line in seen_lines:
+                raise self.fail(f"{key}.line", f"duplicate release line {r.line} "
+                                               f"(also releases[{seen_lines[r.line]}])")
+            seen_lines[r.line] = i
+            for j, v in enumerate(r.versions):
+                if line_key(Version(v)) != line_key(Version(r.line)):
+                    raise self.fail(f"{key}.versions[{j}]", f"{v} does not belong to line {r.line}")
+                if v in seen_versions:
+                    raise self.fail(f"{key}.versions[{j}]", f"duplicate version {v} (also in {seen_versions[v]})")
+                seen_versions[v] = key
+            self.check_build(r.cuda_major, r.cudnn_major, key, cuda_majors, cudnn_majors)
+            for j, f in enumerate(r.feeds):
+                self.check_build(f.cuda_major, f.cudnn_major, f"{key}.feeds[{j}]", cuda_majors, cudnn_majors)
+                for k, v in enumerate(f.versions):
+                    if v not in r.versions:
+                        raise self.fail(f"{key}.feeds[{j}].versions[{k}]",
+                                        f"{v} is not one of the line's versions")
+            for j, kb in enumerate(r.known_bad):
+                if kb.version not in r.versions:
+                    raise self.fail(f"{key}.known_bad[{j}].version", f"{kb.version} is not one of the line's versions")
+            for j, soname in enumerate(r.provider_needed):
+                m = re.fullmatch(r"lib(cudart|cublasLt|cublas|nvrtc)\.so\.(\d+)(?:\.\d+)*", soname)
+                if m and int(m.group(2)) != r.cuda_major:
+                    raise self.fail(f"{key}.provider_needed[{j}]",
+                                    f"{soname} belongs to CUDA {m.group(2)}, but the release says CUDA {r.cuda}")
+            if r.source == "wheel" and r.source_ref not in r.wheels.values() and r.wheels:
+                raise self.fail(f"{key}.source_ref", "names a wheel that `wheels` does not list")
+        for i, t in enumerate(torch):
+            for j, tv in enumerate(t.variants):
+                if tv.cuda_major is not None and tv.cuda_major not in cuda_majors:
+                    raise self.fail(f"torch[{i}].variants[{j}].cuda",
+                                    f"CUDA major {tv.cuda_major} has no `cuda_majors` entry")
+
+    def check_build(self, cuda: int, cudnn: int | None, key: str, cuda_majors: dict[int, CudaMajor],
+                    cudnn_majors: dict[int, CudnnMajor]) -> None:
+        if cuda not in cuda_majors:
+            raise self.fail(f"{key}.cuda", f"CUDA major {cuda} has no `cuda_majors` entry "
+                                           f"(known: {', '.join(map(str, sorted(cuda_majors)))})")
+        if cudnn is not None and cudnn not in cudnn_majors:
+            raise self.fail(f"{key}.cudnn_major", f"cuDNN major {cudnn} has no `cudnn_majors` entry "
+                                                  f"(known: {', '.join(map(str, sorted(cudnn_majors)))})")
+
+    def check_soname(self, lib: LibSpec, key: str, major: int) -> None:
+        """Sonames whose number is the CUDA major must carry this major (cufft/curand have their own)."""
+        m = re.fullmatch(r"lib(cudart|cublasLt|cublas|nvrtc|nvJitLink)\.so\.(\d+)(?:\.\d+)*", lib.soname)
+        if m and int(m.group(2)) != major:
+            raise self.fail(f"{key}.soname", f"{lib.soname} belongs to CUDA {m.group(2)}, not CUDA {major}")
+        if lib.windows_dll and lib.name in ("cudart", "cublas", "cublasLt"):
+            dm = re.search(r"64_(\d+)\.dll$", lib.windows_dll)
+            if dm and not dm.group(1).startswith(str(major)):
+                raise self.fail(f"{key}.windows_dll",
+                                f"{lib.windows_dll} belongs to CUDA {dm.group(1)[:2]}, not CUDA {major}")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+            dict: "a mapping"}.get(type(value), type(value).__name__)

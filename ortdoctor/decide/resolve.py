@@ -1,0 +1,386 @@
+"""Decide which file to load for every CUDA and cuDNN library the installed onnxruntime build needs.
+
+:func:`resolve` is a pure function of the inspected facts (:class:`~ortdoctor.core.facts.Environment`),
+the matrix's library rows and a :class:`~ortdoctor.decide.search.DirIndex` (which files exist in which
+candidate directory, and whether that directory is safe); without an index it lists the directories
+of the search order (:mod:`ortdoctor.decide.search`) first. It works in four steps, one function each:
+
+1. the rows: the matrix's libraries for the build's CUDA/cuDNN majors, plus anything the CUDA
+   provider's ``DT_NEEDED`` names that the matrix lacks;
+2. the candidates: every copy of each library along the search order (already mapped first), each
+   rejected or not (current directory, unsafe directory), and the copies of other majors;
+3. the choice: one coherent origin per family (the CUDA libraries; cuDNN and its sub-libraries);
+4. the plan, with what the resolver itself noticed as findings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ortdoctor.core.catalog import make
+from ortdoctor.core.facts import Candidate, Environment, Finding, LibraryPlan, Plan, Source
+from ortdoctor.decide.build import build_majors
+from ortdoctor.decide.matrix.model import LibSpec, Matrix
+from ortdoctor.decide.names import (
+    canonical,
+    component_stems,
+    matches_loaded,
+    stem_major,
+    version_from_filename,
+)
+from ortdoctor.decide.search import DirectoryError, DirIndex, SearchTier, index_dirs, search_dirs, tier_dirs
+from ortdoctor.formats.distinfo import normalize
+
+__all__ = ["DRIVER_SONAMES", "resolve"]
+
+# The libraries of the NVIDIA driver are never preloaded: they must match the kernel module.
+DRIVER_SONAMES = frozenset({"libcuda.so.1", "libnvidia-ml.so.1", "nvcuda.dll", "nvml.dll"})
+_CUDA_LIKE = re.compile(r"^(lib)?(cu|nvrtc|nvJitLink|cudnn)", re.IGNORECASE)
+
+
+@dataclass
+class _Cand:
+    path: str  # the path to load (directory + soname); realpath kept for comparisons
+    real: str
+    source: Source
+    rank: int  # global search position
+    origin: str  # coherence unit: site dir for wheels, the directory otherwise
+    version: str | None
+    rejected: str | None = None
+
+
+@dataclass
+class _Work:
+    """What the steps share while one plan is made."""
+
+    env: Environment
+    specs: list[LibSpec]
+    cuda_major: int
+    cudnn_major: int | None
+    needed: tuple[str, ...] | None  # the CUDA provider's DT_NEEDED / imports, when readable
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def windows(self) -> bool:
+        return self.env.python.os == "windows"
+
+    def soname(self, spec: LibSpec) -> str:
+        return (spec.windows_dll or spec.soname) if self.windows else spec.soname
+
+
+def resolve(
+    env: Environment,
+    matrix: Matrix,
+    *,
+    directory: str | None = None,
+    cuda: bool = True,
+    cudnn: bool = True,
+    cwd: str | None = None,
+    allow_unsafe_dirs: bool = False,
+    mapped: Sequence[str] = (),
+    index: DirIndex | None = None,
+) -> Plan:
+    """Plan which file to load for each library the installed onnxruntime build needs.
+
+    Pure given ``index``; without one, the directories are listed with :func:`index_dirs` first.
+    ``mapped`` are realpaths already mapped in the process that will load (besides ``env.mapped``);
+    ``cwd`` is the current directory, whose files are never candidates unless ``directory`` names it.
+
+    Raises:
+        DirectoryError: ``directory`` is a path that does not exist or cannot be resolved.
+    """
+    majors = build_majors(env.ort, matrix)
+    if majors.cuda is None:
+        return Plan(None, majors.cudnn, directory, (), ())
+    w = _Work(env, list(matrix.libraries_for(majors.cuda, majors.cudnn)), majors.cuda, majors.cudnn,
+              _provider_needed(env))
+    _add_unlisted_needs(w, matrix)
+
+    tiers = search_dirs(env, w.specs, directory=directory, cuda_major=w.cuda_major, cudnn_major=w.cudnn_major)
+    if index is None:
+        index = index_dirs((d for t in tiers for d in t.dirs), stems=None if w.windows else component_stems(w.specs))
+    if directory:
+        explicit = tiers[0].dirs[0]
+        listing = index.get(explicit)
+        if listing is None or not listing.exists:
+            raise DirectoryError(f"directory {directory!r} does not exist (looked for {explicit})")
+    _note_rejected_entries(w, tiers)
+
+    unsafe_dirs = _unsafe_dirs(tiers, index)
+    cwd_real = os.path.realpath(cwd) if cwd else None
+    all_mapped = tuple(dict.fromkeys((*env.mapped, *mapped)))
+    cands: dict[str, list[_Cand]] = {}
+    other: dict[str, list[Candidate]] = {}
+    used_unsafe: set[str] = set()
+    for s in w.specs:
+        cands[s.name] = _candidates(w, s, tiers, index, all_mapped, cwd_real, unsafe_dirs,
+                                    allow_unsafe_dirs, used_unsafe)
+        other[s.name] = _other_majors(w, s, tiers, index)
+    for d in sorted(used_unsafe):
+        w.findings.append(make(
+            "unsafe-library-dir",
+            f"{unsafe_dirs.get(d, d)}: anyone who can write there can plant a library that runs in your process.",
+            f"chmod o-w {index[d].realpath or d}  (or, if you trust it, pass --allow-unsafe-dirs)"))
+
+    skip = _skip_reasons(w.specs, cuda=cuda, cudnn=cudnn)
+    chosen = _choose(w, cands, skip)
+    libs = tuple(_library_plan(w, s, cands[s.name], chosen.get(s.name), other[s.name], skip.get(s.name))
+                 for s in w.specs)
+    return Plan(w.cuda_major, w.cudnn_major, directory, libs, tuple(w.findings), tier_dirs(tiers))
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. The rows
+# --------------------------------------------------------------------------------------------------
+def _provider_needed(env: Environment) -> tuple[str, ...] | None:
+    prov = env.ort.cuda_provider
+    if prov is None:
+        return None
+    return tuple(prov.needed) if hasattr(prov, "needed") else tuple(prov.imports)
+
+
+def _add_unlisted_needs(w: _Work, matrix: Matrix) -> None:
+    """A CUDA library the provider's real DT_NEEDED names that the matrix lacks for this build is searched
+    for anyway, so a newer build's needs are never silently ignored: with another major's row for the same
+    file where the matrix has one (its directories and package), else by name alone."""
+    if w.needed is None:
+        return
+    known = {(s.windows_dll or "").lower() if w.windows else s.soname for s in w.specs}
+    elsewhere = {(s.windows_dll or "").lower() if w.windows else s.soname: s
+                 for major in matrix.cuda_majors for s in matrix.libraries_for(major, None)}
+    path = getattr(w.env.ort.cuda_provider, "path", "the CUDA provider")
+    unlisted: list[str] = []
+    for n in w.needed:
+        key = n.lower() if w.windows else n
+        if key in known or n in DRIVER_SONAMES or n.lower() in DRIVER_SONAMES or not _CUDA_LIKE.match(n):
+            continue
+        row = elsewhere.get(key)
+        if row is None:
+            sm = stem_major(n)
+            name = sm[0].removeprefix("lib").removesuffix(".so") if sm else n
+            row = LibSpec(name, n, n if w.windows else None, "required", None, (), ())
+        w.specs.append(row)
+        known.add(key)
+        unlisted.append(n)
+    if unlisted:
+        names = ", ".join(unlisted)
+        what = (f"has no rows for CUDA {w.cuda_major}" if w.cuda_major not in matrix.cuda_majors
+                else f"does not list {names} for CUDA {w.cuda_major}")
+        w.findings.append(make(
+            "matrix-missing-library", f"{path} lists {names} as needed; the compatibility matrix {what}. "
+            "They were searched for anyway.",
+            title=f"the CUDA provider needs {names}, which the matrix does not list for this build"))
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. The candidates
+# --------------------------------------------------------------------------------------------------
+def _note_rejected_entries(w: _Work, tiers: Sequence[SearchTier]) -> None:
+    reasons = list(dict.fromkeys(reason for t in tiers if t.source == "system" for _e, reason in t.rejected))
+    if reasons:
+        w.findings.append(make(
+            "ld-library-path-unsafe-entry",
+            f"{'; '.join(reasons)}. ortdoctor never loads from them, but the dynamic loader searches them for "
+            "every library a program loads by name."))
+
+
+def _unsafe_dirs(tiers: Sequence[SearchTier], index: DirIndex) -> dict[str, str]:
+    """Directory-level safety, once per directory."""
+    out: dict[str, str] = {}
+    for t in tiers:
+        for d in t.dirs:
+            lst = index.get(d)
+            if lst is None or not lst.exists or d in out:
+                continue
+            if lst.world_writable:
+                out[d] = f"world-writable directory {lst.realpath or d}"
+            elif lst.foreign_owner is not None:
+                out[d] = f"directory {lst.realpath or d} owned by another user (uid {lst.foreign_owner})"
+    return out
+
+
+def _files(w: _Work, files: Mapping[str, str]) -> Mapping[str, str]:
+    return {k.lower(): v for k, v in files.items()} if w.windows else files
+
+
+def _candidates(w: _Work, s: LibSpec, tiers: Sequence[SearchTier], index: DirIndex, mapped: Sequence[str],
+                cwd_real: str | None, unsafe_dirs: Mapping[str, str], allow_unsafe: bool,
+                used_unsafe: set[str]) -> list[_Cand]:
+    """Every copy of ``s`` in search order, the already-mapped ones first, each once (by realpath)."""
+    soname = w.soname(s)
+    key = soname.lower() if w.windows else soname
+    out = [_Cand(p, p, "loaded", -1, p, version_from_filename(p, soname)) for p in mapped
+           if matches_loaded(p, soname)]
+    rank = 0
+    seen_real: set[str] = set()
+    for t in tiers:
+        site = t.origin if t.source == "nvidia-wheel" else None
+        for d in t.dirs:
+            rank += 1
+            lst = index.get(d)
+            if lst is None or not lst.exists:
+                continue
+            real = _files(w, lst.files).get(key)
+            if real is None or real in seen_real:
+                continue  # absent, or the same file reached again through another tier
+            seen_real.add(real)
+            c = _Cand(_join(w, d, soname), real, t.source, rank, site or d,
+                      _wheel_version(w.env, s, d, site) or version_from_filename(real, soname))
+            if cwd_real and lst.realpath == cwd_real and t.source != "directory":
+                c.rejected = "in the current directory"
+            elif not allow_unsafe and (why := unsafe_dirs.get(d) or lst.unsafe_files.get(key)):
+                c.rejected = why
+                used_unsafe.add(d)
+            out.append(c)
+    return out
+
+
+def _other_majors(w: _Work, s: LibSpec, tiers: Sequence[SearchTier], index: DirIndex) -> list[Candidate]:
+    """Files of the same component for another major (libcudart.so.12 beside a CUDA 13 build)."""
+    soname = w.soname(s)
+    want = stem_major(soname)
+    if want is None:
+        return []
+    out: list[Candidate] = []
+    for t in tiers:
+        for d in t.dirs:
+            lst = index.get(d)
+            if lst is None or not lst.exists:
+                continue
+            for name, real in sorted(_files(w, lst.files).items()):
+                sm = stem_major(name)
+                if sm and sm[0] == want[0] and sm[1] != want[1] and name == canonical(name):
+                    out.append(Candidate(_join(w, d, name), t.source, version_from_filename(real, name),
+                                         _other_major_reason(s.name, sm[1], w.cuda_major, w.cudnn_major)))
+    if not w.windows:
+        for name, paths in w.env.system.ldconfig.items():
+            sm = stem_major(name)
+            if sm and sm[0] == want[0] and sm[1] != want[1]:
+                out.extend(Candidate(p, "system", None, f"{name} (ld.so.cache) is for another major, build needs "
+                                                        f"{soname}")
+                           for p in paths if all(o.path != p for o in out))
+    return out
+
+
+def _other_major_reason(name: str, major: int, cuda_major: int, cudnn_major: int | None) -> str:
+    if name == "cudnn" or name.startswith("cudnn"):
+        return f"cuDNN {major} file, build needs cuDNN {cudnn_major}"
+    if name == "cufft":  # cuFFT's major is one below CUDA's since CUDA 12 (libcufft.so.11 = CUDA 12)
+        return f"CUDA {major + 1} file (cuFFT {major}), build needs CUDA {cuda_major}"
+    return f"CUDA {major} file, build needs CUDA {cuda_major}"
+
+
+def _join(w: _Work, base: str, rel: str) -> str:
+    if w.windows:
+        return base.rstrip("\\/") + "\\" + rel.replace("/", "\\")
+    return os.path.normpath(os.path.join(base, rel))
+
+
+def _wheel_version(env: Environment, spec: LibSpec, directory: str, site: str | None) -> str | None:
+    if spec.package is None:
+        return None
+    want = normalize(spec.package)
+    for wheel in env.nvidia_wheels:
+        if normalize(wheel.name) != want:
+            continue
+        if (site and os.path.normpath(wheel.location) == os.path.normpath(site)) or directory in wheel.lib_dirs:
+            return wheel.version
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. The choice
+# --------------------------------------------------------------------------------------------------
+def _is_sub(spec: LibSpec) -> bool:
+    return spec.sublibrary_of is not None
+
+
+def _skip_reasons(specs: Sequence[LibSpec], *, cuda: bool, cudnn: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for s in specs:
+        is_cudnn = s.name == "cudnn" or s.sublibrary_of == "cudnn" or s.name.startswith("cudnn")
+        if is_cudnn and not cudnn:
+            out[s.name] = "--no-cudnn"
+        elif not is_cudnn and not cuda:
+            out[s.name] = "--no-cuda"
+    return out
+
+
+def _best_origin(active: Sequence[LibSpec], cands: Mapping[str, list[_Cand]]) -> str | None:
+    """The origin that holds most of the family. Main libraries count for more than sub-libraries, so a
+    complete cuDNN wins over loose sub-libraries; ties go to the earlier place in the search order."""
+    weights: dict[str, tuple[int, int]] = {}
+    for s in active:
+        ok = [c for c in cands[s.name] if c.rejected is None and c.source != "loaded"]
+        for origin in dict.fromkeys(c.origin for c in ok):
+            first = min(c.rank for c in ok if c.origin == origin)
+            n, rank = weights.get(origin, (0, first))
+            weights[origin] = (n - (1 if _is_sub(s) else 100), min(rank, first))
+    return min(weights, key=weights.__getitem__) if weights else None
+
+
+def _choose(w: _Work, cands: Mapping[str, list[_Cand]], skip: Mapping[str, str]) -> dict[str, _Cand | None]:
+    """One coherent origin per family: the CUDA libraries; cuDNN and its sub-libraries."""
+    chosen: dict[str, _Cand | None] = {}
+    groups: dict[str, list[LibSpec]] = {"cuda": [], "cudnn": []}
+    for s in w.specs:
+        groups["cudnn" if (s.name == "cudnn" or s.sublibrary_of) else "cuda"].append(s)
+    for gname, members in groups.items():
+        active = [s for s in members if s.name not in skip]
+        best = _best_origin(active, cands)
+        for s in members:
+            if s.name in skip:
+                chosen[s.name] = None
+                continue
+            # Already mapped wins (the loader would reuse it anyway); then an explicit --directory.
+            forced = [c for c in cands[s.name] if c.source == "loaded"] or [
+                c for c in cands[s.name] if c.source == "directory" and c.rejected is None]
+            ok = [c for c in cands[s.name] if c.rejected is None]
+            chosen[s.name] = forced[0] if forced else next((c for c in ok if c.origin == best), ok[0] if ok else None)
+        _note_mixed_sources(w, gname, active, chosen)
+    return chosen
+
+
+def _note_mixed_sources(w: _Work, gname: str, active: Sequence[LibSpec], chosen: Mapping[str, _Cand | None]) -> None:
+    origins = {c.origin for s in active if (c := chosen.get(s.name)) is not None and c.source != "loaded"}
+    if len(origins) <= 1:
+        return
+    pairs = [("cublas", "cublasLt")] if gname == "cuda" else [("cudnn", s.name) for s in active if _is_sub(s)]
+    split = [(a, b) for a, b in pairs
+             if (ca := chosen.get(a)) is not None and (cb := chosen.get(b)) is not None and ca.origin != cb.origin]
+    detail = "; ".join(f"{s.name} from {c.path}" for s in active if (c := chosen.get(s.name)))
+    if split:
+        a, b = split[0]
+        w.findings.append(make(
+            "lib-sources-mixed",
+            f"No single location has the whole set: {detail}. Libraries of one family must come from one release.",
+            "Install the matching NVIDIA wheels in one environment: pip install 'onnxruntime-gpu[cuda,cudnn]'",
+            title=f"{a} and {b} would come from different places"))
+    else:
+        family = "CUDA" if gname == "cuda" else "cuDNN"
+        w.findings.append(make("lib-sources-mixed", f"No single location has all of them: {detail}.", "",
+                               severity="info", title=f"the {family} libraries come from more than one place"))
+
+
+# --------------------------------------------------------------------------------------------------
+# 4. The plan
+# --------------------------------------------------------------------------------------------------
+def _library_plan(w: _Work, s: LibSpec, cands: Sequence[_Cand], pick: _Cand | None, other: Sequence[Candidate],
+                  skipped: str | None) -> LibraryPlan:
+    soname = w.soname(s)
+    if w.needed is not None and not _is_sub(s):
+        # what the provider really lists in DT_NEEDED decides, not the matrix's default
+        required = soname.lower() in {n.lower() for n in w.needed} if w.windows else soname in w.needed
+    else:
+        required = s.load == "required"
+    # Acceptable alternatives keep rejected=None (facts.Candidate's contract): the diagnosis compares
+    # their versions with the chosen one to find conflicting copies.
+    return LibraryPlan(
+        name=s.name, soname=soname, required=required,
+        chosen=None if pick is None else Candidate(pick.path, pick.source, pick.version, None),
+        candidates=tuple(Candidate(c.path, c.source, c.version, c.rejected) for c in cands),
+        other_major=tuple(other), skipped=skipped,
+    )
