@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ortdoctor.classify import classify
-from ortdoctor.findings_catalog import CATALOG
-from tests.explain_corpus import CORPUS_DIR, CorpusEntry, entry_paths, load_corpus, schema_problems
+from ortdoctor.core.catalog import CATALOG
+from ortdoctor.diagnose.classify import classify
+from tests.support.explain_corpus import CORPUS_DIR, CorpusEntry, entry_paths, load_corpus, schema_problems
 
 TARGET_ACCURACY = 0.95
 MIN_ENTRIES = 170

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-CORPUS_DIR = Path(__file__).parent / "data" / "explain_corpus"
+CORPUS_DIR = Path(__file__).resolve().parents[1] / "data" / "explain_corpus"
 
 BINDINGS = frozenset({"python", "java", "csharp", "c", "cpp", "rust", "node", "unknown"})
 SYSTEMS = frozenset({"linux", "windows", "macos", "wsl", "unknown"})
