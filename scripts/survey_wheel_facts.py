@@ -105,6 +105,7 @@ def _fatbin(path: Path) -> dict[str, Any]:
         "ptx_isa_cuda": [PTX_ISA_CUDA.get(i, "unknown") for i in isas],
         "containers": info.containers,
         "other_entries": info.other_entries,
+        "target_sets": [{"targets": list(targets), "containers": n} for targets, n in info.target_sets],
         "images": [{"kind": i.kind, "name": i.name, "compressed": i.compressed, "count": i.count,
                     **({"ptx_isa": f"{i.ptx_isa[0]}.{i.ptx_isa[1]}"} if i.ptx_isa else {})}
                    for i in info.images],

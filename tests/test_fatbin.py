@@ -78,6 +78,8 @@ def test_sass_and_ptx() -> None:
     assert info.sass_archs == ("sm_75", "sm_86")
     assert info.ptx_archs == ("compute_86",)
     assert info.archs == ("sm_75", "sm_86", "compute_86")
+    # the kernel's container holds the PTX; the device-link container only the (empty) cubins
+    assert info.target_sets == ((("sm_75", "sm_86"), 1), (("sm_75", "sm_86", "compute_86"), 1))
 
 
 def test_architecture_specific_targets_keep_their_suffix() -> None:
@@ -241,6 +243,13 @@ def test_real_onnxruntime_gpu_1_31_1_provider() -> None:
     assert {i.name: i.count for i in info.images} == {"sm_75": 217, "sm_80": 308, "sm_86": 308, "sm_89": 308,
                                                       "sm_90a": 600, "sm_120a": 317}
     assert all(i.compressed for i in info.images)
+    # the union hides that most kernels exist for some architectures only
+    assert info.target_sets == (
+        (("sm_90a",), 292),
+        (("sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a"), 217),
+        (("sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a"), 91),
+        (("sm_120a",), 9),
+    )
     # headers only: a few hundred kilobytes of a 284 MB file
     with _CountingFile(REAL_PROVIDER, "rb") as f:
         assert fatbin._read(f, str(REAL_PROVIDER)) == info  # type: ignore[arg-type]

@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 import struct
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
 from ortdoctor.regular_file import open_regular, read_at
@@ -95,6 +95,10 @@ class FatbinInfo:
     containers: int
     images: tuple[KernelImage, ...] = ()
     other_entries: int = 0  # entries that are neither SASS nor PTX (LTO IR, ...)
+    # The distinct sets of targets one container holds, each with how many containers hold it, most
+    # common first. A container is one translation unit's kernels: a target missing from some sets
+    # means those kernels have no image for it, even when the union (``archs``) lists it.
+    target_sets: tuple[tuple[tuple[str, ...], int], ...] = ()
 
     @property
     def sass_archs(self) -> tuple[str, ...]:
@@ -119,6 +123,19 @@ class FatbinInfo:
 
 def _names(images: tuple[KernelImage, ...], kind: ImageKind) -> tuple[str, ...]:
     return tuple(name for _arch, name in sorted({(i.arch, i.name) for i in images if i.kind == kind}))
+
+
+_ImageKey = tuple[ImageKind, int, str, bool, "tuple[int, int] | None"]
+
+
+@dataclass
+class _Tally:
+    """What the walk has counted so far, over every fatbin section of the file."""
+
+    images: Counter[_ImageKey] = field(default_factory=Counter)
+    target_sets: Counter[tuple[str, ...]] = field(default_factory=Counter)
+    other: int = 0
+    entries: int = 0
 
 
 def read_fatbin(path: str | os.PathLike[str]) -> FatbinInfo:
@@ -153,24 +170,20 @@ def _read(f: BinaryIO, path: str) -> FatbinInfo:
         fmt, regions = "pe", _pe_sections(f, head, path)
     else:
         raise FatbinError(f"{path}: neither an ELF nor a PE file")
-    seen: Counter[tuple[ImageKind, int, str, bool, tuple[int, int] | None]] = Counter()
-    containers = other = 0
+    tally = _Tally()
     for offset, size in regions:
         if offset + size > file_size:
             raise FatbinError(f"{path}: fatbin section at {offset:#x} ({size} bytes) runs past the end of the file")
-        c, o = _walk(f, path, offset, offset + size, seen)
-        containers += c
-        other += o
+        _walk(f, path, offset, offset + size, tally)
     images = tuple(sorted(KernelImage(kind, arch, name, compressed, isa, count)
-                          for (kind, arch, name, compressed, isa), count in seen.items()))
-    return FatbinInfo(path=path, format=fmt, sections=len(regions), containers=containers, images=images,
-                      other_entries=other)
+                          for (kind, arch, name, compressed, isa), count in tally.images.items()))
+    sets = tuple(sorted(tally.target_sets.items(), key=lambda item: (-item[1], item[0])))
+    return FatbinInfo(path=path, format=fmt, sections=len(regions), containers=sum(tally.target_sets.values()),
+                      images=images, other_entries=tally.other, target_sets=sets)
 
 
-def _walk(f: BinaryIO, path: str, pos: int, end: int,
-          seen: Counter[tuple[ImageKind, int, str, bool, tuple[int, int] | None]]) -> tuple[int, int]:
-    """Count the entries of the containers in ``[pos, end)`` into ``seen``; (containers, other entries)."""
-    containers = other = entries = 0
+def _walk(f: BinaryIO, path: str, pos: int, end: int, tally: _Tally) -> None:
+    """Count the containers in ``[pos, end)`` and their entries into ``tally``."""
     while pos < end:
         head = _at(f, pos, min(_CONTAINER.size, end - pos), "fatbin header", path)
         if head[0] == 0:  # padding between containers
@@ -186,7 +199,7 @@ def _walk(f: BinaryIO, path: str, pos: int, end: int,
         stop = pos + header_size + body
         if stop > end:
             raise FatbinError(f"{path}: fatbin at {pos:#x} claims {body} bytes, past the end of its section")
-        containers += 1
+        targets: set[tuple[int, str]] = set()
         e = pos + header_size
         while e < stop:
             if stop - e < _ENTRY_MIN:
@@ -197,20 +210,22 @@ def _walk(f: BinaryIO, path: str, pos: int, end: int,
                 raise FatbinError(f"{path}: fatbin entry at {e:#x} has an implausible header size {entry_size}")
             if payload > stop - e - entry_size:
                 raise FatbinError(f"{path}: fatbin entry at {e:#x} claims {payload} bytes, past the end of its fatbin")
-            entries += 1
-            if entries > _MAX_ENTRIES:
+            tally.entries += 1
+            if tally.entries > _MAX_ENTRIES:
                 raise FatbinError(f"{path}: more than {_MAX_ENTRIES} fatbin entries")
             if kind in (_KIND_ELF, _KIND_PTX):
                 sass = kind == _KIND_ELF
                 suffix = "a" if flags & _FLAG_ARCH_SPECIFIC else "f" if flags & _FLAG_FAMILY else ""
                 name = f"{'sm' if sass else 'compute'}_{arch}{suffix}"
-                seen[("sass" if sass else "ptx", arch, name, bool(flags & _FLAG_COMPRESSED),
-                      None if sass else (major, minor))] += 1
+                tally.images[("sass" if sass else "ptx", arch, name, bool(flags & _FLAG_COMPRESSED),
+                              None if sass else (major, minor))] += 1
+                targets.add((arch, name))
             else:
-                other += 1
+                tally.other += 1
             e += entry_size + payload
+        # SASS before PTX of the same architecture, as nvcc's -gencode lists are usually written
+        tally.target_sets[tuple(name for _a, _p, name in sorted((a, n.startswith("c"), n) for a, n in targets))] += 1
         pos = stop
-    return containers, other
 
 
 def _skip_zeros(f: BinaryIO, path: str, pos: int, end: int) -> int:
