@@ -11,6 +11,8 @@ It reads, without installing anything:
   * the METADATA ``Requires-Dist`` lines that carry an extra (``cuda``, ``cudnn``),
   * the ELF DT_NEEDED of ``capi/libonnxruntime_providers_cuda.so``, of the pybind module
     (``capi/onnxruntime_pybind11_state*.so``) and of the TensorRT provider when present,
+  * the GPU architectures the CUDA provider has kernels for (``archs``: SASS ``sm_XY``, then PTX
+    ``compute_XY``) and the PTX ISA version of its PTX, from its fatbin headers,
   * the Python tag of the wheel file name.
 
 Only those members are extracted (the CUDA provider alone is ~280 MB), into a temporary directory
@@ -37,6 +39,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ortdoctor.formats.elf import ElfError, read_elf
+from ortdoctor.formats.fatbin import FatbinError, read_fatbin
 
 # The CUDA/cuDNN sonames worth recording; everything else in DT_NEEDED (libc, libstdc++, ...) is noise.
 _CUDA_SONAME = re.compile(r"^lib(cudart|cublasLt|cublas|cufft|curand|nvrtc|cudnn(?:_[a-z_]+)?|nvinfer(?:_plugin)?|"
@@ -92,8 +95,9 @@ def _strings_cuda(path: Path) -> list[str]:
 
 
 def _elf(zf: zipfile.ZipFile, member: str | None, tmp: Path, strings: bool = False) -> dict[str, Any] | None:
-    """DT_NEEDED and RPATH/RUNPATH of one member; with ``strings``, also the sonames in its bytes when
-    DT_NEEDED names no CUDA library (1.15 links none and dlopens them)."""
+    """DT_NEEDED and RPATH/RUNPATH of one member; with ``strings`` (the CUDA provider), also its fatbin
+    architectures and the sonames in its bytes when DT_NEEDED names no CUDA library (1.15 links none
+    and dlopens them)."""
     if member is None:
         return None
     target = tmp / Path(member).name
@@ -105,6 +109,13 @@ def _elf(zf: zipfile.ZipFile, member: str | None, tmp: Path, strings: bool = Fal
                                "runpath": list(info.runpath)}
         if strings and not any(_CUDA_SONAME.match(n) for n in info.needed):
             out["strings_cuda"] = _strings_cuda(target)
+        if strings:
+            try:
+                fatbin = read_fatbin(target)
+                out["archs"] = list(fatbin.archs)
+                out["ptx_isa"] = [f"{major}.{minor}" for major, minor in fatbin.ptx_isas]
+            except FatbinError as exc:
+                out["archs"] = [f"<unreadable: {exc}>"]
         return out
     except ElfError as exc:
         return {"needed": [f"<unreadable: {exc}>"]}
@@ -153,6 +164,10 @@ def read_wheel(wheel: Path) -> dict[str, Any]:
         facts["pybind_needed_cuda"] = [n for n in pybind_needed or [] if _CUDA_SONAME.match(n)]
         facts["tensorrt_needed_cuda"] = (
             None if trt_elf is None else [n for n in trt_elf["needed"] if _CUDA_SONAME.match(n)])
+        facts["tensorrt_needed"] = None if trt_elf is None else trt_elf["needed"]
+        if prov and "archs" in prov:
+            facts["archs"] = prov["archs"]
+            facts["ptx_isa"] = prov.get("ptx_isa", [])
     return facts
 
 
