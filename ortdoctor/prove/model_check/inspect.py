@@ -86,6 +86,47 @@ class ExternalRef:
 
 
 @dataclass(frozen=True)
+class TensorInfo:
+    """An initializer, or the value of a Constant node: its element type and dimensions (no data)."""
+
+    dtype: str | None
+    dims: tuple[int, ...] | None  # None when a Constant node's value is not a tensor we read
+
+    @property
+    def elements(self) -> int | None:
+        if self.dims is None:
+            return None
+        count = 1
+        for d in self.dims:
+            count *= d
+        return count
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One node of the top-level graph, as written in the file (before any onnxruntime optimisation)."""
+
+    index: int  # position in the graph's node list
+    name: str
+    op_type: str
+    domain: str  # "" for ai.onnx
+    inputs: tuple[str, ...]  # "" marks an omitted optional input
+    outputs: tuple[str, ...]
+    int_attributes: dict[str, int] = field(default_factory=dict)  # e.g. Gather's axis
+    constant: TensorInfo | None = None  # a Constant node's value
+
+
+@dataclass(frozen=True)
+class ModelGraph:
+    """The top-level graph's structure: what static analyses (shape subgraphs, embedding tables) need."""
+
+    nodes: tuple[GraphNode, ...]
+    initializers: dict[str, TensorInfo]
+    inputs: tuple[InputInfo, ...]  # graph inputs that are not initializers
+    outputs: tuple[InputInfo, ...]
+
+
+@dataclass(frozen=True)
 class ModelInspection:
     path: str
     file_bytes: int = 0
@@ -107,6 +148,7 @@ class ModelInspection:
     initializer_bytes: int = 0  # inline plus external
     external_bytes: int = 0
     external_refs: tuple[ExternalRef, ...] = ()
+    graph: ModelGraph | None = field(default=None, repr=False, compare=False)  # top-level graph structure
 
     @property
     def ok(self) -> bool:
@@ -215,11 +257,14 @@ class _Node:
     domain: str = ""
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
+    int_attributes: dict[str, int] = field(default_factory=dict)
+    constant: TensorInfo | None = None
 
 
 def _read_node(w: _Walk, span: tuple[int, int], depth: int) -> _Node:
     node = _Node()
     subgraphs: list[tuple[int, int]] = []
+    constant_value: TensorInfo | None = None
     for number, wire, value in _fields(w.buf, *span):
         if wire != _LEN:
             continue
@@ -233,13 +278,52 @@ def _read_node(w: _Walk, span: tuple[int, int], depth: int) -> _Node:
             node.op_type = _text(w.buf, value)
         elif number == 7:
             node.domain = _text(w.buf, value)
-        elif number == 5:  # AttributeProto{g=6, graphs=11}
+        elif number == 5:  # AttributeProto{name=1, f=2, i=3, t=5, g=6, floats=7, ints=8, graphs=11}
+            a_name = ""
+            a_int: int | None = None
+            a_tensor: TensorInfo | None = None
+            a_list = 0  # elements of floats/ints (a Constant's value_floats / value_ints)
             for a_num, a_wire, a_val in _fields(w.buf, *value):
                 if a_wire == _LEN and a_num in (6, 11):
                     subgraphs.append(a_val)
+                elif a_wire == _LEN and a_num == 1:
+                    a_name = _text(w.buf, a_val)
+                elif a_wire == _VARINT and a_num == 3:
+                    a_int = a_val if a_val < (1 << 63) else a_val - (1 << 64)
+                elif a_wire == _LEN and a_num == 5:
+                    a_tensor = _tensor_info(w.buf, a_val)
+                elif a_num == 8:
+                    a_list += _packed_count(w.buf, a_val) if a_wire == _LEN else 1
+                elif a_num == 7:
+                    a_list += (a_val[1] - a_val[0]) // 4 if a_wire == _LEN else 1
+            if a_int is not None:
+                node.int_attributes[a_name] = a_int
+            if a_name.startswith("value"):
+                # a Constant's value (a tensor), value_ints / value_floats (1-D), value_int / ... (scalars)
+                kind = "int64" if a_name == "value_ints" else "float32" if a_name == "value_floats" else None
+                constant_value = a_tensor or TensorInfo(kind, (a_list,) if a_name.endswith("s") else ())
+    if node.op_type == "Constant":  # decided after the loop: fields may come in any order
+        node.constant = constant_value
     for sub in subgraphs:
         _read_graph(w, sub, depth + 1)
     return node
+
+
+def _tensor_info(buf: memoryview, span: tuple[int, int]) -> TensorInfo:
+    """TensorProto{dims=1, data_type=2}: the type and shape only."""
+    dims: list[int] = []
+    data_type = 0
+    for number, wire, value in _fields(buf, *span):
+        if number == 1 and wire == _VARINT:
+            dims.append(value)
+        elif number == 1 and wire == _LEN:  # packed dims
+            pos, end = value
+            while pos < end:
+                d, pos = _read_varint(buf, pos, end)
+                dims.append(d)
+        elif number == 2 and wire == _VARINT:
+            data_type = value
+    return TensorInfo(DATA_TYPES.get(data_type, (f"type{data_type}", 0))[0] if data_type else None, tuple(dims))
 
 
 def _tensor_bytes(w: _Walk, span: tuple[int, int]) -> None:
@@ -355,6 +439,8 @@ class _Graph:
     inputs: list[InputInfo] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     initializers: set[str] = field(default_factory=set)
+    output_infos: list[InputInfo] = field(default_factory=list)
+    initializer_infos: dict[str, TensorInfo] = field(default_factory=dict)
 
 
 def _read_graph(w: _Walk, span: tuple[int, int], depth: int) -> _Graph:
@@ -376,12 +462,16 @@ def _read_graph(w: _Walk, span: tuple[int, int], depth: int) -> _Graph:
         elif number == 2:
             g.name = _text(w.buf, value)
         elif number == 5:
-            g.initializers.add(_initializer_name(w.buf, value))
+            name = _initializer_name(w.buf, value)
+            g.initializers.add(name)
+            if depth == 0:
+                g.initializer_infos[name] = _tensor_info(w.buf, value)
             _tensor_bytes(w, value)
         elif number == 11 and depth == 0:
             g.inputs.append(_read_value_info(w.buf, value))
         elif number == 12 and depth == 0:
-            g.outputs.append(_read_value_info(w.buf, value).name)
+            g.output_infos.append(_read_value_info(w.buf, value))
+            g.outputs.append(g.output_infos[-1].name)
     return g
 
 
@@ -521,7 +611,19 @@ def _inspect_bytes(path: str, size: int, buf: memoryview) -> ModelInspection:
         initializer_bytes=w.initializer_bytes,
         external_bytes=w.external_bytes,
         external_refs=tuple(w.external_refs),
+        graph=_model_graph(graph, inputs),
     )
+
+
+def _model_graph(graph: _Graph, inputs: tuple[InputInfo, ...]) -> ModelGraph:
+    nodes = tuple(
+        GraphNode(index=i, name=n.name, op_type=n.op_type, domain="" if n.domain == "ai.onnx" else n.domain,
+                  inputs=tuple(n.inputs), outputs=tuple(n.outputs), int_attributes=n.int_attributes,
+                  constant=n.constant)
+        for i, n in enumerate(graph.nodes)
+    )
+    return ModelGraph(nodes=nodes, initializers=graph.initializer_infos, inputs=inputs,
+                      outputs=tuple(graph.output_infos))
 
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -542,8 +644,11 @@ __all__ = [
     "CONTROL_FLOW_OPS",
     "QUANTIZED_OPS",
     "ExternalRef",
+    "GraphNode",
     "InputInfo",
+    "ModelGraph",
     "ModelInspection",
+    "TensorInfo",
     "inspect_model",
     "parse_input_shape",
 ]
