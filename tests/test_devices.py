@@ -22,7 +22,8 @@ import pytest
 from ortdoctor.core.facts import Device, DriverInfo, Finding
 from ortdoctor.decide.devices import describe, map_devices
 from ortdoctor.decide.matrix.load import load_matrix
-from ortdoctor.diagnose.checklist import diagnose, visible_devices
+from ortdoctor.diagnose.checklist import diagnose
+from ortdoctor.diagnose.driver import visible_devices
 from ortdoctor.prove.smoke.devices import default_parallelism, run_device_smokes
 from ortdoctor.prove.smoke.runner import SmokeRequest
 from tests.support import fake_nvml, testenvs

@@ -45,8 +45,10 @@ from ortdoctor.decide.matrix.model import (
     TorchRelease,
     TorchVariant,
 )
-from ortdoctor.diagnose.checklist import diagnose, recommended_install, visible_devices
+from ortdoctor.diagnose.checklist import diagnose
 from ortdoctor.diagnose.classify import classify
+from ortdoctor.diagnose.driver import visible_devices
+from ortdoctor.diagnose.package import recommended_install
 from ortdoctor.prove.smoke.runner import SmokeResult
 
 SITE = "/venv/lib/python3.11/site-packages"

@@ -138,7 +138,7 @@ def run_check(
 
         recommendation = None
         if not gpu_build:
-            from ortdoctor.diagnose.checklist import recommended_install
+            from ortdoctor.diagnose.package import recommended_install
 
             recommendation = recommended_install(env, matrix)
     except BaseException:

@@ -1,0 +1,75 @@
+"""What every rule family of the diagnosis shares: the context of one diagnosis and small helpers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ortdoctor.core.facts import (
+    Environment,
+    OrtDistribution,
+    Plan,
+)
+from ortdoctor.decide.names import major_of
+from ortdoctor.formats.distinfo import normalize
+
+if TYPE_CHECKING:
+    from ortdoctor.decide.matrix.model import Matrix, ReleaseMatch
+
+
+DEFAULT_GPU_INSTALL = 'pip install "onnxruntime-gpu[cuda,cudnn]"'
+# Dependencies the CUDA feeds do not carry: pip must find them on PyPI before --index-url points elsewhere.
+FEED_PREREQS = "pip install flatbuffers numpy packaging protobuf sympy"
+# Resolver findings that say less than a diagnosis finding about the same thing: dropped when it fires.
+SUPERSEDED = {"ld-library-path-unsafe-entry": "ld-library-path-unsafe", "lib-sources-mixed": "lib-multiple-copies"}
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+# Free memory below this (MiB) leaves too little for an arena plus cuDNN workspaces.
+LOW_MEMORY_MIB = 1024
+# NVML compute modes that refuse a new CUDA context (always, or while another process holds one).
+RESTRICTED_MODES = {"prohibited": "gpu-compute-mode-prohibited", "exclusive-process": "gpu-compute-mode-exclusive",
+                     "exclusive-thread": "gpu-compute-mode-exclusive"}
+CUDA_SONAME = re.compile(r"^(?:lib(cudart|cublasLt|cublas|cufft|curand|nvrtc|cudnn)\.so\.(\d+)"
+                          r"|(cudart|cublasLt|cublas|cufft|curand|nvrtc)64_(\d+)\.dll)", re.IGNORECASE)
+DATACENTER_HINTS = ("Tesla", "A100", "A30", "A10", "A40", "H100", "H200", "H800", "B100", "B200", "GH200",
+                     "GB200", "L4", "L40", "V100", "T4", "A2", "A16")
+
+
+
+@dataclass(frozen=True)
+class Ctx:
+    env: Environment
+    plan: Plan | None
+    matrix: Matrix
+    os_name: str
+    device_id: int
+    match: ReleaseMatch | None
+    gpu_build: bool
+    cuda_major: int | None
+    all_devices: bool = False  # check every visible GPU, not only device_id's
+    device_order: str | None = None  # CUDA_DEVICE_ORDER
+
+
+
+
+
+def vtuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+
+
+def build_cuda_major(env: Environment, plan: Plan | None, match: ReleaseMatch | None) -> int | None:
+    if plan is not None and plan.cuda_major:
+        return plan.cuda_major
+    major = major_of(env.ort.cuda_version)
+    if major is None and match is not None:
+        major = major_of(match.release.cuda)
+    return major
+
+
+
+
+def ort_family(ort: Any) -> list[OrtDistribution]:
+    """Distributions that own `onnxruntime/` itself (genai and other siblings have their own package)."""
+    return [d for d in ort.distributions if not normalize(d.name).startswith(("onnxruntime-genai", "onnxruntime-extensions"))]

@@ -1,0 +1,104 @@
+"""Rules about what sits beside onnxruntime: PyTorch, onnxruntime-genai and other siblings, TensorRT."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ortdoctor.core.catalog import make
+from ortdoctor.core.facts import (
+    ElfInfo,
+    Finding,
+)
+from ortdoctor.decide.names import major_of
+from ortdoctor.diagnose.context import CUDA_SONAME, Ctx
+from ortdoctor.diagnose.driver import build_for_major
+
+
+def check_torch(ctx: Ctx) -> list[Finding]:
+    torch = ctx.env.torch
+    if torch is None or not torch.cuda:
+        return []
+    ort = ctx.env.ort
+    reasons = []
+    t_major = major_of(torch.cuda)
+    if t_major is not None and ctx.cuda_major is not None and t_major != ctx.cuda_major:
+        reasons.append(f"CUDA {torch.cuda} vs onnxruntime's CUDA {ort.cuda_version or ctx.cuda_major}")
+    o_cudnn = (ctx.plan.cudnn_major if ctx.plan else None) or ort.cudnn_major
+    t_cudnn = major_of(torch.cudnn)
+    if t_cudnn is not None and o_cudnn is not None and t_cudnn != o_cudnn:
+        reasons.append(f"cuDNN {torch.cudnn} vs onnxruntime's cuDNN {o_cudnn}")
+    if not reasons:
+        return []
+    detail = (f"torch {torch.version} ({torch.lib_dir or torch.location}) and {ort.active or 'onnxruntime-gpu'} "
+              f"{ort.version}: " + "; ".join(reasons) + ". In one process whichever loads first decides.")
+    fixes = []
+    torch_cmd = _torch_for_major(ctx, ctx.cuda_major)
+    if torch_cmd:
+        fixes.append(f"Move torch to onnxruntime's CUDA: {torch_cmd}")
+    if t_major is not None and t_major != ctx.cuda_major:
+        alt = build_for_major(ctx, t_major)
+        if alt:
+            fixes.append(f"or move onnxruntime to torch's CUDA {t_major}: {alt}")
+    return [make("torch-cuda-mismatch", detail, "\n".join(fixes) or None)]
+
+
+def _torch_for_major(ctx: Ctx, major: int | None) -> str | None:
+    if major is None:
+        return None
+    for rel in ctx.matrix.torch:  # newest first
+        for v in rel.variants:
+            if v.cuda != "cpu" and major_of(v.cuda) == major:
+                if v.index_url:
+                    return f"pip install --force-reinstall torch=={rel.version}.* --index-url {v.index_url}"
+                return f"pip install --force-reinstall torch=={rel.version}.*"
+    return None
+
+
+def _needed_majors(info: Any) -> dict[str, int]:
+    needed = info.needed if isinstance(info, ElfInfo) else getattr(info, "imports", ())
+    out: dict[str, int] = {}
+    for n in needed:
+        m = CUDA_SONAME.match(n)
+        if m and (m.group(1) or m.group(3)) != "cudnn":
+            out[n] = int(m.group(2) or m.group(4))
+    return out
+
+
+def check_siblings(ctx: Ctx) -> list[Finding]:
+    if ctx.cuda_major is None:
+        return []
+    lines = []
+    for lib in ctx.env.ort.other_cuda_libraries:
+        majors = _needed_majors(lib)
+        other = {n: m for n, m in majors.items() if m != ctx.cuda_major and not n.lower().startswith("libcufft")
+                 and not n.lower().startswith("libcurand")}
+        if other:
+            lines.append(f"{lib.path} needs {', '.join(other)} (CUDA {sorted(set(other.values()))[0]})")
+    if not lines:
+        return []
+    return [make("sibling-cuda-major-mismatch",
+                 f"onnxruntime is built for CUDA {ctx.cuda_major}, but:\n" + "\n".join(lines))]
+
+
+def check_tensorrt(ctx: Ctx) -> list[Finding]:
+    trt = ctx.env.ort.tensorrt_provider
+    if not isinstance(trt, ElfInfo):
+        return []
+    nvinfer = [n for n in trt.needed if n.startswith(("libnvinfer.so", "libnvonnxparser.so"))]
+    if not nvinfer:
+        return []
+    # TensorRT comes from the ld.so.cache (apt), a tarball on LD_LIBRARY_PATH, or pip wheels; the
+    # probes list the cache and the wheels' sonames, which is what a quick look can tell.
+    wheel_sonames = {s for w in ctx.env.nvidia_wheels for s in w.sonames}
+    missing = [n for n in nvinfer if not ctx.env.system.ldconfig.get(n) and n not in wheel_sonames]
+    if not missing:
+        return []
+    major = re.search(r"\.so\.(\d+)", missing[0])
+    trt_major = major.group(1) if major else "?"
+    return [make("tensorrt-unavailable",
+                 f"{trt.path} needs {', '.join(missing)} (TensorRT {trt_major}), which is not installed; "
+                 "only matters if TensorrtExecutionProvider is requested.",
+                 "Request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install "
+                 f"TensorRT {trt_major} for CUDA {ctx.cuda_major} (pip install tensorrt-cu{ctx.cuda_major}) "
+                 "and put its lib directory on LD_LIBRARY_PATH")]
