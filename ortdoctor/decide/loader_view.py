@@ -127,8 +127,8 @@ def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None =
     if isinstance(provider, ElfInfo):
         origin = os.path.dirname(provider.path)
         for entry in (*provider.runpath, *(() if provider.runpath else provider.rpath)):
-            d = entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
-            if os.path.isabs(d) and (hit := in_dir(d, "the CUDA provider's RUNPATH")):
+            expanded = entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+            if os.path.isabs(expanded) and (hit := in_dir(expanded, "the CUDA provider's RUNPATH")):
                 return hit
     for path in sys_.ldconfig.get(lp.soname, ())[:1]:
         for c in cands:

@@ -11,6 +11,7 @@ from ortdoctor.core.facts import (
     Device,
     DriverError,
     Finding,
+    Severity,
 )
 from ortdoctor.decide.devices import CudaDevice, DeviceMap, describe, map_devices
 from ortdoctor.decide.names import major_of
@@ -226,7 +227,7 @@ def _check_compat_libs(ctx: Ctx) -> list[Finding]:
         return []
     names = [d.name for d in env.driver.devices]
     consumer = [n for n in names if not any(h in n for h in DATACENTER_HINTS)]
-    severity = "error" if consumer else "warning"
+    severity: Severity = "error" if consumer else "warning"
     detail = (f"Forward-compatibility libcuda on the library path: {', '.join(compat)}; GPUs: "
               f"{', '.join(names) or 'none'}.")
     if consumer:

@@ -56,8 +56,7 @@ def _lib_severity(lp: LibraryPlan) -> str:
 
 
 def _pip_packages(libs: Iterable[LibraryPlan], specs: dict[str, LibSpec]) -> list[str]:
-    return list(dict.fromkeys(specs[lp.name].package for lp in libs
-                              if lp.name in specs and specs[lp.name].package))  # type: ignore[misc]
+    return list(dict.fromkeys(pkg for lp in libs if lp.name in specs and (pkg := specs[lp.name].package)))
 
 
 def _is_sublib(lp: LibraryPlan) -> bool:

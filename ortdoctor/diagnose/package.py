@@ -54,7 +54,7 @@ def check_package(ctx: Ctx) -> list[Finding]:
     if shadow is not None:
         out.append(shadow)
     elif len(family) > 1:
-        names = [d.name for d in family]
+        dist_names = [d.name for d in family]
         lines = []
         for d in family:
             owner = {True: "its files are the ones on disk", False: "its files were overwritten",
@@ -63,7 +63,7 @@ def check_package(ctx: Ctx) -> list[Finding]:
         winner = f"The files on disk belong to {ort.active}" if ort.active else "Whose files are on disk is unclear"
         build = "a CPU build" if not is_cuda_build(ort) else f"a CUDA {ort.cuda_version or '?'} build"
         detail = "\n".join([*lines, f"{winner} ({build}, package_name={ort.package_name!r})."])
-        uninstall = " ".join(dict.fromkeys([*names, "onnxruntime", "onnxruntime-gpu"]))
+        uninstall = " ".join(dict.fromkeys([*dist_names, "onnxruntime", "onnxruntime-gpu"]))
         out.append(make("ort-multiple-packages", detail, f"pip uninstall -y {uninstall} && {_install_command(ctx)}"))
     elif not is_cuda_build(ort):
         name = ort.active or (family[0].name if family else "onnxruntime")
@@ -187,7 +187,7 @@ def check_import(ctx: Ctx) -> list[Finding]:
             problems.append(f"{soname}: not found anywhere")
         elif not loader_visible(ctx.env, lp.soname, lp.chosen, ctx.os_name):
             problems.append(f"{soname}: only at {lp.chosen.path}, which the loader does not search")
-    if not problems:
+    if not problems or pybind is None:
         return []
     detail = (f"The pybind module {pybind.path} has NEEDED {', '.join(cuda_needed)}, so `import onnxruntime` "
               "raises ImportError unless they load:\n" + "\n".join(problems))

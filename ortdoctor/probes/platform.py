@@ -93,7 +93,7 @@ def _start_method(os_name: str) -> str | None:
     if mp is not None:
         try:
             chosen = mp.get_start_method(allow_none=True)  # None: not fixed yet, and it stays so
-            return chosen or mp.get_all_start_methods()[0]  # the first one is the default
+            return str(chosen or mp.get_all_start_methods()[0])  # the first one is the default
         except (AttributeError, IndexError, ValueError):
             pass
     if os_name in ("windows", "darwin"):

@@ -202,17 +202,17 @@ def _facts(report: Report, md: _Md) -> list[str]:
             detail += f", cuDNN {t.cudnn}"
         rows.append(_row("PyTorch", md.text(f"{t.version} ({detail}) ") + md.code(t.location)))
 
-    d = env.driver
-    if d.available:
-        rows.append(_row("NVIDIA driver", md.text(f"{d.version} (CUDA {d.cuda_version or '?'})")))
+    drv = env.driver
+    if drv.available:
+        rows.append(_row("NVIDIA driver", md.text(f"{drv.version} (CUDA {drv.cuda_version or '?'})")))
     else:
-        reason = d.error or (d.error_kind.value if d.error_kind else "not available")
+        reason = drv.error or (drv.error_kind.value if drv.error_kind else "not available")
         rows.append(_row("NVIDIA driver", md.text(f"not usable: {reason}")))
-    for dev in d.devices:
+    for dev in drv.devices:
         mem = f", {dev.memory_total_mib} MiB" if dev.memory_total_mib is not None else ""
         rows.append(_row(f"GPU {dev.index}", md.text(f"{dev.name} (sm {dev.compute_capability or '?'}{mem})")))
-    for key, value in (("CUDA_VISIBLE_DEVICES", d.cuda_visible_devices),
-                       ("NVIDIA_VISIBLE_DEVICES", d.nvidia_visible_devices)):
+    for key, value in (("CUDA_VISIBLE_DEVICES", drv.cuda_visible_devices),
+                       ("NVIDIA_VISIBLE_DEVICES", drv.nvidia_visible_devices)):
         if value is not None:
             rows.append(_row(key, md.code(value)))
 

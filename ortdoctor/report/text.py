@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Sequence
 
 from ortdoctor._version import __version__
-from ortdoctor.core.facts import Finding
+from ortdoctor.core.facts import ElfInfo, Finding
 from ortdoctor.decide.loader_view import SOURCE_WORDS, LibraryRow
 from ortdoctor.report.model import Report
 
@@ -166,7 +166,8 @@ def _ort(report: Report, s: _Style, debug: bool) -> list[str]:
             owner = {True: "files on disk", False: "overwritten", None: "?"}[d.owns_files_on_disk]
             out.append(" " * _LABEL + s.dim(f"{d.name} {d.version}: {owner} ({_home(d.dist_info)})"))
         if ort.cuda_provider is not None:
-            needed = getattr(ort.cuda_provider, "needed", None) or getattr(ort.cuda_provider, "imports", ())
+            p = ort.cuda_provider
+            needed = p.needed if isinstance(p, ElfInfo) else p.imports
             out.append(" " * _LABEL + s.dim("CUDA provider needs: " + ", ".join(needed)))
     return out
 

@@ -398,6 +398,12 @@ def parse_version(text: str | None) -> Version | None:
         return None
 
 
+def _version_key(text: str) -> tuple[int, ...]:
+    """A sort key for a validated release version (the matrix holds only PEP 440 versions)."""
+    v = parse_version(text)
+    return v.release if v is not None else ()
+
+
 def _line_of(release: Release) -> tuple[int, int]:
     v = parse_version(release.line)
     return line_key(v) if v is not None else (0, 0)
@@ -442,7 +448,7 @@ def _pick_version(release: Release, feed: Feed | None) -> str | None:
     good = [v for v in candidates if release.bad(v) is None]
     if not good:
         return None
-    return max(good, key=lambda v: parse_version(v) or parse_version("0"))
+    return max(good, key=_version_key)
 
 
 #: What the onnxruntime-gpu wheels require from PyPI; an alternative feed does not mirror them.

@@ -237,11 +237,12 @@ class _Validator:
         )
 
     def index_url(self, value: Any, key: str) -> str | None:
-        text = self.string(value, key, allow_none=True)
+        text: str | None = self.string(value, key, allow_none=True)
         if text is None or text.startswith(("https://", "http://", "file://")):
             return text
         if text in self.feeds:  # a name from the top-level `feeds` table
-            return self.feeds[text]
+            feed: str = self.feeds[text]
+            return feed
         raise self.fail(key, f"{text!r} is neither a URL nor a name under `feeds` "
                              f"({', '.join(sorted(self.feeds)) or 'none defined'})")
 
