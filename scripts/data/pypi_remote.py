@@ -25,6 +25,7 @@ from typing import Any
 _CACHE = Path(os.environ.get("PKGFACTS_CACHE", Path.home() / ".cache" / "ortdoctor-pkgfacts"))
 _TIMEOUT = 120
 _BLOCK = 256 * 1024
+_MAX_CACHED_PREFIX = 8 * 1024 * 1024
 
 
 def _cache_path(kind: str, key: str) -> Path:
@@ -172,8 +173,9 @@ class RemoteWheel:
             return path.read_bytes()
         with self._open().open(member) as f:
             data = f.read(nbytes)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        if nbytes <= _MAX_CACHED_PREFIX:  # whole 200 MB libraries would fill the disk on a rerun
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
         return data
 
     def member_size(self, member: str) -> int:
