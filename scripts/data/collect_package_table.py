@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from pypi_remote import RemoteWheel, fetch_small, release_json, simple_index
 
-from ortdoctor.elf import ElfError, read_elf
+from ortdoctor.formats.elf import ElfError, read_elf
 
 HERE = Path(__file__).resolve().parent
 
