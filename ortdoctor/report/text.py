@@ -142,7 +142,7 @@ def _ort(report: Report, s: _Style, debug: bool) -> list[str]:
 
     ort = report.env.ort
     if not ort.installed:
-        rec = report.recommendation or 'pip install "onnxruntime-gpu[cuda,cudnn]"'
+        rec = report.recommendation or "see the fix below"
         return [_row("onnxruntime", FAIL, "not installed", s), " " * _LABEL + f"for this machine: {s.bold(rec)}"]
     dists = [d for d in ort.distributions if not d.name.lower().startswith("onnxruntime-genai")]
     if is_cuda_build(ort):
