@@ -44,6 +44,7 @@ class Report:
     all_devices: bool = False  # `check --all-devices`: every visible GPU was checked
     device_smokes: tuple[Any, ...] = ()  # ortdoctor.devices.DeviceSmoke per ordinal (--all-devices)
     model: Any = None  # ortdoctor.model_check.ModelReport (`check --model`)
+    host: Any = None  # ortdoctor.probes.host.HostInfo: which machine this report is from
 
 
 def verdict_of(findings: Iterable[Finding]) -> Verdict:
@@ -222,7 +223,14 @@ def run_check(
         all_devices=all_devices,
         device_smokes=device_smokes,
         model=model_report,
+        host=_probe_host(environ),
     )
+
+
+def _probe_host(environ: Mapping[str, str] | None) -> Any:
+    from ortdoctor.probes.host import probe_host
+
+    return probe_host(os.environ if environ is None else environ)
 
 
 def _start_smoke(request: Any, *, device_id: int, directory: str | None, matrix: Any = None) -> Any:

@@ -1,0 +1,421 @@
+"""Read the reports nodes wrote and merge them into one :class:`~ortdoctor.fleet.model.FleetReport`.
+
+Reports arrive however a cluster collects stdout:
+
+* one report per file (``check --json > node-17.json``), or a directory of them;
+* many in one file: JSON lines, or pretty-printed reports one after another (``srun ... check --json``);
+* logs where the reports' lines carry prefixes and sit among other lines: ``kubectl logs --prefix``
+  (``[pod/ortdoctor-x7k2p/ortdoctor] {``), ``--timestamps`` (``2026-12-01T10:00:00.123Z {``), the
+  container runtime's own files (CRI: ``2026-12-01T10:00:00Z stdout F {``, long lines split into ``P``
+  parts; Docker's json-file: ``{"log":"{\\n","stream":"stdout",...}``), ``srun --label`` (``3: {``) and
+  any other constant prefix (``docker compose logs``: ``ortdoctor-1  | {``);
+* gzip-compressed files, and standard input (``-``).
+
+The lines of each stream (a pod, a Slurm task) are put back together separately, so logs of many pods
+interleaved line by line still give whole reports. Reports are read one at a time and only their
+essentials kept, so memory stays small for thousands of nodes. What is not a report is skipped and
+counted; what is a broken report (cut off, invalid JSON) becomes a node with status ``error``, because
+a node whose report was lost is a node nobody has checked. A named file holding no report at all is an
+input error (:class:`InputError`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ortdoctor.fleet.model import FleetReport, NodeResult, NotAReport, node_from_report, node_without_report
+
+__all__ = ["MAX_REPORT_BYTES", "InputError", "ReadResult", "merge", "read_nodes", "read_stream"]
+
+MAX_REPORT_BYTES = 64 * 1024 * 1024  # one report larger than this is not one (a runaway stream)
+_SNIFF = 8192
+
+
+class InputError(Exception):
+    """An input cannot be used at all: unreadable, binary, or holding no report. The message says which
+    and why."""
+
+
+@dataclass
+class ReadResult:
+    nodes: list[NodeResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# One regular expression for every known line prefix, each part optional, in the order tools stack
+# them: kubectl's --prefix, srun's --label, a timestamp (kubectl --timestamps, CRI), CRI's stream and
+# partial-line tag.
+_PREFIX = re.compile(
+    r"(?:\[(?P<pod>[^\]\s]+)\] )?"
+    r"(?: *(?P<task>\d+): )?"
+    r"(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? )?"
+    r"(?:(?P<stream>stdout|stderr) (?P<tag>[FP]) )?"
+)
+_DOCKER_JSON_START = '{"log":'
+
+
+@dataclass
+class _Open:
+    """A report being put together from the lines of one stream."""
+
+    start: int  # line number of its first line
+    prefix: str  # an unknown constant prefix to strip from its lines ("" when none)
+    parts: list[str] = field(default_factory=list)
+    size: int = 0
+    confirmed: bool = False  # its second line is a report's first field, not some other JSON or code
+
+
+class _Reader:
+    """Turns the lines of one input into reports (and broken reports), stream by stream."""
+
+    def __init__(self, name: str, on_report: Callable[[Any, str, str | None], None],
+                 on_broken: Callable[[str, str, str | None], None]) -> None:
+        self.name = name
+        self.on_report = on_report
+        self.on_broken = on_broken
+        self.open: dict[str, dict[str, _Open]] = {}  # stream key -> unknown prefix -> report in progress
+        self.partial: dict[str, str] = {}  # stream key -> CRI "P" parts waiting for their "F"
+        self.reports = 0
+        self.broken = 0
+        self.other = 0  # lines that are neither reports nor parts of one
+        self.not_reports = 0  # JSON objects that are something else (structured log lines)
+        self.first_other: str | None = None
+        self.why_not: str | None = None  # why the first JSON object that is not a report is not one
+
+    # -- one line ------------------------------------------------------------------------------
+    def line(self, lineno: int, raw: str) -> None:
+        line = raw.rstrip("\r\n")
+        if line.startswith(_DOCKER_JSON_START):
+            decoded = self._docker_json(line)
+            if decoded is not None:
+                stream, text = decoded
+                # json-file splits long lines as CRI does: a part without the final newline is partial
+                self.content(lineno, f"docker:{stream}", text.rstrip("\n"), partial=not text.endswith("\n"))
+                return
+        m = _PREFIX.match(line)
+        if m is None or m.end() == 0:
+            self.content(lineno, "", line, partial=False)
+            return
+        key = m.group("pod") or ""
+        if m.group("task") is not None:
+            key += f"task {m.group('task')}"
+        if m.group("stream"):
+            key += f":{m.group('stream')}"
+        self.content(lineno, key, line[m.end():], partial=m.group("tag") == "P")
+
+    @staticmethod
+    def _docker_json(line: str) -> tuple[str, str] | None:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            return None
+        if isinstance(rec, dict) and isinstance(rec.get("log"), str) and "schema_version" not in rec:
+            return str(rec.get("stream") or "stdout"), rec["log"]
+        return None
+
+    def content(self, lineno: int, key: str, text: str, *, partial: bool) -> None:
+        """One line of stream ``key``, its prefixes taken off (``partial``: a CRI "P" part)."""
+        if partial:
+            self.partial[key] = self.partial.get(key, "") + text
+            return
+        if key in self.partial:
+            text = self.partial.pop(key) + text
+        # a report in progress on this stream takes the line (stripping its own constant prefix)
+        reps = self.open.get(key)
+        if reps:
+            for prefix, rep in reps.items():
+                if not prefix or text.startswith(prefix):
+                    self._add(lineno, key, rep, text[len(prefix):])
+                    return
+        stripped = text.strip()
+        if stripped == "{":
+            self._begin(lineno, key, "")
+            return
+        if stripped.startswith("{"):
+            self._one_line(lineno, key, stripped)
+            return
+        # a report after a prefix nobody announced: "svc-1  | {" or "... {"schema_version": 2, ...}"
+        at = text.find('{"schema_version"')
+        if at > 0 and text.rstrip().endswith("}"):
+            self._one_line(lineno, key, text[at:].rstrip())
+            return
+        if text.endswith("{") and text.strip() != "{":
+            self._begin(lineno, key, text[:-1])
+            return
+        self._other(text)
+
+    def _other(self, text: str) -> None:
+        if text.strip():
+            self.other += 1
+            if self.first_other is None:
+                self.first_other = text.strip()[:120]
+
+    def _begin(self, lineno: int, key: str, prefix: str) -> None:
+        self.open.setdefault(key, {})[prefix] = _Open(start=lineno, prefix=prefix, parts=["{"], size=1)
+
+    def _close(self, key: str, rep: _Open) -> None:
+        reps = self.open[key]
+        del reps[rep.prefix]
+        if not reps:
+            del self.open[key]
+
+    def _add(self, lineno: int, key: str, rep: _Open, text: str) -> None:
+        if not rep.confirmed:
+            # ortdoctor's report opens with "schema_version"; other pretty JSON is read to its end and
+            # then set aside, a stray "{" after an unknown prefix (code in a log) is dropped at once
+            if '"schema_version"' in text or (not rep.prefix and text[:1].isspace() and '"' in text):
+                rep.confirmed = True
+            else:
+                self._close(key, rep)
+                self._other(rep.prefix + "{")
+                self.content(lineno, key, rep.prefix + text if rep.prefix else text, partial=False)
+                return
+        elif text.rstrip() == "{":
+            # a new report began where the last one was still open: that one was cut off
+            self._close(key, rep)
+            self._broken(key, rep, f"cut off after line {lineno - 1} (a new report starts at line {lineno})")
+            self._begin(lineno, key, rep.prefix)
+            return
+        rep.parts.append(text)
+        rep.size += len(text) + 1
+        if rep.size > MAX_REPORT_BYTES:
+            self._close(key, rep)
+            self._broken(key, rep, f"larger than {MAX_REPORT_BYTES // (1024 * 1024)} MiB: not a report")
+            return
+        # json.dumps(indent=...) and jq close the top-level object with "}" alone in column 0
+        if text.rstrip() == "}":
+            try:
+                data = json.loads("\n".join(rep.parts))
+            except ValueError:
+                return  # not the end after all: keep collecting (a cut-off report is named at the end)
+            self._close(key, rep)
+            self._report(rep.start, key, data)
+
+    def _one_line(self, lineno: int, key: str, text: str) -> None:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            if '"schema_version"' in text[:64]:
+                self._broken_at(lineno, key, f"not valid JSON ({exc})")
+            else:
+                self._other(text)
+            return
+        self._report(lineno, key, data)
+
+    def _report(self, lineno: int, key: str, data: Any) -> None:
+        where = f"{self.name}:{lineno}" + (f" [{key}]" if key else "")
+        try:
+            self.on_report(data, where, _hint(key))
+        except NotAReport as exc:
+            self.not_reports += 1
+            if self.why_not is None:
+                self.why_not = f"line {lineno}: {exc}"
+            return
+        self.reports += 1
+
+    def _broken(self, key: str, rep: _Open, why: str) -> None:
+        self._broken_at(rep.start, key, why)
+
+    def _broken_at(self, lineno: int, key: str, why: str) -> None:
+        where = f"{self.name}:{lineno}" + (f" [{key}]" if key else "")
+        self.broken += 1
+        self.on_broken(where, f"the report starting at line {lineno} is {why}", _hint(key))
+
+    def finish(self, last_line: int) -> None:
+        for key, rest in list(self.partial.items()):  # a CRI "P" part never completed
+            del self.partial[key]
+            self.content(last_line, key, rest, partial=False)
+        for key, reps in list(self.open.items()):
+            for rep in list(reps.values()):
+                if rep.confirmed:
+                    self._broken(key, rep, f"cut off at the end of the input (line {last_line})")
+                else:
+                    self._other(rep.prefix + "{")
+        self.open.clear()
+
+
+def _hint(key: str) -> str | None:
+    """A name for a node whose report has no host section: the pod of a kubectl prefix."""
+    if key.startswith("pod/"):
+        parts = key.split("/")
+        return parts[1] if len(parts) > 1 else None
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------------
+def _open_text(path: str, stdin: IO[bytes] | None) -> tuple[str, IO[str], IO[bytes] | None]:
+    """Open ``path`` (``-``: standard input) as text, undoing gzip; refuse binary input. The third
+    item is the file to close (None for standard input)."""
+    if path == "-":
+        raw: IO[bytes] = stdin if stdin is not None else sys.stdin.buffer
+        name = "<stdin>"
+    else:
+        try:
+            raw = open(path, "rb")  # a pipe is fine too: `fleet merge <(kubectl logs ...)`
+        except IsADirectoryError:
+            raise InputError(f"{path}: is a directory") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+        name = path
+    owned = raw if path != "-" else None
+    try:
+        buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[type-var]
+        try:
+            head = buffered.peek(_SNIFF)[:_SNIFF]
+        except OSError as exc:
+            raise InputError(f"{name}: cannot be read: {exc}") from None
+        if head[:2] == b"\x1f\x8b":
+            stream: IO[bytes] = gzip.GzipFile(fileobj=buffered)  # type: ignore[assignment]
+            try:
+                head = stream.peek(_SNIFF)[:_SNIFF]  # type: ignore[attr-defined]
+            except (OSError, EOFError) as exc:
+                raise InputError(f"{name}: a broken gzip file: {exc}") from None
+        else:
+            stream = buffered
+        if b"\0" in head:
+            raise InputError(f"{name}: a binary file, not ortdoctor reports or a log holding them")
+    except BaseException:
+        if owned is not None:
+            owned.close()
+        raise
+    return name, io.TextIOWrapper(stream, encoding="utf-8", errors="replace"), owned
+
+
+def read_stream(name: str, text: Iterable[str], *, on_report: Callable[[Any, str, str | None], None],
+                on_broken: Callable[[str, str, str | None], None]) -> _Reader:
+    """Feed the lines of one input through the reader; returns it, with its counts."""
+    reader = _Reader(name, on_report, on_broken)
+    lineno = 0
+    for lineno, line in enumerate(text, 1):
+        reader.line(lineno, line)
+    reader.finish(lineno)
+    return reader
+
+
+def _expand(paths: Sequence[str]) -> Iterator[tuple[str, bool]]:
+    """(path, named): every path, directories replaced by the regular files under them, sorted."""
+    for p in paths:
+        if p != "-" and os.path.isdir(p):
+            files: list[str] = []
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                files.extend(os.path.join(root, n) for n in names
+                             if not n.startswith(".") and os.path.isfile(os.path.join(root, n)))
+            if not files:
+                raise InputError(f"{p}: an empty directory")
+            for f in sorted(files):
+                yield f, False
+        else:
+            yield p, True
+
+
+def read_nodes(paths: Sequence[str], *, stdin: IO[bytes] | None = None) -> ReadResult:
+    """Every node in ``paths`` (files, directories, ``-``), in input order, with notes on what was skipped.
+
+    Raises:
+        InputError: a path cannot be read, is binary, or (named, not found in a directory) holds no
+            report; or nothing in all of them is a report.
+    """
+    if not paths:
+        raise InputError("no input: name report files, directories or - for standard input")
+    result = ReadResult()
+    strings: dict[str, str] = {}
+
+    def intern(s: str) -> str:
+        return strings.setdefault(s, s)
+
+    seen: set[Any] = set()
+    duplicates = 0
+
+    def on_report(data: Any, where: str, hint: str | None) -> None:
+        nonlocal duplicates
+        node = node_from_report(data, where, intern=intern, hint=hint)
+        fingerprint = _fingerprint(data)
+        if fingerprint is not None:
+            if fingerprint in seen:
+                duplicates += 1
+                return
+            seen.add(fingerprint)
+        result.nodes.append(node)
+
+    def on_broken(where: str, why: str, hint: str | None) -> None:
+        result.nodes.append(node_without_report(where, "error", why, hint=hint))
+
+    skipped_files = []
+    for path, named in _expand(paths):
+        name, text, owned = _open_text(path, stdin)
+        try:
+            reader = read_stream(name, text, on_report=on_report, on_broken=on_broken)
+        except (OSError, EOFError) as exc:  # EOFError: a gzip file cut short
+            raise InputError(f"{name}: cannot be read: {exc}") from None
+        finally:
+            if owned is not None:
+                text.close()
+                owned.close()
+        if reader.reports == 0 and reader.broken == 0:
+            why = _why_nothing(reader)
+            if named:
+                raise InputError(f"{name}: no ortdoctor report found ({why}). Expected the output of "
+                                 "`ortdoctor check --json`: one JSON object, JSON lines, or a log holding them.")
+            skipped_files.append(f"{name} ({why})")
+            continue
+        if reader.other or reader.not_reports:
+            parts = []
+            if reader.other:
+                parts.append(f"{reader.other} other line{'s' if reader.other != 1 else ''}")
+            if reader.not_reports:
+                parts.append(f"{reader.not_reports} JSON object{'s' if reader.not_reports != 1 else ''} "
+                             "that are not reports")
+            result.notes.append(f"{name}: skipped {' and '.join(parts)}")
+    if skipped_files:
+        result.notes.append(f"skipped {len(skipped_files)} file{'s' if len(skipped_files) != 1 else ''} "
+                            "holding no report: " + "; ".join(skipped_files[:5])
+                            + (f" and {len(skipped_files) - 5} more" if len(skipped_files) > 5 else ""))
+    if duplicates:
+        result.notes.append(f"left out {duplicates} report{'s' if duplicates != 1 else ''} seen twice "
+                            "(the same node, the same run)")
+    if not result.nodes:
+        raise InputError("no ortdoctor report in the input"
+                         + (f": {result.notes[-1]}" if result.notes else ""))
+    return result
+
+
+def _why_nothing(reader: _Reader) -> str:
+    if reader.why_not:
+        return reader.why_not
+    if reader.first_other is not None:
+        return f"{reader.other} line{'s' if reader.other != 1 else ''} of something else, the first: {reader.first_other!r}"
+    return "it is empty"
+
+
+def _fingerprint(data: Any) -> Any:
+    """The same node's same run seen twice (a log collected twice) has the same host and timings."""
+    host = data.get("host") if isinstance(data, dict) else None
+    timings = data.get("timings_ms")
+    if not isinstance(host, dict) or not isinstance(timings, dict) or not timings:
+        return None
+    ident = tuple(str(host.get(k)) for k in ("machine_id", "boot_id", "hostname", "k8s_pod_name",
+                                             "slurm_job_id", "slurm_procid", "ray_node_id"))
+    return ident, tuple(sorted((str(k), str(v)) for k, v in timings.items()))
+
+
+def merge(paths: Sequence[str], *, stdin: IO[bytes] | None = None, min_driver: Any = None) -> FleetReport:
+    """Read ``paths`` and summarize them as one fleet (see :func:`ortdoctor.fleet.drift.summarize`).
+
+    Raises:
+        InputError: see :func:`read_nodes`.
+    """
+    from ortdoctor.fleet.drift import summarize
+
+    read = read_nodes(paths, stdin=stdin)
+    return summarize(read.nodes, notes=read.notes, min_driver=min_driver)
