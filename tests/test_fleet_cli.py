@@ -37,7 +37,8 @@ def test_merge_works_without_ray(tmp_path: Path) -> None:
 def test_usage_errors(tmp_path: Path) -> None:
     proc = fleet("fleet")
     assert proc.returncode == 2
-    assert "ortdoctor fleet --ray auto" in proc.stderr and "ortdoctor fleet merge PATH" in proc.stderr
+    assert "ortdoctor fleet --ray auto" in proc.stderr
+    assert "ortdoctor fleet merge PATH" in proc.stderr
 
     proc = fleet("fleet", "--ray", "auto", "merge", str(tmp_path))
     assert proc.returncode == 2

@@ -59,6 +59,7 @@ _PREFIX = re.compile(
     r"(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? )?"
     r"(?:(?P<stream>stdout|stderr) (?P<tag>[FP]) )?"
 )
+_CRI_TAG = re.compile(r"(stdout|stderr) ([FP]) ")
 _DOCKER_JSON_START = '{"log":'
 
 
@@ -93,6 +94,29 @@ class _Reader:
     # -- one line ------------------------------------------------------------------------------
     def line(self, lineno: int, raw: str) -> None:
         line = raw.rstrip("\r\n")
+        if line[:5] == "[pod/":
+            # kubectl --prefix (and --timestamps): by far the commonest prefixed line, taken apart without
+            # the regular expression, and a line inside an open report appended straight away
+            close = line.find("] ", 5)
+            if close > 0:
+                key, text = line[1:close], line[close + 2:]
+                if text[:2].isdigit() and text[4:5] == "-" and text[10:11] == "T":
+                    space = text.find(" ")
+                    text = text[space + 1:] if space > 0 else ""
+                rep = self.open[key].get("") if key in self.open else None
+                first = text[:1]
+                if rep is not None and rep.confirmed and first != "{" and first != "}" and key not in self.partial:
+                    rep.parts.append(text)
+                    rep.size += len(text) + 1
+                    if rep.size <= MAX_REPORT_BYTES:
+                        return
+                    rep.parts.pop()
+                    rep.size -= len(text) + 1
+                if _CRI_TAG.match(text):
+                    self._cri(lineno, key, text)
+                else:
+                    self.content(lineno, key, text, partial=False)
+                return
         if line.startswith(_DOCKER_JSON_START):
             decoded = self._docker_json(line)
             if decoded is not None:
@@ -101,15 +125,22 @@ class _Reader:
                 self.content(lineno, f"docker:{stream}", text.rstrip("\n"), partial=not text.endswith("\n"))
                 return
         m = _PREFIX.match(line)
-        if m is None or m.end() == 0:
+        end = m.end() if m is not None else 0
+        if end == 0:
             self.content(lineno, "", line, partial=False)
             return
-        key = m.group("pod") or ""
-        if m.group("task") is not None:
-            key += f"task {m.group('task')}"
-        if m.group("stream"):
-            key += f":{m.group('stream')}"
-        self.content(lineno, key, line[m.end():], partial=m.group("tag") == "P")
+        pod, task, stream, tag = m.groups()  # type: ignore[union-attr]
+        key = pod or ""
+        if task is not None:
+            key += f"task {task}"
+        if stream:
+            key += f":{stream}"
+        self.content(lineno, key, line[end:], partial=tag == "P")
+
+    def _cri(self, lineno: int, key: str, text: str) -> None:
+        m = _CRI_TAG.match(text)
+        assert m is not None
+        self.content(lineno, f"{key}:{m.group(1)}", text[m.end():], partial=m.group(2) == "P")
 
     @staticmethod
     def _docker_json(line: str) -> tuple[str, str] | None:
@@ -178,7 +209,7 @@ class _Reader:
                 self._other(rep.prefix + "{")
                 self.content(lineno, key, rep.prefix + text if rep.prefix else text, partial=False)
                 return
-        elif text.rstrip() == "{":
+        elif text[:1] == "{" and text.rstrip() == "{":
             # a new report began where the last one was still open: that one was cut off
             self._close(key, rep)
             self._broken(key, rep, f"cut off after line {lineno - 1} (a new report starts at line {lineno})")
@@ -191,13 +222,13 @@ class _Reader:
             self._broken(key, rep, f"larger than {MAX_REPORT_BYTES // (1024 * 1024)} MiB: not a report")
             return
         # json.dumps(indent=...) and jq close the top-level object with "}" alone in column 0
-        if text.rstrip() == "}":
+        if text[:1] == "}" and text.rstrip() == "}":
             try:
                 data = json.loads("\n".join(rep.parts))
             except ValueError:
                 return  # not the end after all: keep collecting (a cut-off report is named at the end)
             self._close(key, rep)
-            self._report(rep.start, key, data)
+            self.report(rep.start, key, data)
 
     def _one_line(self, lineno: int, key: str, text: str) -> None:
         try:
@@ -208,9 +239,9 @@ class _Reader:
             else:
                 self._other(text)
             return
-        self._report(lineno, key, data)
+        self.report(lineno, key, data)
 
-    def _report(self, lineno: int, key: str, data: Any) -> None:
+    def report(self, lineno: int, key: str, data: Any) -> None:
         where = f"{self.name}:{lineno}" + (f" [{key}]" if key else "")
         try:
             self.on_report(data, where, _hint(key))
@@ -296,7 +327,27 @@ def read_stream(name: str, text: Iterable[str], *, on_report: Callable[[Any, str
     """Feed the lines of one input through the reader; returns it, with its counts."""
     reader = _Reader(name, on_report, on_broken)
     lineno = 0
-    for lineno, line in enumerate(text, 1):
+    lines = iter(text)
+    for line in lines:
+        lineno += 1
+        if line == "{\n" and "" not in reader.open:
+            # A pretty report without prefixes (a file of its own, or `srun` output): its lines are taken
+            # as they are up to the closing "}" in column 0, and parsed at once. Anything odd (cut off,
+            # not JSON) is replayed through the line-by-line path, which knows what to make of it.
+            start, parts = lineno, [line]
+            for part in lines:
+                lineno += 1
+                parts.append(part)
+                if part[:1] == "}" and part.rstrip() == "}":
+                    break
+            try:
+                data = json.loads("".join(parts))
+            except ValueError:
+                for k, part in enumerate(parts):
+                    reader.line(start + k, part)
+                continue
+            reader.report(start, "", data)
+            continue
         reader.line(lineno, line)
     reader.finish(lineno)
     return reader
