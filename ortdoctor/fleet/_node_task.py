@@ -8,6 +8,7 @@ to undo what Ray does to ``CUDA_VISIBLE_DEVICES`` in tasks that asked for no GPU
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -41,7 +42,13 @@ def _node_visible_devices(env: dict[str, str]) -> bool:
     try:
         import ray
 
-        original = ray._private.worker.global_worker.original_visible_accelerator_ids.get("GPU")
+        worker = ray._private.worker.global_worker
+        if hasattr(worker, "original_visible_accelerator_ids"):  # recent Rays
+            original = worker.original_visible_accelerator_ids.get("GPU")
+        elif hasattr(worker, "original_gpu_ids"):  # older ones
+            original = worker.original_gpu_ids
+        else:
+            return False
     except Exception:  # another Ray, or no Ray: leave the environment as it is
         return False
     if original is None:
@@ -82,10 +89,18 @@ def run_check(python: str | None, args: list[str], timeout: float, node_id: str,
         **facts,
         "outcome": "done",
         "returncode": proc.returncode,
-        "stdout": out.decode("utf-8", "replace"),
+        "stdout": _compact(out.decode("utf-8", "replace")),
         "stderr_tail": err.decode("utf-8", "replace")[-STDERR_TAIL:],
         "seconds": round(time.monotonic() - started, 3),
     }
+
+
+def _compact(text: str) -> str:
+    """The report without its indentation: about a third less to send back to the driver."""
+    try:
+        return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+    except ValueError:
+        return text  # not JSON: the driver says so, with this text
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

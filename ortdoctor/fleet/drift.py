@@ -96,7 +96,8 @@ def _qualifiers(n: NodeResult, base: str) -> list[str]:
 
 
 def assign_labels(nodes: list[NodeResult]) -> list[NodeResult]:
-    """Give every node a unique label: its machine's name, qualified only where names collide."""
+    """Give every node a unique label: its machine's name, qualified only where names collide; the
+    nodes come back sorted by it (numbers in names compare as numbers: gpu-2 before gpu-10)."""
     bases = [_base_name(n) for n in nodes]
     count = Counter(bases)
     labels: list[str] = []
@@ -115,7 +116,12 @@ def assign_labels(nodes: list[NodeResult]) -> list[NodeResult]:
             taken[label] += 1
             label = f"{label} #{taken[label]}"
         out.append(replace(n, label=label))
+    out.sort(key=lambda n: _natural(n.label))
     return out
+
+
+def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part)
 
 
 # --------------------------------------------------------------------------------------------------
