@@ -92,7 +92,8 @@ def _node_line(n: NodeResult) -> str:
     if n.reason is not None:
         return n.reason
     v = n.versions
-    facts = [v.onnxruntime or "onnxruntime ?"]
+    facts = [v.onnxruntime if v.onnxruntime and v.onnxruntime != "not installed" else
+             f"onnxruntime {v.onnxruntime or '?'}"]
     if v.driver:
         facts.append(f"driver {v.driver}")
     if v.gpus and v.gpus != "none":
@@ -154,7 +155,7 @@ def render_text(fleet: FleetReport) -> str:
             out.append(f"  ... and {len(listed) - NODES_LISTED} more (--json lists every node)")
         out.append("")
     if fleet.notes:
-        out.append("About the input")
+        out.append("About this run")
         out.extend(f"  - {note}" for note in fleet.notes)
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
