@@ -22,6 +22,8 @@ _FORMATS = ["text", "json", "markdown"]
 
 
 def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    # --debug is read by ortdoctor.cli.main (a traceback instead of the one-line internal error)
+    f = click.option("--debug", is_flag=True, expose_value=False, help="Show the traceback of an internal error.")(f)
     f = click.option("--strict", is_flag=True, help="Exit 1 when a node warns, too.")(f)
     f = click.option("--format", "fmt", type=click.Choice(_FORMATS), default=None,
                      help="text (default), json (docs/fleet.md describes it), or markdown for an issue or "
@@ -88,7 +90,7 @@ class _Progress:
              "\b\n"
              "  ortdoctor fleet --ray auto              every node of the Ray cluster\n"
              "  ortdoctor fleet merge reports/          reports gathered elsewhere\n"
-             "  kubectl logs -l app=ortdoctor --prefix | ortdoctor fleet merge -")
+             "  kubectl logs -l app=ortdoctor --prefix --tail=-1 | ortdoctor fleet merge -")
 @click.option("--ray", "ray_address", metavar="ADDRESS",
               help="Run the check on every alive node of this Ray cluster: auto (the running one), local (start "
               "one here), or ray://HOST:10001 (Ray Client).")
