@@ -186,8 +186,10 @@ def _ship_by_value(ray: Any, module: Any) -> None:
 # --------------------------------------------------------------------------------------------------
 # Nodes
 # --------------------------------------------------------------------------------------------------
-# Node death reasons (gcs.proto NodeDeathInfo.Reason) that mean the node was meant to go: scaled down.
-_EXPECTED_DEATHS = {"EXPECTED_TERMINATION", "AUTOSCALER_DRAIN_IDLE", 1, 4}
+# Node death reasons (NodeDeathInfo.Reason in Ray's common.proto: 0 unspecified, 1 expected termination,
+# 2 unexpected termination, 3 preempted, 4 drained idle) of nodes that are meant to be gone: not a fault of
+# a node that still serves.
+_EXPECTED_DEATHS = {1, 3, 4, "EXPECTED_TERMINATION", "AUTOSCALER_DRAIN_PREEMPTED", "AUTOSCALER_DRAIN_IDLE"}
 
 
 def _targets(nodes: Sequence[Mapping[str, Any]], *, gpu_nodes_only: bool
@@ -219,7 +221,7 @@ def _targets(nodes: Sequence[Mapping[str, Any]], *, gpu_nodes_only: bool
                      "lost its GPUs is among them")
     if scaled_down:
         notes.append(f"left out {scaled_down} node{'s' if scaled_down != 1 else ''} that Ray lists as stopped on "
-                     "purpose (scaled down or shut down)")
+                     "purpose, drained or preempted")
     return targets, notes, dead
 
 
