@@ -60,3 +60,37 @@ def test_listed_in_the_help() -> None:
     proc = fleet("--help")
     assert "fleet" in proc.stdout
     assert "Check every node of a cluster (Ray), or merge nodes' reports." in proc.stdout
+
+
+def _ray_node(node_id: str, alive: bool, reason: int = 0, message: str = "", gpus: float = 0,
+              head: bool = False) -> dict[str, object]:
+    """An entry of ray.nodes() as Ray 2.60.0 returns it (the fields ortdoctor reads)."""
+    resources: dict[str, float] = {"CPU": 1.0, "node:192.0.2.2": 1.0}
+    if gpus:
+        resources["GPU"] = gpus
+    if head:
+        resources["node:__internal_head__"] = 1.0
+    return {"NodeID": node_id, "Alive": alive, "NodeManagerAddress": "192.0.2.2", "NodeManagerHostname": "vm",
+            "Resources": resources, "DeathReason": reason, "DeathReasonMessage": message, "alive": alive}
+
+
+def test_which_ray_nodes_are_checked() -> None:
+    from ortdoctor.fleet.ray_runner import _targets
+
+    nodes = [
+        _ray_node("a" * 56, True, gpus=8),
+        _ray_node("b" * 56, True, head=True),  # a CPU-only head
+        _ray_node("c" * 56, False, 1, "received SIGTERM"),  # stopped on purpose
+        _ray_node("d" * 56, False, 2, "health check failed due to missing too many heartbeats"),
+        _ray_node("e" * 56, False, 3, "preempted"),
+    ]
+    targets, notes, dead = _targets(nodes, gpu_nodes_only=False)
+    assert [t["NodeID"][0] for t in targets] == ["a", "b"]
+    assert [(d.status, d.reason) for d in dead] == [
+        ("unreachable", "dead: health check failed due to missing too many heartbeats")]
+    assert dead[0].host["ray_node_id"] == "d" * 56
+    assert notes == ["left out 2 nodes that Ray lists as stopped on purpose, drained or preempted"]
+
+    targets, notes, _ = _targets(nodes, gpu_nodes_only=True)
+    assert [t["NodeID"][0] for t in targets] == ["a"]
+    assert notes[0].startswith("--gpu-nodes-only: left out 1 node where Ray counts no GPU (vm)")
