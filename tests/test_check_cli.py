@@ -125,7 +125,7 @@ def test_contract_shape() -> None:
     for key in ("schema_version", "ortdoctor_version", "verdict", "findings", "python", "ort", "torch", "driver",
                 "libraries", "smoke"):
         assert key in rep
-    assert rep["schema_version"] == 1
+    assert rep["schema_version"] == 2
     for f in rep["findings"]:
         assert set(f) >= {"id", "severity", "title", "detail", "fix"}
     assert set(rep["python"]) >= {"version", "executable", "platform", "libc"}

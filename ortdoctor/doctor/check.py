@@ -17,6 +17,7 @@ from ortdoctor.report.model import Report, verdict_of
 
 if TYPE_CHECKING:
     from ortdoctor.decide.matrix.model import Matrix
+    from ortdoctor.probes.host import HostInfo
 
 __all__ = ["SmokeMode", "run_check"]
 
@@ -199,7 +200,14 @@ def run_check(
         all_devices=all_devices,
         device_smokes=device_smokes,
         model=model_report,
+        host=_probe_host(environ),
     )
+
+
+def _probe_host(environ: Mapping[str, str] | None) -> HostInfo:
+    from ortdoctor.probes.host import probe_host
+
+    return probe_host(os.environ if environ is None else environ)
 
 
 def _smoke_request(request: Any, *, device_id: int, directory: str | None, matrix: Any,

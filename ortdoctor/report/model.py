@@ -16,6 +16,7 @@ from ortdoctor.decide.devices import DeviceMap, map_devices
 from ortdoctor.decide.loader_view import LibraryRow, library_rows
 
 if TYPE_CHECKING:  # `check` without --model or a smoke session does not load these modules
+    from ortdoctor.probes.host import HostInfo
     from ortdoctor.prove.model_check.inspect import ModelInspection
     from ortdoctor.prove.model_check.placement import Placement
     from ortdoctor.prove.smoke.devices import DeviceSmoke
@@ -47,6 +48,7 @@ class Report:
     model: ModelReport | None = None  # `check --model`
     # The library table, each row's mark decided once (derived from env and plan when not given).
     libraries: tuple[LibraryRow, ...] = ()
+    host: HostInfo | None = None  # which machine this report is from (reports of a fleet merge on it)
 
     def __post_init__(self) -> None:
         # Derived views, computed once here so that no renderer decides them again.
