@@ -712,13 +712,18 @@ def test_ld_library_path_unsafe_entries() -> None:
     assert "lib: relative" in f.detail
     assert "/tmp/libs: world-writable" in f.detail
     assert CU13 not in f.detail
+    assert f.fix is not None
+    assert f.fix.startswith(f'export LD_LIBRARY_PATH="{CU13}:{CUDNN}"')  # the variable without the unsafe ones
     assert "ld-library-path-unsafe" not in ids(run())
 
 
 def test_nvidia_wheel_stub() -> None:
     stub = NvidiaWheel("nvidia-cublas-cu13", "0.0.1", SITE)
     f = one(run(healthy_env(nvidia_wheels=(stub,))), "nvidia-wheel-stub")
-    assert "pip uninstall -y nvidia-cublas-cu13 && pip install nvidia-cublas" == f.fix
+    # with this interpreter's pip (the test matrix has no package table, so no series pin)
+    assert "/venv/bin/python -m pip uninstall -y nvidia-cublas-cu13 && /venv/bin/python -m pip install nvidia-cublas" == f.fix
+    real_matrix = diagnose(healthy_env(nvidia_wheels=(stub,)), full_plan(), load_matrix())
+    assert one(real_matrix, "nvidia-wheel-stub").fix.endswith('-m pip install "nvidia-cublas==13.*"')
     real = NvidiaWheel("nvidia-cublas", "13.1.0.3", SITE, (CU13,), ("libcublas.so.13",), 13)
     assert "nvidia-wheel-stub" not in ids(run(healthy_env(nvidia_wheels=(real,))))
 

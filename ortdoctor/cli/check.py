@@ -60,7 +60,12 @@ def _usage_error(message: str) -> None:
               help="CUDA EP option for the smoke session, passed as-is (repeatable).")
 @click.option("--iobinding", is_flag=True, help="Smoke session: bind inputs and outputs as CUDA OrtValues.")
 @click.option("--cuda-graph", is_flag=True, help="Smoke session: capture and replay a CUDA graph.")
-@click.option("--verbose", is_flag=True, help="Smoke session: show the per-node provider assignment.")
+@click.option("--placement", is_flag=True, help="Smoke session: show the per-node provider assignment.")
+@click.option("--verbose", "-v", is_flag=True, help="More detail: every candidate, full paths, timings (as --debug, "
+              "without tracebacks).")
+@click.option("--python", "python_path", type=click.Path(dir_okay=False), default=None, metavar="PATH",
+              help="Inspect this interpreter's environment (as pip --python and uv --python do): for an "
+              "ortdoctor installed by pipx or uv tool, or a venv that is not activated.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Seconds the smoke session may take (also the model check's, whose default is 120).")
 @click.option("--all-devices", is_flag=True,
@@ -82,7 +87,9 @@ def command(
     provider_options: tuple[str, ...],
     iobinding: bool,
     cuda_graph: bool,
+    placement: bool,
     verbose: bool,
+    python_path: str | None,
     timeout: float,
     all_devices: bool,
     model_path: str | None,
@@ -96,11 +103,14 @@ def command(
         _usage_error(f"--json and --format {fmt} contradict each other")
     fmt = "json" if as_json else (fmt or "text")
     options = _provider_options(provider_options)
-    smoke_request = None
-    if not no_smoke and (options or iobinding or cuda_graph or verbose or timeout != 60.0 or directory is not None
-                         or device_id):
-        smoke_request = _smoke_request(device_id=device_id, directory=directory, provider_options=options,
-                                       iobinding=iobinding, cuda_graph=cuda_graph, verbose=verbose, timeout=timeout)
+    interpreter = None
+    if python_path is not None:
+        from ortdoctor.probes.interpreter import InterpreterError, describe
+
+        try:
+            interpreter = describe(python_path)
+        except InterpreterError as exc:
+            _usage_error(str(exc))
     shapes: dict[str, tuple[int, ...]] = {}
     if input_shapes and model_path is None:
         _usage_error("--input-shape needs --model")
@@ -114,11 +124,12 @@ def command(
     if sys.stderr.isatty() and fmt == "text" and not quiet:
         click.echo("ortdoctor: inspecting…", err=True)
     try:
-        report = run_check(matrix_path=matrix_file, smoke=False if no_smoke else "auto",
-                           smoke_request=smoke_request, directory=directory, device_id=device_id,
-                           all_devices=all_devices, model=model_path, input_shapes=shapes,
-                           model_cuda_graph=cuda_graph, model_timeout=timeout if timeout != 60.0 else 120.0,
-                           model_provider_options=options)
+        report = run_check(matrix_path=matrix_file, smoke=False if no_smoke else "auto", python=interpreter,
+                           directory=directory, device_id=device_id, all_devices=all_devices,
+                           smoke_provider_options=options, smoke_iobinding=iobinding, smoke_cuda_graph=cuda_graph,
+                           smoke_placement=placement, smoke_timeout=timeout,
+                           model=model_path, input_shapes=shapes, model_cuda_graph=cuda_graph,
+                           model_timeout=timeout if timeout != 60.0 else 120.0, model_provider_options=options)
     except MatrixError as exc:
         _usage_error(f"bad matrix file: {exc}")
         return
@@ -141,17 +152,10 @@ def command(
     else:
         from ortdoctor.report.text import render
 
-        click.echo(render(report, color=_use_color(sys.stdout), debug=debug), nl=False)
+        click.echo(render(report, color=_use_color(sys.stdout), debug=debug or verbose), nl=False)
 
     if report.model is not None and report.model.input_error:
         sys.exit(exitcodes.USAGE)  # the model file itself cannot be used: an input error
     if report.verdict == "fail" or (strict and report.verdict == "warn"):
         sys.exit(exitcodes.FAIL)
     sys.exit(exitcodes.OK)
-
-
-def _smoke_request(**opts: Any) -> Any:
-    """A SmokeRequest from the command's options (only the smoke engine is imported for it)."""
-    from ortdoctor.prove.smoke.runner import SmokeRequest
-
-    return SmokeRequest(**opts)

@@ -586,6 +586,32 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     ),
     # ---------------------------------------------------------------------------------- the program
     CatalogEntry(
+        id="pip-other-interpreter",
+        severity="info",
+        title="`pip` on PATH belongs to another Python",
+        cause="The first `pip` a shell finds installs into another interpreter than the one inspected: a "
+        "system pip beside a venv that is not activated, a venv created without pip, a conda base pip. A "
+        "bare `pip install ...` then changes the other Python's packages, and the environment that runs "
+        "the model stays as it was.",
+        evidence="The `pip` on PATH, the interpreter its launcher script runs (its `#!` line), and the "
+        "inspected interpreter.",
+        fix='Run pip through the interpreter that runs the model: `"/path/to/python" -m pip install ...` (every '
+        "fix ortdoctor prints does), or activate its environment first.",
+        produced_by="check",
+    ),
+    CatalogEntry(
+        id="virtual-env-not-inspected",
+        severity="warning",
+        title="the activated virtual environment is not the one inspected",
+        cause="`VIRTUAL_ENV` names an activated environment, but ortdoctor runs in (and inspected) another "
+        "one: it was installed with pipx or `uv tool`, or runs from another venv's `bin/`. The environment "
+        "that runs the model may be the activated one.",
+        evidence="`$VIRTUAL_ENV` against the inspected interpreter's `sys.prefix`.",
+        fix="`ortdoctor check --python \"$VIRTUAL_ENV/bin/python\"` inspects the activated environment (as "
+        "`pip --python` and `uv --python` do).",
+        produced_by="check",
+    ),
+    CatalogEntry(
         id="multiprocessing-fork",
         severity="info",
         title="multiprocessing starts workers with fork",

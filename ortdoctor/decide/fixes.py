@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from ortdoctor.core.facts import Environment, LibraryPlan, NvidiaWheel, PackageStep, Plan, PythonInfo
 from ortdoctor.decide.matrix.model import LibSpec, Matrix, Release
 
-__all__ = ["GPU_PACKAGE", "Installer", "gpu_install", "library_fix", "library_specs", "ort_gpu_spec", "quote", "step",
-           "wrong_cuda_cudnn"]
+__all__ = ["GPU_PACKAGE", "Installer", "gpu_install", "library_fix", "library_specs", "ort_gpu_spec", "pin_series",
+           "quote", "step", "wrong_cuda_cudnn"]
 
 GPU_PACKAGE = "onnxruntime-gpu"
 _SAFE = re.compile(r"^[A-Za-z0-9._=/:@+%,-]+$")
@@ -147,6 +147,16 @@ def library_specs(matrix: Matrix, libs: Iterable[LibSpec], *, cudnn_major: int |
         if spec not in out:
             out.append(spec)
     return out
+
+
+def pin_series(matrix: Matrix, name: str) -> str:
+    """``name==M.*`` for the newest major series PyPI has of ``name`` (the unsuffixed CUDA 13 wheels carry
+    their library's own version: nvidia-cufft 12.x); the bare name when the table does not know it."""
+    versions = matrix.versions_of(name)
+    if not versions:
+        return name
+    head = max(versions, key=lambda v: tuple(int(p) for p in re.findall(r"\d+", v))).split(".")[0]
+    return f"{name}=={head}.*"
 
 
 def gpu_install(matrix: Matrix, version: str | None = None) -> PackageStep:
