@@ -20,7 +20,7 @@ import mmap
 import os
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -377,7 +377,8 @@ def _read_dim(buf: memoryview, span: tuple[int, int]) -> int | str | None:
     """Dimension{dim_value=1, dim_param=2}: a fixed size, a symbol, or None (unknown)."""
     for number, wire, value in _fields(buf, *span):
         if number == 1 and wire == _VARINT:
-            return value if value < (1 << 63) else value - (1 << 64)
+            size = int(value)
+            return size if size < (1 << 63) else size - (1 << 64)
         if number == 2 and wire == _LEN:
             return _text(buf, value)
     return None
@@ -542,14 +543,16 @@ def _inspect_bytes(path: str, size: int, buf: memoryview) -> ModelInspection:
         initializer_bytes=w.initializer_bytes,
         external_bytes=w.external_bytes,
         external_refs=tuple(w.external_refs),
-        shape_nodes=tuple(sorted(shape_only_names(model_graph), key=_order(model_graph))),
+        shape_nodes=_shape_nodes(model_graph),
         graph=model_graph,
     )
 
 
-def _order(graph: ModelGraph) -> Callable[[str], int]:
-    position = {n.name: n.index for n in graph.nodes}
-    return lambda name: position.get(name, len(position))
+def _shape_nodes(graph: ModelGraph) -> tuple[str, ...]:
+    """The shape-only nodes' names in graph order; Constant nodes left out (onnxruntime turns them into
+    initializers, so they never run on any provider)."""
+    names = shape_only_names(graph)
+    return tuple(n.name for n in graph.nodes if n.name in names and n.op_type != "Constant")
 
 
 def _model_graph(graph: _Graph, inputs: tuple[InputInfo, ...]) -> ModelGraph:
