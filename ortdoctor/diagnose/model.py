@@ -286,8 +286,12 @@ def run_findings(run: Mapping[str, Any] | None, *, ep: str = CUDA_EP, given: Map
     cpu, device = run.get("cpu") or {}, run.get("ep") or {}
     out: list[Finding] = []
     if run.get("inputs_valid") is False:
-        synthetic = [n for n, d in (run.get("inputs") or {}).items() if d.get("source") == "synthetic"]
-        whose = (f"ortdoctor's synthetic values for {', '.join(synthetic)}" if synthetic else "the given inputs")
+        inputs = run.get("inputs") or {}
+        given_names = [n for n, d in inputs.items() if d.get("source") != "synthetic"]
+        synthetic = [n for n, d in inputs.items() if d.get("source") == "synthetic"]
+        parts = ([f"the given inputs ({', '.join(given_names)})"] if given_names else []) + (
+            [f"ortdoctor's synthetic values for {', '.join(synthetic)}"] if synthetic else [])
+        whose = " and ".join(parts) or "the inputs"
         kind = "out of range or of the wrong shape" if any(e in str(cpu.get("error")) for e in _INPUT_ERRORS) \
             else "not accepted"
         out.append(make_finding("model-inputs-invalid",

@@ -47,6 +47,8 @@ def run_check(
     model_cuda_graph: bool = False,
     model_timeout: float = 120.0,
     model_provider_options: Mapping[str, str] | None = None,
+    model_inputs: Mapping[str, str] | Iterable[str] | None = None,
+    model_iobinding: bool = False,
 ) -> Report:
     """Inspect, resolve, diagnose and (when a GPU build is installed) prove the CUDA EP.
 
@@ -56,22 +58,26 @@ def run_check(
     can see and runs the smoke session once per device, ``max_parallel`` children at a time (default:
     :func:`ortdoctor.prove.smoke.devices.default_parallelism`); ``device_id`` still picks the result reported as
     the main smoke session. ``model`` (with ``input_shapes``, ``model_cuda_graph``, ``model_timeout``,
-    ``model_provider_options``) also checks where the user's model runs
+    ``model_provider_options``, ``model_inputs``: ``{name: file.npy}``, ``model_iobinding``) also checks where
+    the user's model runs
     (:func:`ortdoctor.prove.model_check.check_model`), after the environment. The other arguments are the
     probes' roots (see :func:`ortdoctor.probes.environment.collect_environment`), so tests point them at built trees.
 
     Raises:
         MatrixError: the matrix file cannot be used.
         DirectoryError: ``directory`` does not exist.
-        ValueError: an ``input_shapes`` entry is malformed (checked before anything runs).
+        ValueError: an ``input_shapes`` or ``model_inputs`` entry is malformed (checked before anything runs).
     """
     from ortdoctor.probes.environment import collect_environment
 
     shapes: dict[str, tuple[int, ...]] = {}
+    files: dict[str, str] = {}
     if model is not None:  # a malformed --input-shape is a usage error before anything runs
+        from ortdoctor.prove.model_check.given_inputs import parse_input_files
         from ortdoctor.prove.model_check.inspect import normalise_input_shapes
 
         shapes = normalise_input_shapes(input_shapes)
+        files = parse_input_files(model_inputs)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     # The smoke child needs nothing from this process (it applies its own preload), so it starts as
@@ -179,7 +185,8 @@ def run_check(
         t = time.perf_counter()
         model_report = check_model(model, input_shapes=shapes, device_id=device_id, cuda_graph=model_cuda_graph,
                                    timeout=model_timeout, env=None if environ is None else dict(environ), import_path=import_path,
-                                   driver=env.driver, provider_options=model_provider_options)
+                                   driver=env.driver, provider_options=model_provider_options,
+                                   input_files=files, iobinding=model_iobinding)
         findings = sorted([*findings, *model_report.findings], key=_severity_rank)
         timings["model"] = _ms(t)
     timings["total"] = _ms(t0)

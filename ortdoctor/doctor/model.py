@@ -14,6 +14,7 @@ turns all of it into findings.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ __all__ = ["check_model"]
 
 
 def check_model(
-    path: str | Path,
+    path: str | os.PathLike[str],
     *,
     input_shapes: Mapping[str, Iterable[int]] | Iterable[str] | None = None,
     input_files: Mapping[str, str] | Iterable[str] | None = None,
@@ -69,6 +70,7 @@ def check_model(
     found += mf.memory_findings(ins, driver, device_id)
 
     plan, problems = _plan(ins, shapes, files)
+    not_run = {"problems": problems} if problems else None  # stays the run's record whatever the child does
     static: dict[str, Any] = {"ep": ep, "test_inputs": _test_inputs(plan, files),
                               "trt": advise(ins.graph, plan, abspath) if ins.graph is not None and plan else None,
                               "client": _client(ins, device_id, iobinding) if ep != CPU_EP else None}
@@ -81,8 +83,9 @@ def check_model(
     if child is None or child.get("stage") == "child":
         failure = _describe_failure(outcome, timeout)
         found.append(mf.make_finding("model-check-failed", failure))
+        found += mf.run_findings(not_run)
         return ModelReport(path=abspath, inspection=ins, findings=tuple(found), ran=True, child_failure=failure,
-                           **static)
+                           run=not_run, **static)
 
     base: dict[str, Any] = {
         "path": abspath, "inspection": ins, "ran": True, "ort_version": child.get("ort_version"),
@@ -92,18 +95,17 @@ def check_model(
         failure = f"the child could not import onnxruntime: {child.get('error')}"
         found.append(mf.make_finding("model-check-failed", failure,
                            fix="Install onnxruntime-gpu in this Python (ortdoctor check shows what is there)."))
-        return ModelReport(**base, findings=tuple(found), child_failure=failure, error=child.get("error"))
+        return ModelReport(**base, findings=tuple(found + mf.run_findings(not_run)), child_failure=failure,
+                           error=child.get("error"), run=not_run)
     if "providers" not in child:
         error = str(child.get("error") or "unknown error")
         found = mf.session_error_findings(error, ins, child.get("ort_version")) + found
-        return ModelReport(**base, findings=tuple(found), error=error)
+        return ModelReport(**base, findings=tuple(found), error=error, run=not_run)
 
     placement = summarise_placement(child, ins)
     if placement is not None:
         found = mf.placement_findings(placement, child, ins, cuda_graph=cuda_graph) + found
-    run = child.get("run")
-    if problems:
-        run = {"problems": problems}
+    run = not_run or child.get("run")
     incomplete = _incomplete(outcome, timeout) if child.get("partial") else None
     found += mf.run_findings(run, ep=ep, given=files, incomplete=incomplete, stage=outcome.stage)
     return ModelReport(

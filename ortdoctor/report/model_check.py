@@ -99,7 +99,9 @@ def _input_text(item: Mapping[str, Any]) -> str:
     else:
         what = "standard normal"
     note = item.get("note") or ""
-    return f"{head} {what}" + (f" ({note})" if note and note not in what else "")
+    if what in note:
+        return f"{head} {note}"
+    return f"{head} {what}" + (f" ({note})" if note else "")
 
 
 def _run_lines(run: Mapping[str, Any], ep: str) -> list[str]:

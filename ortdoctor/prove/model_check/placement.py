@@ -63,7 +63,7 @@ def summarise_placement(child: Mapping[str, Any], inspection: ModelInspection | 
     """Fold the child's raw sources into one :class:`Placement`; ``None`` when no session was created."""
     if "providers" not in child:
         return None
-    ep = str(child.get("ep") or CUDA_EP)
+    under_test = str(child.get("ep") or CUDA_EP)
     log = child.get("placements") or None
     assignment = child.get("assignment") or None
     sources = tuple(child.get("assignment_source") or ())
@@ -96,7 +96,7 @@ def summarise_placement(child: Mapping[str, Any], inspection: ModelInspection | 
         counts.update(a["provider"] for a in assignment)
         op_types_from = "ep-graph-assignment-info"
     else:
-        return Placement(source=sources, ep=ep)
+        return Placement(source=sources, ep=under_test)
 
     by_op: dict[str, Counter[str]] = {}
     for n in nodes:
@@ -109,9 +109,10 @@ def summarise_placement(child: Mapping[str, Any], inspection: ModelInspection | 
     graph = inspection.graph if inspection is not None else None
     by_name = {n.name: n for n in graph.nodes if n.name} if graph is not None else {}
     cpu_nodes = tuple(_cpu_node(n, shape_names, graph, by_name) for n in nodes
-                      if n["provider"] == CPU_EP and ep != CPU_EP and n["op_type"] not in MEMCPY_OPS)
+                      if n["provider"] == CPU_EP and under_test != CPU_EP and n["op_type"] not in MEMCPY_OPS)
     real_total = counts.total() - memcpy
-    on_ep = counts.get(ep, 0) - sum(1 for n in nodes if n["provider"] == ep and n["op_type"] in MEMCPY_OPS)
+    on_ep = counts.get(under_test, 0) - sum(1 for n in nodes
+                                           if n["provider"] == under_test and n["op_type"] in MEMCPY_OPS)
     share = round(on_ep / real_total, 4) if real_total > 0 else None
     causes = memcpy_causes(child.get("memcpy_added") or (), graph, shape_names,
                            {n["name"] for n in cpu_nodes if n["name"]})
@@ -124,7 +125,7 @@ def summarise_placement(child: Mapping[str, Any], inspection: ModelInspection | 
         gpu_share=share,
         op_types_from=op_types_from,
         final_graph_nodes=final_nodes,
-        ep=ep,
+        ep=under_test,
         memcpy_causes=causes,
     )
 
