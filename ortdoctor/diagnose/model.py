@@ -156,7 +156,7 @@ def placement_findings(p: Placement, child: Mapping[str, Any], ins: ModelInspect
         out.append(make_finding("model-shape-ops-on-cpu",
                       f"onnxruntime keeps {len(shape)} node(s) of the model's shape subgraphs on the CPU "
                       f"({ops}): they only compute tensor shapes from Shape outputs and small constants, "
-                      "which the CUDA EP leaves on the CPU by design."))
+                      "which the CUDA EP leaves on the CPU by design.", fix=""))
     if p.memcpy_nodes:
         out.append(_memcpy_finding(p))
     if cuda_graph:
