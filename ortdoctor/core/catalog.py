@@ -853,7 +853,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "memory, or a model that amplifies rounding (no normalisation, huge activations).",
         evidence="Every output of the same inputs on both EPs: the largest absolute error relative to the CPU "
         "output's largest magnitude, against a bound for the arithmetic used (float32 with TF32 1e-2, "
-        "float32 1e-4, float16 2e-2, bfloat16 1e-1, integers exact).",
+        "float32 1e-4, float16 2e-2, bfloat16 1e-1, 8-bit quantized models 5e-2, integers exact).",
         fix="Rerun with the CUDA EP option use_tf32=0 (--provider-option use_tf32=0); if the outputs still "
         "differ, bisect the graph (onnx.utils.extract_model) to find the first differing node and report it "
         "to onnxruntime.",

@@ -21,6 +21,7 @@ from typing import Any
 
 from ortdoctor.core.facts import DriverInfo, Finding
 from ortdoctor.diagnose import model as mf
+from ortdoctor.prove.model_check.compare import QUANTIZED
 from ortdoctor.prove.model_check.given_inputs import headers, parse_input_files
 from ortdoctor.prove.model_check.inspect import ModelInspection, inspect_model, normalise_input_shapes
 from ortdoctor.prove.model_check.placement import CPU_EP, CUDA_EP, summarise_placement
@@ -77,7 +78,7 @@ def check_model(
     request = {"model": abspath, "device_id": device_id, "cuda_graph": cuda_graph, "ep": ep,
                "provider_options": {str(k): str(v) for k, v in (provider_options or {}).items()},
                "run": not problems, "plan": plan.to_json() if plan is not None else None,
-               "input_files": files, "iobinding": iobinding, "compute_types": _float_types(ins)}
+               "input_files": files, "iobinding": iobinding, "compute_types": _compute_types(ins)}
     outcome = run_child(request, timeout=timeout, env=env, python=python, import_path=import_path)
     child = outcome.result
     if child is None or child.get("stage") == "child":
@@ -145,14 +146,18 @@ def _test_inputs(plan: SyntheticPlan | None, files: Mapping[str, str]) -> dict[s
     return {"inputs": items, "dims": dict(plan.dims), "problems": list(plan.problems)}
 
 
-def _float_types(ins: ModelInspection) -> list[str]:
-    """The float types the model computes in: its float inputs' and initializers' (a float16 model's
-    float32 output still carries float16 error)."""
+def _compute_types(ins: ModelInspection) -> list[str]:
+    """The arithmetic the model computes in, for the comparison's bounds: its float inputs' and
+    initializers' types (a float16 model's float32 output still carries float16 error), and ``int8``
+    when it quantizes."""
     graph = ins.graph
     if graph is None:
         return []
     types = {i.dtype for i in graph.inputs} | {t.dtype for t in graph.initializers.values()}
-    return sorted(t for t in types if t in ("float16", "bfloat16", "float32", "float64"))
+    out = sorted(t for t in types if t in ("float16", "bfloat16", "float32", "float64"))
+    if ins.quantized_ops or "QuantizeLinear" in ins.op_types:
+        out.append(QUANTIZED)
+    return out
 
 
 def _client(ins: ModelInspection, device_id: int, iobinding: bool) -> dict[str, Any]:

@@ -123,7 +123,9 @@ def _run_lines(run: Mapping[str, Any], ep: str) -> list[str]:
 
 def _timing(side: Mapping[str, Any]) -> str:
     if side.get("ok"):
-        return f"{side['steady_ms']:.3g} ms (first {side['first_ms']:.3g} ms, median of {side.get('runs', 1)})"
+        if not side.get("runs"):
+            return f"{side['first_ms']:.3g} ms (one run)"
+        return f"{side['steady_ms']:.3g} ms (first {side['first_ms']:.3g} ms, median of {side['runs']})"
     if side.get("skipped"):
         return "— (not run)"
     return "— (failed)"

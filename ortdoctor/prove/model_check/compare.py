@@ -16,6 +16,11 @@ would fail on every value near zero. The bound depends on the narrowest arithmet
 - **float16: 2e-2.** Activations are stored with a 10-bit mantissa (4.9e-4 per rounding) and rounded
   after every op, not only inside matrix products: more roundings than TF32.
 - **bfloat16: 1e-1.** A 7-bit mantissa (unit roundoff 3.9e-3).
+- **8-bit quantized models: 5e-2.** A value that lands near the middle between two quantization steps
+  may round to either when the float arithmetic before it differs by a TF32 rounding (one step is 1/256
+  of the tensor's range), and the EPs run quantized nodes differently (the CPU EP fuses QDQ groups into
+  int8 kernels, the CUDA EP runs DequantizeLinear, the float op and QuantizeLinear); a few such steps
+  reach the output.
 - **float64: 1e-7.** Only the order of summation differs.
 - **CPU EP against CPU EP: 1e-5.** The same kernels; only thread scheduling may reorder reductions.
 - **Integer and bool outputs: exact.** Token ids, argmax results and masks either agree or do not;
@@ -36,6 +41,9 @@ CPU_EP = "CPUExecutionProvider"
 _FLOAT_BOUNDS = {"float64": 1e-7, "float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1}
 TF32_BOUND = 1e-2
 SAME_EP_BOUND = 1e-5
+QUANTIZED_BOUND = 5e-2
+#: what ``compute_types`` holds for a model with quantization ops (QuantizeLinear, MatMulInteger ...)
+QUANTIZED = "int8"
 
 
 @dataclass(frozen=True)
@@ -52,12 +60,15 @@ def tolerance_for(dtype: str, *, ep: str, tf32: bool | None, compute_types: Sequ
 
     ``tf32``: whether the EP may use TF32 (None: unknown, taken as yes for the CUDA EP, its default).
     ``compute_types``: float types the model computes in (its initializers and inputs): a float32 output
-    of a float16 model carries float16 error.
+    of a float16 model carries float16 error; :data:`QUANTIZED` when it has quantization ops.
     """
     if dtype not in _FLOAT_BOUNDS:
         return Tolerance(0.0, f"{dtype}: exact")
     if ep == CPU_EP:
         return Tolerance(SAME_EP_BOUND, "CPU EP against CPU EP: the same kernels")
+    if QUANTIZED in compute_types:
+        return Tolerance(QUANTIZED_BOUND, "8-bit quantized arithmetic: values may round to a neighbouring "
+                         "quantization step (1/256 of a tensor's range)")
     narrowest = _narrowest([dtype, *compute_types])
     if narrowest in ("bfloat16", "float16"):
         bound = _FLOAT_BOUNDS[narrowest]
@@ -110,8 +121,11 @@ def compare_outputs(names: Sequence[str], got: Sequence[Any], want: Sequence[Any
 
 
 def _float_errors(np: Any, a: Any, b: Any, bound: float) -> dict[str, Any]:
-    a64 = a.astype(np.float64)
-    b64 = b.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: counted below, not warned about
+        return _errors(np, a.astype(np.float64), b.astype(np.float64), bound, b.shape)
+
+
+def _errors(np: Any, a64: Any, b64: Any, bound: float, shape: tuple[int, ...]) -> dict[str, Any]:
     finite_a, finite_b = np.isfinite(a64), np.isfinite(b64)
     # NaN/inf on one side only never agrees; where both are the same non-finite value they agree
     both = finite_a & finite_b
@@ -124,7 +138,7 @@ def _float_errors(np: Any, a: Any, b: Any, bound: float) -> dict[str, Any]:
     where = int(np.argmax(np.where(both, np.abs(a64 - b64), -1.0)))
     return {"max_abs_error": max_abs, "reference_max_abs": scale, "relative_error": relative,
             "nonfinite_mismatches": odd, "agree": odd == 0 and relative <= bound,
-            "worst_index": [int(i) for i in np.unravel_index(where, b.shape)]}
+            "worst_index": [int(i) for i in np.unravel_index(where, shape)]}
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -140,4 +154,4 @@ def summarise(records: Sequence[Mapping[str, Any]]) -> bool | None:
     return all(bool(r.get("agree")) for r in compared)
 
 
-__all__ = ["SAME_EP_BOUND", "TF32_BOUND", "Tolerance", "compare_outputs", "summarise", "tolerance_for"]
+__all__ = ["QUANTIZED", "QUANTIZED_BOUND", "SAME_EP_BOUND", "TF32_BOUND", "Tolerance", "compare_outputs", "summarise", "tolerance_for"]
