@@ -183,7 +183,7 @@ def run_check(
         from ortdoctor.doctor.model import check_model
 
         t = time.perf_counter()
-        model_report = check_model(model, input_shapes=shapes, device_id=device_id, cuda_graph=model_cuda_graph,
+        model_report = check_model(os.fspath(model), input_shapes=shapes, device_id=device_id, cuda_graph=model_cuda_graph,
                                    timeout=model_timeout, env=None if environ is None else dict(environ), import_path=import_path,
                                    driver=env.driver, provider_options=model_provider_options,
                                    input_files=files, iobinding=model_iobinding)

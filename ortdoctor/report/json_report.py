@@ -11,7 +11,9 @@ import json
 from typing import Any
 
 from ortdoctor._version import __version__
-from ortdoctor.core.facts import Candidate, Environment, Finding, LibraryPlan, to_jsonable
+from ortdoctor.core.facts import Candidate, Environment, Finding, to_jsonable
+from ortdoctor.decide.devices import DeviceMap
+from ortdoctor.decide.loader_view import LibraryRow
 from ortdoctor.report.model import Report
 
 __all__ = ["SCHEMA_VERSION", "dumps", "to_json"]
@@ -33,7 +35,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "python": _python(env),
         "ort": _ort(env, report.recommendation),
         "torch": _torch(env),
-        "driver": _driver(env, report.device_map),
+        "driver": _driver(env, report.devices),
         "libraries": _libraries(report),
         "smoke": _smoke(report),
         # additions beyond the contract's minimum
@@ -112,11 +114,8 @@ def _torch(env: Environment) -> dict[str, Any] | None:
     return {"version": t.version, "cuda": t.cuda, "cudnn": t.cudnn, "lib_dir": t.lib_dir, "location": t.location}
 
 
-def _driver(env: Environment, device_map: Any = None) -> dict[str, Any]:
-    from ortdoctor.decide.devices import map_devices
-
+def _driver(env: Environment, dmap: DeviceMap) -> dict[str, Any]:
     d = env.driver
-    dmap = device_map if device_map is not None else map_devices(d)
     visible = [c.device for c in dmap.devices if c.device is not None]
     why = dmap.visibility_note
     return {
@@ -156,9 +155,8 @@ def _candidate(c: Candidate) -> dict[str, Any]:
     return {"path": c.path, "source": c.source, "version": c.version, "rejected": c.rejected}
 
 
-def _library(lp: LibraryPlan, env: Environment) -> dict[str, Any]:
-    from ortdoctor.decide.loader_view import loader_visible
-
+def _library(row: LibraryRow) -> dict[str, Any]:
+    lp = row.plan
     chosen = lp.chosen
     return {
         "name": lp.name,
@@ -172,14 +170,12 @@ def _library(lp: LibraryPlan, env: Environment) -> dict[str, Any]:
         # finds the chosen file on its own (False: it loads only when preloaded)
         "other_major": [_candidate(c) for c in lp.other_major],
         "skipped": lp.skipped,
-        "loader_visible": loader_visible(env, lp.soname, chosen) if chosen else None,
+        "loader_visible": row.loader_visible,
     }
 
 
 def _libraries(report: Report) -> list[dict[str, Any]]:
-    if report.plan is None:
-        return []
-    return [_library(lp, report.env) for lp in report.plan.libraries]
+    return [_library(row) for row in report.libraries]
 
 
 def _smoke(report: Report) -> dict[str, Any]:

@@ -70,8 +70,8 @@ def _placement_line(p: Placement) -> str:
     onnxruntime inserted counted apart (they are neither the model's work nor a sign of it)."""
     compute: dict[str, int] = {}
     for ep, n in p.nodes_by_provider.items():
-        copies = sum(k for op, k in p.op_types_by_provider.get(ep, {}).items() if op in MEMCPY_OPS)
-        compute[ep] = max(n - copies, 0)
+        memcpy = sum(k for op, k in p.op_types_by_provider.get(ep, {}).items() if op in MEMCPY_OPS)
+        compute[ep] = max(n - memcpy, 0)
     total = sum(compute.values())
     on_ep = compute.get(p.ep, 0)
     share = f"{on_ep / total:.0%}" if total else "?"
