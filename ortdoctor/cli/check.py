@@ -58,7 +58,8 @@ def _usage_error(message: str) -> None:
               help="GPU to check and run the smoke session on (counted after CUDA_VISIBLE_DEVICES).")
 @click.option("--provider-option", "provider_options", multiple=True, metavar="KEY=VALUE",
               help="CUDA EP option for the smoke session, passed as-is (repeatable).")
-@click.option("--iobinding", is_flag=True, help="Smoke session: bind inputs and outputs as CUDA OrtValues.")
+@click.option("--iobinding", is_flag=True, help="Smoke session, and the --model run: bind inputs and outputs as "
+              "CUDA OrtValues (as Optimum and other clients do).")
 @click.option("--cuda-graph", is_flag=True, help="Smoke session: capture and replay a CUDA graph.")
 @click.option("--placement", is_flag=True, help="Smoke session: show the per-node provider assignment.")
 @click.option("--verbose", "-v", is_flag=True, help="More detail: every candidate, full paths, timings (as --debug, "
@@ -73,7 +74,10 @@ def _usage_error(message: str) -> None:
 @click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
               help="Also check this ONNX model: where each node runs on the CUDA EP, and why not on the GPU.")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=1x3x224x224",
-              help="With --model: run it once with random inputs of this shape (repeatable).")
+              help="With --model: this input's shape for the test run (repeatable; default: chosen from the model).")
+@click.option("--input", "model_inputs", multiple=True, metavar="NAME=FILE.npy",
+              help="With --model: this input's values from a numpy.save file (repeatable; default: valid "
+              "synthetic values).")
 def command(
     as_json: bool,
     fmt: str | None,
@@ -94,6 +98,7 @@ def command(
     all_devices: bool,
     model_path: str | None,
     input_shapes: tuple[str, ...],
+    model_inputs: tuple[str, ...],
 ) -> None:
     from ortdoctor.decide.matrix.model import MatrixError
     from ortdoctor.decide.search import DirectoryError
@@ -121,6 +126,16 @@ def command(
             shapes = parse_input_shapes(input_shapes)
         except ValueError as exc:
             _usage_error(str(exc))
+    files: dict[str, str] = {}
+    if model_inputs and model_path is None:
+        _usage_error("--input needs --model")
+    if model_inputs:
+        from ortdoctor.prove.model_check.given_inputs import parse_input_files
+
+        try:
+            files = parse_input_files(model_inputs)
+        except ValueError as exc:
+            _usage_error(str(exc))
     if sys.stderr.isatty() and fmt == "text" and not quiet:
         click.echo("ortdoctor: inspecting…", err=True)
     try:
@@ -129,7 +144,7 @@ def command(
                            smoke_provider_options=options, smoke_iobinding=iobinding, smoke_cuda_graph=cuda_graph,
                            smoke_placement=placement, smoke_timeout=timeout,
                            model=model_path, input_shapes=shapes, model_cuda_graph=cuda_graph,
-                           model_timeout=timeout if timeout != 60.0 else 120.0, model_provider_options=options)
+                           model_timeout=timeout if timeout != 60.0 else 120.0, model_provider_options=options, model_inputs=files, model_iobinding=iobinding)
     except MatrixError as exc:
         _usage_error(f"bad matrix file: {exc}")
         return

@@ -773,10 +773,31 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         id="model-cpu-compute-ops",
         severity="warning",
         title="compute ops of the model run on the CPU",
-        cause="The CUDA EP has no kernel for these ops at the model's opset and types.",
-        evidence="onnxruntime's own per-node provider assignment: CPU-placed nodes outside the model's "
-        "shape subgraphs.",
+        cause="The CUDA EP has no kernel for these ops at the model's opset and types, so onnxruntime runs "
+        "them on the CPU and copies their activations between the devices on every run. Shape "
+        "computations are not counted here (see model-shape-ops-on-cpu).",
+        evidence="onnxruntime's own per-node provider assignment (verbose session log, EP graph assignment "
+        "info): CPU-placed nodes that are neither in the model's shape subgraphs nor quantized ops, ranked "
+        "by cost: op class first (matrix products and convolutions, attention, normalisation and pooling, "
+        "element-wise math, data movement), then the weight elements each node reads from initializers. A "
+        "finding with only data-movement nodes that read no weights is a note.",
         fix="Change the op or its types at export, or run on a newer onnxruntime-gpu with the kernel.",
+        docs=(_CUDA_EP_DOCS,),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-shape-ops-on-cpu",
+        severity="info",
+        title="shape computations run on the CPU, by onnxruntime's design",
+        cause="The CUDA EP's `Shape` kernel writes to host memory, and onnxruntime moves the nodes that only "
+        "compute from such values and small constants to the CPU (`GetCpuPreferredNodes` in "
+        "onnxruntime/core/framework/fallback_cpu_capability.cc): copying a few int64 values to the GPU and "
+        "back would cost more. The Optimum GPU guide says the same: shape ops on the CPU are normal, "
+        "MatMul must be on CUDA.",
+        evidence="The model's shape subgraphs read from the file (nodes fed by Shape/Size or feeding only "
+        "shape inputs such as Reshape's shape and Slice's starts), matched by name with onnxruntime's "
+        "CPU-placed nodes. `check --model --json` lists them as `shape_only_nodes`.",
+        fix="Nothing to fix.",
         docs=(_CUDA_EP_DOCS,),
         produced_by="model",
     ),
@@ -784,9 +805,13 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         id="model-memcpy-nodes",
         severity="info",
         title="onnxruntime inserted host/device copies",
-        cause="Nodes on the CPU between GPU nodes make ORT copy tensors with MemcpyToHost/MemcpyFromHost.",
-        evidence="MemcpyToHost/MemcpyFromHost nodes in onnxruntime's final graph (verbose session log).",
-        fix="Remove the CPU-placed nodes (see the other model findings) or freeze shape subgraphs.",
+        cause="Nodes on the CPU between GPU nodes make ORT copy tensors with MemcpyToHost/MemcpyFromHost. "
+        "Copies that carry a shape computation's result (a few int64 values) are part of onnxruntime's "
+        "design; copies of activations cost bandwidth on every run.",
+        evidence="MemcpyToHost/MemcpyFromHost nodes in onnxruntime's final graph (verbose session log), each "
+        "traced through the tensor its `transformer_memcpy` log line names to the CPU node it serves.",
+        fix="Remove the CPU-placed compute nodes (see the other model findings); copies for shape "
+        "computations need no fix.",
         produced_by="model",
     ),
     CatalogEntry(
@@ -837,10 +862,41 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     CatalogEntry(
         id="model-run-failed",
         severity="warning",
-        title="the test run with random inputs failed",
-        cause="Running the model with the given --input-shape values raised an error.",
-        evidence="onnxruntime's error for the run on the CUDA EP and on the CPU EP.",
-        fix="Check the shapes and dtypes against the model's inputs (listed in the report).",
+        title="the test run of the model failed",
+        cause="Running the model raised an error, crashed or hung: on the CUDA EP with inputs the CPU EP "
+        "accepted (then the model does not run on the GPU: an error), or before the run (no valid value "
+        "could be made for an input).",
+        evidence="onnxruntime's error for the run on the execution provider under test and on the CPU EP; the "
+        "child's exit status and the step it had reached.",
+        fix="Read onnxruntime's message in the finding; give an input's shape with --input-shape or its "
+        "values with --input NAME=file.npy.",
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-inputs-invalid",
+        severity="warning",
+        title="the CPU EP rejected the test inputs, so the run proves nothing",
+        cause="The inputs do not suit the model: token ids beyond the embedding table, a wrong shape or "
+        "type. CUDA kernels do not check indices (an out-of-range Gather reads past the table and returns "
+        "something), so a run on the CUDA EP with such inputs is no evidence; ortdoctor does not run it.",
+        evidence="The CPU EP's error for the same inputs (e.g. `indices element out of data bounds`).",
+        fix="Give real inputs with --input NAME=file.npy (numpy.save), or the right sizes with --input-shape.",
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-outputs-differ",
+        severity="warning",
+        title="the model's outputs on the GPU differ from the CPU EP's",
+        cause="The execution provider under test computed outputs farther from the CPU EP's than its "
+        "arithmetic explains: a kernel bug, an op whose semantics differ between the EPs, uninitialised "
+        "memory, or a model that amplifies rounding (no normalisation, huge activations).",
+        evidence="Every output of the same inputs on both EPs: the largest absolute error relative to the CPU "
+        "output's largest magnitude, against a bound for the arithmetic used (float32 with TF32 1e-2, "
+        "float32 1e-4, float16 2e-2, bfloat16 1e-1, 8-bit quantized models 5e-2, integers exact).",
+        fix="Rerun with the CUDA EP option use_tf32=0 (--provider-option use_tf32=0); if the outputs still "
+        "differ, bisect the graph (onnx.utils.extract_model) to find the first differing node and report it "
+        "to onnxruntime.",
+        docs=(_CUDA_EP_DOCS,),
         produced_by="model",
     ),
     # ---------------------------------------------------------------------------------- smoke

@@ -70,6 +70,8 @@ class CheckOptions:
     model_cuda_graph: bool = False
     model_timeout: float = 120.0
     model_provider_options: Mapping[str, str] | None = None
+    model_inputs: Mapping[str, str] | Iterable[str] | None = None  # {name: file.npy}: real data
+    model_iobinding: bool = False  # bind device OrtValues, as Optimum and other clients do
 
     @property
     def import_path(self) -> tuple[str, ...] | None:
@@ -116,7 +118,7 @@ def run_check(options: CheckOptions | None = None, /, **fields: Any) -> Report:
     Raises:
         MatrixError: the matrix file cannot be used.
         DirectoryError: ``directory`` does not exist.
-        ValueError: an ``input_shapes`` entry is malformed (checked before anything runs).
+        ValueError: an ``input_shapes`` or ``model_inputs`` entry is malformed (checked before anything runs).
     """
     opts = dataclasses.replace(options, **fields) if options is not None else CheckOptions(**fields)
     return _Check(opts).run()
@@ -136,10 +138,13 @@ class _Check:
     def run(self) -> Report:
         opts = self.opts
         shapes: dict[str, tuple[int, ...]] = {}
-        if opts.model is not None:  # a malformed --input-shape is a usage error before anything runs
+        files: dict[str, str] = {}
+        if opts.model is not None:  # a malformed --input-shape or --input is a usage error before anything runs
+            from ortdoctor.prove.model_check.given_inputs import parse_input_files
             from ortdoctor.prove.model_check.inspect import normalise_input_shapes
 
             shapes = normalise_input_shapes(opts.input_shapes)
+            files = parse_input_files(opts.model_inputs)
         t0 = time.perf_counter()
         try:
             env, plan, matrix, device_map, skipped, recommendation = self._inspect_and_decide()
@@ -164,7 +169,7 @@ class _Check:
                 os.fspath(opts.model), input_shapes=shapes, device_id=opts.device_id, cuda_graph=opts.model_cuda_graph,
                 timeout=opts.model_timeout, env=None if opts.environ is None else dict(opts.environ),
                 import_path=opts.import_path, python=opts.interpreter, driver=env.driver,
-                provider_options=opts.model_provider_options)
+                provider_options=opts.model_provider_options, input_files=files, iobinding=opts.model_iobinding)
             findings = sorted([*findings, *model_report.findings], key=_severity_rank)
             self.timings["model"] = _ms(t)
         self.timings["total"] = _ms(t0)

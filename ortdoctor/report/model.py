@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # `check` without --model or a smoke session does not load th
     from ortdoctor.probes.host import HostInfo
     from ortdoctor.prove.model_check.inspect import ModelInspection
     from ortdoctor.prove.model_check.placement import Placement
+    from ortdoctor.prove.model_check.trt_profile import TrtAdvice
     from ortdoctor.prove.smoke.devices import DeviceSmoke
     from ortdoctor.prove.smoke.runner import SmokeResult
 
@@ -83,13 +84,20 @@ class ModelReport:
     providers: tuple[str, ...] = ()  # the model session's providers, as get_providers() said
     cuda_ep_active: bool = False
     placement: Placement | None = None
-    run: dict[str, Any] | None = None  # timings of the random-data run, CUDA and CPU side by side
+    # the test run (ortdoctor.prove.model_check.proof): inputs, the CPU EP's and the EP's runs, the
+    # comparison of every output, the speed-up; or {"problems": [...]} when it could not run
+    run: dict[str, Any] | None = None
     cuda_graph: dict[str, Any] | None = None
     preload: dict[str, Any] | None = None
     error: str | None = None  # onnxruntime's error text when the session could not be created
     child_failure: str | None = None  # the child crashed / hung / gave no answer
     log_lines: tuple[str, ...] = ()  # ORT's warnings and errors while creating the session
     extra: dict[str, Any] = field(default_factory=dict)
+    ep: str = "CUDAExecutionProvider"  # the execution provider under test
+    ep_options: dict[str, str] = field(default_factory=dict)  # its options as the session reports them
+    test_inputs: dict[str, Any] | None = None  # the inputs proposed or given: {"inputs", "dims", "problems"}
+    trt: TrtAdvice | None = None  # TensorRT EP profile and engine-cache options (advice only)
+    client: dict[str, Any] | None = None  # what an IO-binding client must place on the device
 
     @property
     def input_error(self) -> bool:
@@ -129,6 +137,10 @@ class ModelReport:
                 "initializer_bytes": ins.initializer_bytes,
                 "external_data": [to_jsonable(r) for r in ins.external_refs],
             },
+            # static (from the file): the nodes that only compute shapes, which onnxruntime may keep on the CPU
+            "shape_only_nodes": list(ins.shape_nodes),
+            "ep": self.ep,
+            "ep_options": self.ep_options,
             "ran": self.ran,
             "ort_version": self.ort_version,
             "providers": list(self.providers),
@@ -142,9 +154,13 @@ class ModelReport:
                 "op_types_from": p.op_types_from,
                 "cpu_nodes": list(p.cpu_nodes),
                 "memcpy_nodes": p.memcpy_nodes,
+                "memcpy_causes": p.memcpy_causes,
                 "gpu_share": p.gpu_share,
             },
+            "test_inputs": self.test_inputs,
             "run": self.run,
+            "client": self.client,
+            "tensorrt": self.trt.to_json() if self.trt is not None else None,
             "cuda_graph": self.cuda_graph,
             "preload": self.preload,
             "error": self.error,
