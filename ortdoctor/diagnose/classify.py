@@ -1,36 +1,65 @@
-"""ONNX Runtime / CUDA error text -> the failure it stands for, with what happened, why, and the fix.
+"""ONNX Runtime / CUDA error text -> the failures it stands for, root cause first, with fixes for its stack.
 
-Matching is by the words of the message, never by ORT's source line numbers (``provider_bridge_ort.cc:1778``
-changes with every release). Each :class:`Match` names a finding id of
-:mod:`ortdoctor.core.catalog` (one id, ``cuda-ep-fell-back-to-cpu``, is documented here until the
-catalog has it) and quotes the line it matched, so a person can see why ortdoctor said so.
+Matching is by the words of the messages, never by ORT's source line numbers (``provider_bridge_ort.cc:1778``
+changes with every release). Each :class:`Match` names a finding id of :mod:`ortdoctor.core.catalog`
+and quotes the line it matched, so a person can see why ortdoctor said so.
 
-The classifier is pure and total: any text in, a list out, no exception (fuzzed in the tests). It only
-looks at each line's first 16 KiB and at most 20,000 lines, so a huge log cannot make it slow.
+How a text is read:
+
+1. **Streamed, every line** (:mod:`.textlines`): the text (or a piped log) is read line by line, long
+   lines in overlapping windows; nothing after line N is dropped. Each line is also read joined to the
+   end of the line before, so a message a terminal wrapped in two is still one message.
+2. **Observations, then decisions.** A line only records what it says (a soname that could not be
+   opened, a CUDA error code, a provider list without CUDA, ORT's ``Require cuDNN 9.* and CUDA 12.*``).
+   What it *means* is decided at the end, with everything the text showed: the build's CUDA major (a
+   later line may name it), the binding and OS (:mod:`.stack`), the onnxruntime version, the matrix.
+3. **The root cause first.** Findings are ranked: causes (a missing library, a driver error) before the
+   optional TensorRT provider, before bare symptoms (``CUDA_PATH is set but CUDA wasn't able to be
+   loaded``), before consequences (``Failed to create CUDAExecutionProvider``, fallback banners); within
+   a rank, in order of appearance. One id is listed once.
+
+The classifier is pure and total: any text in, a list out, no exception (fuzzed in the tests).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.facts import Match
+from ortdoctor.decide import gpu_arch, packages, tensorrt_versions
+from ortdoctor.decide.matrix.load import load_matrix
+from ortdoctor.decide.matrix.model import Matrix, MatrixError
+from ortdoctor.diagnose import fixes
+from ortdoctor.diagnose.stack import Stack, StackScanner
+from ortdoctor.diagnose.textlines import iter_lines, normalise, windows
 from ortdoctor.formats.ortlog import strip_ansi
 
-_MAX_LINES = 20_000
-_MAX_LINE = 16 * 1024
 _MAX_EVIDENCE = 600
+_MAX_HITS = 2_000  # distinct observations kept; a log repeating one error a million times keeps one
+_JOIN_TAIL = 300  # characters of the previous line a wrapped message may start in
 
-#: Findings that only say "the CUDA EP was not used"; a more specific cause usually sits beside them.
-CONSEQUENCE_IDS = frozenset({"cuda-ep-fell-back-to-cpu"})
+#: Findings that only say "the CUDA EP was not used" (or that nothing is wrong); a cause usually sits beside them.
+CONSEQUENCE_IDS = frozenset({"cuda-ep-fell-back-to-cpu", "cpu-provider-only-applied", "nodes-not-assigned-preferred-ep"})
 
-
-#: Ids whose (title, cause, fix) the classifier quotes in its matches and `explain` falls back to. The text
-#: is taken from the catalog, the single source of every finding's documentation.
+#: Ids whose (title, cause, fix) `explain` shows when the catalog lacks them (kept for callers; every id
+#: the classifier gives is in the catalog now).
 LOCAL_DOCS: dict[str, tuple[str, str, str]] = {
     fid: (_CATALOG[fid].title, _CATALOG[fid].cause, _CATALOG[fid].fix) for fid in ("cuda-ep-fell-back-to-cpu",)
+}
+
+# Rank of a finding: 0 a cause, 1 the optional TensorRT provider, 2 a symptom that names no cause,
+# 3 a consequence or a harmless warning. Ids not listed are causes.
+_RANK: dict[str, int] = {
+    "tensorrt-unavailable": 1,
+    "tensorrt-ep-fell-back": 1,
+    "cuda-path-set-not-loaded": 2,
+    "cuda-ep-fell-back-to-cpu": 3,
+    "cpu-provider-only-applied": 3,
+    "nodes-not-assigned-preferred-ep": 3,
 }
 
 
@@ -43,364 +72,169 @@ class Context:
     ort_version: str | None = None
 
 
-_Builder = Callable[["re.Match[str]", str, Context], "Match | None"]
+# --------------------------------------------------------------------------------------------------
+# Observations
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class _Hit:
+    kind: str  # what the line said: "so_missing", "cuda_code", "dll_missing", ...
+    subject: str  # the soname, the code, the DLL: with kind, the key that folds repeats
+    evidence: str
+    order: int
+    data: dict[str, str] = field(default_factory=dict)
+    rank: int = 0  # a weak observation (a generic message) ranks below a specific one
+
+
+@dataclass
+class _Facts:
+    """Whole-text facts the decisions need (each bounded: flags, counts, a few short strings)."""
+
+    require: tuple[int, int] | None = None  # (cudnn, cuda) from "Require cuDNN 9.* and CUDA 12.*"
+    cuda_path_set: bool = False
+    banners: list[tuple[str, str]] = field(default_factory=list)  # ("when using [...]", "falling back to [...]")
+    pending_when: str | None = None
+    repl: bool = False  # a Python prompt (">>>") is in the text
+    gpu_package_named: bool = False  # "onnxruntime-gpu==1.20.1" / "onnxruntime-gpu  1.20.1" listed
+    cpu_package_named: bool = False
+    cudnn_init_dirs: dict[str, str] = field(default_factory=dict)  # LD_DEBUG "calling init": dir -> a soname
+
+
+class _Scanner:
+    def __init__(self) -> None:
+        self.hits: dict[tuple[str, str], _Hit] = {}
+        self.facts = _Facts()
+        self.stack = StackScanner()
+        self.order = 0
+        self._prev_tail = ""
+
+    def add(self, kind: str, subject: str, line: str, data: dict[str, str] | None = None, *, rank: int = 0,
+            at: int = 0) -> None:
+        key = (kind, subject)
+        if key in self.hits or len(self.hits) >= _MAX_HITS:
+            return
+        self.hits[key] = _Hit(kind, subject, _evidence(line, at), self.order, dict(data or {}), rank)
+
+    def feed(self, raw: str) -> None:
+        for piece in windows(raw):
+            line = normalise(piece)
+            self.order += 1
+            self.stack.feed(line)
+            self._scan(line)
+            if self._prev_tail and line[:1] not in ("", "["):
+                joined = f"{self._prev_tail} {line.lstrip(' >')}"
+                self._scan(joined, boundary=len(self._prev_tail))
+            self._prev_tail = line[-_JOIN_TAIL:].rstrip() if line.strip() else ""
+
+    def _scan(self, line: str, boundary: int | None = None) -> None:
+        low = line.lower()
+        for rule in _RULES:
+            if not any(n in low for n in rule.needles):
+                continue
+            for m in rule.pattern.finditer(line):
+                if boundary is not None and not (m.start() < boundary < m.end()):
+                    continue  # a joined line only adds what spans the join
+                rule.observe(self, m, line)
+
+
+_Observer = Callable[[_Scanner, "re.Match[str]", str], None]
 
 
 @dataclass(frozen=True)
 class _Rule:
-    needles: tuple[str, ...]  # cheap lower-case substring prefilter: one must occur in the line
+    needles: tuple[str, ...]  # cheap lower-case prefilter: one must occur in the line
     pattern: re.Pattern[str]
-    build: _Builder
+    observe: _Observer
 
 
-# --------------------------------------------------------------------------------------------------
-# Library names
-# --------------------------------------------------------------------------------------------------
-_CUDA_LIB = re.compile(r"^lib(cudart|cublasLt|cublas|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink)\.so\.(\d+)")
-_CUDNN_LIB = re.compile(r"^libcudnn(?:_\w+)?\.so\.(\d+)")
-_TRT_LIB = re.compile(r"^lib(nvinfer\w*|nvonnxparser|nvparsers)\.so")
-
-_CUDA13_WHEEL = {
-    "cudart": "nvidia-cuda-runtime",
-    "cublas": "nvidia-cublas",
-    "cublasLt": "nvidia-cublas",
-    "cufft": "nvidia-cufft",
-    "curand": "nvidia-curand",
-    "cusparse": "nvidia-cusparse",
-    "cusolver": "nvidia-cusolver",
-    "nvrtc": "nvidia-cuda-nvrtc",
-    "nvJitLink": "nvidia-nvjitlink",
-}
+def _evidence(line: str, at: int = 0) -> str:
+    line = line.strip()
+    if len(line) <= _MAX_EVIDENCE:
+        return line
+    start = max(0, min(at - 200, len(line) - _MAX_EVIDENCE + 3))
+    cut = line[start : start + _MAX_EVIDENCE - 6]
+    return ("..." if start else "") + cut + "..."
 
 
-def _cuda_major_of(component: str, so_major: int) -> int | None:
-    """The CUDA major a library soname belongs to, where the soname alone tells."""
-    if component in ("cudart", "cublas", "cublasLt", "nvrtc", "nvJitLink"):
-        return so_major
-    if component == "cufft":  # cuFFT 10 = CUDA 11, 11 = CUDA 12, 12 = CUDA 13
-        return so_major + 1
-    return None  # cuRAND stays .so.10; cuSPARSE/cuSOLVER sonames span majors
+def _simple(kind: str, *, rank: int = 0, subject: int | str = 0) -> _Observer:
+    def observe(s: _Scanner, m: re.Match[str], line: str) -> None:
+        subj = m.group(subject) if isinstance(subject, int) else subject
+        s.add(kind, subj or "", line, rank=rank, at=m.start())
+
+    return observe
 
 
-def _wheel_for(component: str, cuda_major: int | None) -> str | None:
-    base = _CUDA13_WHEEL.get(component)
-    if base is None or cuda_major is None:
-        return None
-    if cuda_major >= 13:
-        return base
-    return f"{base}-cu{cuda_major}"
-
-
-_PRELOAD_HINT = (
-    "then make the libraries loadable: `import ortdoctor.hook` before onnxruntime (or "
-    "`ortdoctor preload`, or onnxruntime.preload_dlls())"
+# -- library loading --------------------------------------------------------------------------------
+_REQUESTERS = (
+    ("tensorrt", re.compile(r"providers_tensorrt|TryGetProviderInfo_TensorRT", re.IGNORECASE)),
+    ("shared", re.compile(r"providers_shared|ProviderSharedLibrary", re.IGNORECASE)),
+    ("genai", re.compile(r"onnxruntime_genai|Cuda interface not available|CreateOgaModel", re.IGNORECASE)),
+    ("provider", re.compile(r"providers_cuda|ProviderLibrary::Get|TryGetProviderInfo_CUDA|Failed to load library",
+                            re.IGNORECASE)),
+    ("import", re.compile(r"\b(?:ImportError|OSError|ModuleNotFoundError)\b|Error while finding module")),
 )
 
 
-def _evidence(line: str) -> str:
-    line = line.strip()
-    return line if len(line) <= _MAX_EVIDENCE else line[: _MAX_EVIDENCE - 3] + "..."
+def _requester(line: str) -> str:
+    return next((name for name, pattern in _REQUESTERS if pattern.search(line)), "")
 
 
-# --------------------------------------------------------------------------------------------------
-# Builders
-# --------------------------------------------------------------------------------------------------
-def _missing_library(soname: str, line: str, ctx: Context) -> Match | None:
-    soname = soname.rsplit("/", 1)[-1]
+def _so_missing(s: _Scanner, m: re.Match[str], line: str) -> None:
+    soname = m.group(1).rsplit("/", 1)[-1]
+    s.add("so_missing", soname, line, {"requester": _requester(line)}, at=m.start())
+
+
+def _so_dlopen(s: _Scanner, m: re.Match[str], line: str) -> None:
+    s.add("so_missing", m.group(1), line, {"requester": _requester(line)}, at=m.start())
+
+
+def _undefined_symbol(s: _Scanner, m: re.Match[str], line: str) -> None:
+    lib = m.group(1).rsplit("/", 1)[-1]
     low = line.lower()
-    if soname in ("libcuda.so.1", "libnvidia-ml.so.1", "libnvidia-ml.so"):
-        return Match(
-            "driver-missing",
-            f"{soname} could not be loaded: the NVIDIA driver's user-space library is not on this system.",
-            "libcuda.so.1 (and libnvidia-ml.so.1) come with the NVIDIA driver, not with CUDA or pip wheels. "
-            "It is missing when no driver is installed, on a machine without an NVIDIA GPU, or in a "
-            "container started without GPU passthrough.",
-            "Install the NVIDIA driver (e.g. sudo apt-get install nvidia-driver-580); in Docker: "
-            "docker run --gpus all ... with nvidia-container-toolkit on the host.",
-            _evidence(line),
-            {"soname": soname},
-        )
-    if soname == "libcuda.so":
-        return Match(
-            "wsl-libcuda-missing",
-            "libcuda.so (the unversioned name) could not be loaded.",
-            "Some libraries (cuDNN 8's sub-libraries) dlopen `libcuda.so` by its unversioned name. In WSL2 "
-            "the driver's libcuda lives in /usr/lib/wsl/lib, which is not always on the loader path, and "
-            "the unversioned link may be missing.",
-            "export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH; in WSL install only the Windows "
-            "driver. Elsewhere, check that the driver is installed (libcuda.so.1).",
-            _evidence(line),
-            {"soname": soname},
-        )
-    if soname.startswith("libonnxruntime_providers_cuda"):
-        return Match(
-            "ort-cpu-only",
-            "The CUDA provider library itself is missing from the onnxruntime package.",
-            "Only onnxruntime-gpu ships libonnxruntime_providers_cuda.so; when the CPU `onnxruntime` wheel "
-            "was installed over it (or the GPU wheel was partly uninstalled) the file is gone.",
-            "pip uninstall -y onnxruntime onnxruntime-gpu && pip install \"onnxruntime-gpu[cuda,cudnn]\"",
-            _evidence(line),
-            {"soname": soname},
-        )
-    if _TRT_LIB.match(soname) or "providers_tensorrt" in low:
-        return _tensorrt(line, {"soname": soname})
-    m = _CUDNN_LIB.match(soname)
-    if m:
-        have = int(m.group(1))
-        if ctx.cudnn_major is not None and have != ctx.cudnn_major:
-            return Match(
-                "cudnn-major-mismatch",
-                f"{soname} was asked for, but this onnxruntime build uses cuDNN {ctx.cudnn_major}.",
-                "A build linked against one cuDNN major cannot use another (cuDNN 8 and 9 are not "
-                "interchangeable); the library asking for it was built for a different cuDNN.",
-                "Install releases built for the same cuDNN major, or keep them in separate environments.",
-                _evidence(line),
-                {"soname": soname, "cudnn_major": str(have)},
-            )
-        cu = ctx.cuda_major
-        wheel = (
-            f'pip install "nvidia-cudnn-cu{cu}=={have}.*"'
-            if cu
-            else f'pip install "nvidia-cudnn-cu13=={have}.*" (nvidia-cudnn-cu12 for a CUDA 12 build)'
-        )
-        return Match(
-            "cuda-lib-missing",
-            f"cuDNN ({soname}) could not be found by the dynamic loader.",
-            f"The CUDA provider needs cuDNN {have}. Either it is not installed, or it is installed where "
-            "the loader does not look (pip's nvidia-cudnn wheels put it in site-packages/nvidia/cudnn/lib, "
-            "which is never on the loader path by itself).",
-            f"{wheel}, {_PRELOAD_HINT}.",
-            _evidence(line),
-            {"soname": soname, "cudnn_major": str(have), "library": "cudnn"},
-        )
-    m = _CUDA_LIB.match(soname)
-    if m:
-        component, so_major = m.group(1), int(m.group(2))
-        lib_major = _cuda_major_of(component, so_major)
-        details = {"soname": soname, "library": component}
-        if lib_major is not None:
-            details["cuda_major"] = str(lib_major)
-        if lib_major is not None and ctx.cuda_major is not None and lib_major != ctx.cuda_major:
-            return Match(
-                "cuda-major-mismatch",
-                f"{soname} (CUDA {lib_major}) was asked for, but this onnxruntime build is for CUDA "
-                f"{ctx.cuda_major}.",
-                "CUDA's compatibility holds only within one major: libraries of CUDA "
-                f"{lib_major} cannot stand in for CUDA {ctx.cuda_major} ones. Something in the process "
-                "(another ORT-family package, an old pin) was built for the other major.",
-                "Install builds for one CUDA major (`ortdoctor matrix` lists which onnxruntime-gpu is built "
-                "for which CUDA), or keep them in separate environments.",
-                _evidence(line),
-                details,
-            )
-        wheel = _wheel_for(component, lib_major)
-        install = f"pip install {wheel}" if wheel else 'pip install "onnxruntime-gpu[cuda,cudnn]"'
-        return Match(
-            "cuda-lib-missing",
-            f"The CUDA library {soname} could not be found by the dynamic loader.",
-            "The CUDA provider links a fixed set of CUDA libraries of one major. This one is either not "
-            "installed or installed where the loader does not look (pip's nvidia-* wheels live in "
-            "site-packages/nvidia/*/lib, CUDA 13 in nvidia/cu13/lib, never on the loader path by "
-            "themselves). A CUDA major different from the build's cannot stand in.",
-            f"{install}, {_PRELOAD_HINT}.",
-            _evidence(line),
-            details,
-        )
-    if low.count("onnxruntime") and ("cuda" in soname or soname.startswith("libnv")):
-        return Match(
-            "cuda-lib-missing",
-            f"The library {soname} could not be found by the dynamic loader.",
-            "A library the CUDA provider depends on is not installed or not on the loader path.",
-            f'pip install "onnxruntime-gpu[cuda,cudnn]", {_PRELOAD_HINT}.',
-            _evidence(line),
-            {"soname": soname},
-        )
-    return None
+    if "tensorrt" in low or lib.startswith("libnvinfer") or lib.startswith("libnvonnxparser"):
+        s.add("trt_create_failed", lib, line, {"symbol": m.group(2)}, at=m.start())
 
 
-def _so_missing(m: re.Match[str], line: str, ctx: Context) -> Match | None:
-    soname = m.group(1)
-    low = line.lower()
-    if "importerror" in low or "onnxruntime_pybind11_state" in low:
-        lib = _CUDA_LIB.match(soname.rsplit("/", 1)[-1])
-        if lib is not None:
-            return _import_fails(soname, line, ctx)
-    return _missing_library(soname, line, ctx)
+def _dll_missing(s: _Scanner, m: re.Match[str], line: str) -> None:
+    dll = next((g for g in m.groups() if g), "")
+    s.add("dll_missing", dll.rsplit("\\", 1)[-1], line, {"requester": _requester(line)}, at=m.start())
 
 
-def _import_fails(soname: str, line: str, ctx: Context) -> Match:
-    bad = ctx.ort_version in (None, "1.27.0")
-    fid = "ort-known-bad-release" if ctx.ort_version == "1.27.0" else "ort-import-fails"
-    return Match(
-        fid,
-        f"`import onnxruntime` itself failed: its native module needs {soname}, which cannot be loaded.",
-        "onnxruntime-gpu 1.27.0's Linux pybind module gained a direct dependency on libcudart.so.13, so "
-        "the import fails on CPU-only and CUDA 12 hosts before any session exists"
-        + (" (this looks like that release)." if bad else ".")
-        + " Code that catches the ImportError often reports it as 'onnxruntime not installed'.",
-        'pip install "onnxruntime-gpu!=1.27.0" (1.28+, or <1.27 for CUDA 12), or install the CUDA runtime '
-        f"it needs (pip install nvidia-cuda-runtime), {_PRELOAD_HINT}.",
-        _evidence(line),
-        {"soname": soname},
-    )
-
-
-def _tensorrt(line: str, details: dict[str, str] | None = None) -> Match:
-    return Match(
-        "tensorrt-unavailable",
-        "The TensorRT execution provider could not be created (TensorRT libraries are not loadable).",
-        "onnxruntime-gpu lists TensorrtExecutionProvider first but never bundles TensorRT; code that passes "
-        "get_available_providers() straight through tries it, fails, and falls back, which buries any "
-        "CUDA failure that follows.",
-        "Ask for providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install the "
-        "TensorRT the build needs (pip install tensorrt-cu13 / tensorrt-cu12) with its lib dir loadable.",
-        _evidence(line),
-        details or {},
-    )
-
-
-def _simple(fid: str, what: str, why: str, fix: str, *, consequence: bool = False) -> _Builder:
-    def build(m: re.Match[str], line: str, ctx: Context) -> Match:
-        return Match(fid, what, why, fix, _evidence(line), {}, consequence)
-
-    return build
-
-
-def _cuda_code(m: re.Match[str], line: str, ctx: Context) -> Match | None:
-    code = int(m.group(1))
-    builder = _BY_CODE.get(code)
-    if builder is None:
-        return None
-    found = builder(m, line, ctx)
-    if found is not None:
-        found.details.setdefault("cuda_error", str(code))
-    return found
-
-
-def _ep_not_created(m: re.Match[str], line: str, ctx: Context) -> Match:
-    details: dict[str, str] = {}
-    req = _REQUIRE.search(line)
-    if req:
-        details = {"cudnn_major": req.group(1), "cuda_major": req.group(2)}
-    return Match(
-        "cuda-ep-fell-back-to-cpu",
-        "The" + LOCAL_DOCS["cuda-ep-fell-back-to-cpu"][0][3:] + "."
-        + (f" The build needs cuDNN {details['cudnn_major']} and CUDA {details['cuda_major']}." if details else ""),
-        LOCAL_DOCS["cuda-ep-fell-back-to-cpu"][1],
-        LOCAL_DOCS["cuda-ep-fell-back-to-cpu"][2],
-        _evidence(line),
-        details,
-        consequence=True,
-    )
-
-
-def _windows_dll_missing(m: re.Match[str], line: str, ctx: Context) -> Match:
-    dll = m.group(1) if m.lastindex else None
-    if dll and "cudnn" in dll.lower():
-        what = f"cuDNN ({dll}) could not be found on the DLL search path."
-        fix = (
-            "Add the versioned cuDNN folder (e.g. C:\\Program Files\\NVIDIA\\CUDNN\\v9.x\\bin\\13.x) to PATH "
-            'and restart the shell, or pip install "onnxruntime-gpu[cuda,cudnn]" and call '
-            "onnxruntime.preload_dlls() (or `import ortdoctor.hook`) first."
-        )
+def _dll_error_code(s: _Scanner, m: re.Match[str], line: str) -> None:
+    dll, code = m.group(1), m.group(2)
+    if code == "127":
+        s.add("procedure_missing", dll, line, at=m.start())
     else:
-        what = (f"{dll} could not be found" if dll else "A DLL that onnxruntime_providers_cuda.dll imports is "
-                "missing") + " (Windows error 126, ERROR_MOD_NOT_FOUND)."
-        fix = (
-            "Add %CUDA_PATH%\\bin and the cuDNN bin folder to PATH and restart the shell, or pip install "
-            '"onnxruntime-gpu[cuda,cudnn]" and call onnxruntime.preload_dlls() (or `import ortdoctor.hook`) '
-            "first; install the VC++ runtime (https://aka.ms/vs/17/release/vc_redist.x64.exe)."
-        )
-    return Match(
-        "cuda-lib-missing",
-        what,
-        "The provider DLL is there; one of the CUDA/cuDNN DLLs it imports is not on the search path "
-        "(PATH lookups are not recursive, the cuDNN 9 installer puts DLLs in bin\\<cuda version>, and "
-        "os.add_dll_directory does not help ORT's own provider loading).",
-        fix,
-        _evidence(line),
-        {"dll": dll} if dll else {},
-    )
+        s.add("dll_missing", dll, line, {"requester": _requester(line)}, at=m.start())
 
 
-# CUDA runtime error codes (cudaError_t) and what they stand for.
-_BY_CODE: dict[int, _Builder] = {
-    35: _simple(
-        "driver-too-old",
-        "CUDA reports error 35 (cudaErrorInsufficientDriver): the driver is older than the CUDA runtime "
-        "onnxruntime was built with, or there is no usable driver at all.",
-        "Each CUDA major needs a minimum driver (CUDA 12: >= 525.60.13, CUDA 13: R580+ on Linux). The same "
-        "error appears when libcuda.so.1 cannot be loaded (no driver, or a container without GPU "
-        "passthrough); `ortdoctor check` tells the two apart.",
-        "Upgrade the NVIDIA driver (e.g. sudo apt-get install nvidia-driver-580), or install an "
-        "onnxruntime-gpu built for the CUDA major the driver supports (see `ortdoctor matrix`).",
-    ),
-    100: _simple(
-        "no-gpu-visible",
-        "CUDA reports error 100 (cudaErrorNoDevice): no CUDA-capable device is visible.",
-        "The driver loads but shows no GPU: Docker without --gpus, Kubernetes without a GPU resource, "
-        "CUDA_VISIBLE_DEVICES empty or -1, NVIDIA_VISIBLE_DEVICES=void, or a GPU-less VM.",
-        "docker run --gpus all ... (nvidia-container-toolkit on the host); unset or correct "
-        "CUDA_VISIBLE_DEVICES.",
-    ),
-    101: _simple(
-        "invalid-device-ordinal",
-        "CUDA reports error 101 (invalid device ordinal): the requested device_id is not a visible GPU.",
-        "CUDA numbers the GPUs that CUDA_VISIBLE_DEVICES leaves visible from 0, so an id valid for the whole "
-        "machine can be out of range, and -1 is never valid.",
-        "Pass a device_id below the number of visible GPUs (count from 0 after CUDA_VISIBLE_DEVICES).",
-    ),
-    3: _simple(
-        "cuda-after-fork",
-        "CUDA reports error 3 (initialization error) when selecting the device.",
-        "Typical in a process forked after CUDA was initialised in the parent (multiprocessing's default "
-        "'fork' on Linux): CUDA does not support fork() after initialisation.",
-        'multiprocessing.set_start_method("spawn") before starting workers, or create sessions only inside '
-        "the workers.",
-    ),
-    209: _simple(
-        "gpu-arch-unsupported",
-        "CUDA reports error 209 (cudaErrorNoKernelImageForDevice): this build has no kernels for the GPU.",
-        "Wheels carry device code for a fixed list of architectures. MatMul (cuBLAS) may still work while "
-        "ORT's own kernels (Add, Relu, Mul) fail at run time.",
-        "Install an onnxruntime-gpu build that includes the architecture (1.28+ for sm_120; a CUDA 12 build "
-        "for pre-Turing GPUs), or build with CMAKE_CUDA_ARCHITECTURES.",
-    ),
-    804: _simple(
-        "cuda-compat-on-unsupported-hw",
-        "CUDA reports error 804: forward compatibility was attempted on hardware that does not support it.",
-        "A container's cuda-compat libcuda (/usr/local/cuda/compat) only works on data-centre GPUs with a "
-        "supported driver branch, or the host driver is older than the image needs.",
-        "Remove the compat directory from LD_LIBRARY_PATH (or the image's ld.so.conf.d entry), or upgrade "
-        "the host driver to what the image needs.",
-    ),
-    803: _simple(
-        "driver-library-mismatch",
-        "CUDA reports error 803: the system's display driver and CUDA driver do not match.",
-        "The user-space driver libraries and the kernel module are from different driver versions "
-        "(an upgrade without a reboot, or a container's libraries against another host driver).",
-        "Reboot (or reload the nvidia kernel modules); align the container's driver libraries with the host.",
-    ),
-    999: _simple(
-        "driver-error",
-        "CUDA reports error 999 (unknown error) when initialising the device.",
-        "The driver is installed but in a broken state, most often after suspend and resume (nvidia_uvm), "
-        "or the GPU fell off the bus.",
-        "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm, or reboot; `nvidia-smi` shows the GPU's state.",
-    ),
-    2: _simple(
-        "gpu-out-of-memory",
-        "CUDA reports error 2 (out of memory).",
-        "The GPU's memory is taken: other processes, or several sessions each keeping their own BFC arena "
-        "that grows in powers of two.",
-        "Stop other GPU processes (nvidia-smi lists them), or limit the arena: ('CUDAExecutionProvider', "
-        "{'arena_extend_strategy': 'kSameAsRequested', 'gpu_mem_limit': N}), or use smaller batches.",
-    ),
-}
-_BY_CODE[46] = _BY_CODE[100]  # cudaErrorDevicesUnavailable: exclusive-process GPU already taken: visible but unusable
+def _loadlibrary(s: _Scanner, m: re.Match[str], line: str) -> None:
+    code = m.group(1)
+    target = (m.group(2) or "").strip().rsplit("\\", 1)[-1].rsplit("/", 1)[-1]
+    low = target.lower()
+    if "providers_tensorrt" in low:
+        s.add("trt_unavailable", "", line, {"dll": target}, at=m.start())
+    elif "providers_shared" in low:
+        s.add("shared_missing", target, line, at=m.start())
+    elif code == "127":
+        s.add("procedure_missing", target, line, at=m.start())
+    else:
+        s.add("provider_126", target or "onnxruntime_providers_cuda.dll", line,
+              {"java_temp": "1" if "onnxruntime-java" in line else ""}, at=m.start())
 
-_REQUIRE = re.compile(r"Require cuDNN (\d+)\.\* and CUDA (\d+)\.\*")
 
+def _dll_load_failed(s: _Scanner, m: re.Match[str], line: str) -> None:
+    module, why = m.group(1), m.group(2).lower()
+    if "initiali" in why or "初始化" in why:
+        s.add("dll_init_failed", module, line, at=m.start())
+    elif "procedure" in why:
+        s.add("procedure_import", module, line, at=m.start())
+    elif module == "onnxruntime_genai":
+        s.add("genai_dll_missing", module, line, at=m.start())
+    else:
+        s.add("msvc_missing", module, line, at=m.start())
+
+
+# -- CUDA errors -------------------------------------------------------------------------------------
 _NAMED_ERRORS: dict[str, int] = {
     "cudaErrorInsufficientDriver": 35,
     "CUDA driver version is insufficient for CUDA runtime version": 35,
@@ -414,287 +248,1381 @@ _NAMED_ERRORS: dict[str, int] = {
     "cudaErrorCompatNotSupportedOnDevice": 804,
     "cudaErrorSystemDriverMismatch": 803,
     "cudaErrorMemoryAllocation": 2,
+    "cudaErrorIllegalAddress": 700,
+    "an illegal memory access was encountered": 700,
+    "CUDA failed with error initialization error": 3,
+    "cuInit failed: initialization error": 3,
+    "CUDA error executing cudaSetDevice(GetDeviceId())": 3,
 }
+_GPU_ID = re.compile(r"\bGPU=(-?\d{1,12})")
+_DEVICE_ID_MINUS_ONE = re.compile(r"device ?id\S*\s*(?:is\s*)?(?:equal to|=|==)\s*-1", re.IGNORECASE)
 
 
-def _named_error(m: re.Match[str], line: str, ctx: Context) -> Match | None:
-    text = m.group(0)
-    for name, code in _NAMED_ERRORS.items():
-        if name.lower() == text.lower():
-            found = _BY_CODE[code](m, line, ctx)
-            if found is not None:
-                found.details.setdefault("cuda_error", str(code))
-            return found
-    return None
+def _cuda_code(s: _Scanner, m: re.Match[str], line: str) -> None:
+    code = int(m.group(1))
+    if code in _BY_CODE or code == 77:
+        _add_code(s, 700 if code == 77 and "illegal memory" in line.lower() else code, line, m.start())
+
+
+def _named_error(s: _Scanner, m: re.Match[str], line: str) -> None:
+    text = m.group(0).lower()
+    code = next((c for name, c in _NAMED_ERRORS.items() if name.lower() == text), None)
+    if code is not None:
+        _add_code(s, code, line, m.start())
+
+
+def _add_code(s: _Scanner, code: int, line: str, at: int) -> None:
+    data: dict[str, str] = {}
+    gpu = _GPU_ID.search(line)
+    if gpu:
+        data["gpu"] = gpu.group(1)
+    elif _DEVICE_ID_MINUS_ONE.search(line):
+        data["gpu"] = "-1"
+    s.add("cuda_code", str(code), line, data, at=at)
+
+
+# -- providers ---------------------------------------------------------------------------------------
+_GPU_EPS = ("CUDAExecutionProvider", "TensorrtExecutionProvider", "NvTensorRTRTXExecutionProvider")
+
+
+def _provider_list(s: _Scanner, m: re.Match[str], line: str) -> None:
+    listed = m.group(1) or ""
+    if "Applied providers" in line:  # insightface's per-model banner: a symptom, read by its own rule
+        return
+    if "ExecutionProvider" in listed and not any(ep in listed for ep in _GPU_EPS):
+        s.add("cpu_only_list", "", line, {"form": "list"}, at=m.start())
+
+
+def _cpu_only(form: str) -> _Observer:
+    def observe(s: _Scanner, m: re.Match[str], line: str) -> None:
+        s.add("cpu_only_list", "", line, {"form": form}, at=m.start())
+
+    return observe
+
+
+def _choice_without_cuda(s: _Scanner, m: re.Match[str], line: str) -> None:
+    if "cuda" not in m.group(1).lower():
+        s.add("cpu_only_list", "", line, {"form": "choices"}, at=m.start())
+
+
+def _optimum_available(s: _Scanner, m: re.Match[str], line: str) -> None:
+    if "CUDAExecutionProvider" not in m.group(0).split("are [", 1)[-1]:
+        s.add("cpu_only_list", "", line, {"form": "optimum"}, at=m.start())
+
+
+def _banner_when(s: _Scanner, m: re.Match[str], line: str) -> None:
+    s.facts.pending_when = m.group(1)
+
+
+def _banner_fallback(s: _Scanner, m: re.Match[str], line: str) -> None:
+    when = s.facts.pending_when or ""
+    if len(s.facts.banners) < 50:
+        s.facts.banners.append((when, m.group(1)))
+    s.facts.pending_when = None
+    if "CUDAExecutionProvider" not in m.group(1) and ("CUDAExecutionProvider" in when or not when):
+        s.add("fell_back_to_cpu", "", line, {"when": when}, rank=3, at=m.start())
+
+
+def _require(s: _Scanner, m: re.Match[str], line: str) -> None:
+    if s.facts.require is None:
+        s.facts.require = (int(m.group(1)), int(m.group(2)))
+    s.add("ep_not_created", "", line, rank=3, at=m.start())
+
+
+def _cuda_path(s: _Scanner, m: re.Match[str], line: str) -> None:
+    s.facts.cuda_path_set = True
+    s.add("cuda_path_set", "", line, rank=2, at=m.start())
+
+
+def _repl(s: _Scanner, m: re.Match[str], line: str) -> None:
+    s.facts.repl = True
+
+
+def _package_listed(s: _Scanner, m: re.Match[str], line: str) -> None:
+    if m.group(1):
+        s.facts.gpu_package_named = True
+    else:
+        s.facts.cpu_package_named = True
+
+
+def _ld_debug_init(s: _Scanner, m: re.Match[str], line: str) -> None:
+    directory, soname = m.group(1), m.group(2)
+    if directory not in s.facts.cudnn_init_dirs and len(s.facts.cudnn_init_dirs) < 20:
+        s.facts.cudnn_init_dirs[directory] = soname
+        s.add("cudnn_init_dir", directory, line, {"soname": soname}, rank=0, at=m.start())
+
+
+def _kernel_not_found(s: _Scanner, m: re.Match[str], line: str) -> None:
+    op = m.group(1)
+    kind = "quantized_op_on_cpu" if op.startswith(("QLinear", "QGemm")) or op.endswith("Integer") else "op_no_kernel"
+    s.add(kind, op, line, {"where": "CUDA"}, at=m.start())
+
+
+def _no_implementation(s: _Scanner, m: re.Match[str], line: str) -> None:
+    s.add("op_no_kernel", f"{m.group(1)}({m.group(2)})", line, {"op": m.group(1), "opset": m.group(2)}, at=m.start())
 
 
 _RULES: tuple[_Rule, ...] = (
-    # "<soname>: cannot open shared object file" (glibc's dlerror), wherever it appears: ORT's
-    # "Failed to load library ... with error:", an ImportError, a dlopen in cuDNN or onnxruntime-genai.
-    _Rule(
-        ("cannot open shared object file",),
-        re.compile(r"([\w+.-]{1,200}\.so(?:\.\d{1,6}){0,4})\s*:\s*cannot open shared object file"),
-        _so_missing,
-    ),
-    _Rule(
-        ("cuda failure", "cuda error"),
-        re.compile(r"CUDA (?:failure|error)\s+(\d{1,4})\b", re.IGNORECASE),
-        _cuda_code,
-    ),
-    _Rule(
-        tuple(k.lower() for k in _NAMED_ERRORS),
-        re.compile("|".join(re.escape(k) for k in _NAMED_ERRORS), re.IGNORECASE),
-        _named_error,
-    ),
-    _Rule(
-        ("cudasetdevice(getdeviceid())",),
-        re.compile(r"CUDA error executing cudaSetDevice\(GetDeviceId\(\)\)", re.IGNORECASE),
-        _BY_CODE[3],
-    ),
-    _Rule(
-        ("cudnn_status_sublibrary_version_mismatch",),
-        re.compile(r"CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH"),
-        _simple(
-            "cudnn-sublibrary-mismatch",
-            "cuDNN reports CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH: its sub-libraries come from different "
-            "cuDNN releases.",
-            "cuDNN 9 dlopens its sub-libraries (libcudnn_*.so.9) by bare name; when one is missing from the "
-            "wheel or a partial copy, the loader takes a system copy of another version.",
-            "pip install --force-reinstall nvidia-cudnn-cu13 (cu12 for CUDA 12), or remove the stray "
-            "system cuDNN from the loader path; LD_DEBUG=libs shows where each libcudnn_* came from.",
-        ),
-    ),
-    _Rule(
-        ("with link time reference",),
-        re.compile(r"symbol \S+ version \S+ not defined in file \S+ with link time reference"),
-        _simple(
-            "lib-multiple-copies",
-            "A library was loaded next to a copy of its partner from another release (symbol version not "
-            "defined).",
-            "Several CUDA installs each provide some libraries; the first match on the search path wins per "
-            "soname, so cuBLAS and cuBLASLt (or cuDNN's pieces) came from different releases.",
-            "Remove stale CUDA directories from LD_LIBRARY_PATH and keep one source of CUDA libraries; "
-            "`ortdoctor preload --directory \"\"` loads one consistent set.",
-        ),
-    ),
-    _Rule(
-        ("error 127", "winerror 127", "procedure could not be found"),
-        re.compile(r"(?:WinError 127|error 127|procedure could not be found)", re.IGNORECASE),
-        _simple(
-            "lib-multiple-copies",
-            "Windows could not find a procedure in a DLL (error 127): two incompatible versions of a "
-            "CUDA/cuDNN DLL are mixed in the process.",
-            "A process holds one DLL per name; torch/lib's cuDNN (or an older CUDA bin on PATH) was loaded "
-            "first and lacks what the other library expects.",
-            "Import torch before onnxruntime and do not preload a different cuDNN, align the cuDNN versions, "
-            "or remove the older CUDA/cuDNN folder from PATH.",
-        ),
-    ),
-    _Rule(
-        ("loadlibrary failed with error 126", "which is missing", "could not locate", "error 126"),
-        re.compile(
-            r"(?:\"|\b)([\w.-]{1,80}\.dll)\"? which is missing|Could not locate ([\w.-]{1,80}\.dll)"
-            r"|LoadLibrary failed with error 126|error 126",
-            re.IGNORECASE,
-        ),
-        lambda m, line, ctx: _windows_dll_missing(_DllGroup(m), line, ctx),  # type: ignore[arg-type]
-    ),
-    _Rule(
-        ("dll load failed while importing onnxruntime_pybind11_state", "winerror 1114", "error 1114",
-         "visual c++ redistributable is not installed", "dll initialization routine failed"),
-        re.compile(
-            r"DLL load failed while importing onnxruntime_pybind11_state|WinError 1114|error 1114"
-            r"|Visual C\+\+ Redistributable is not installed|DLL initialization routine failed",
-            re.IGNORECASE,
-        ),
-        _simple(
-            "msvc-runtime-missing",
-            "Windows could not load onnxruntime's native module (a DLL it needs is missing or failed to "
-            "initialise).",
-            "Usually the Visual C++ 2019+ runtime is missing, or an older msvcp140.dll (from conda or "
-            "another package) is loaded first.",
-            "Install https://aka.ms/vs/17/release/vc_redist.x64.exe, or update/remove conda's vc14_runtime "
-            "/ vs2015_runtime.",
-        ),
-    ),
-    _Rule(
-        ("driver/library version mismatch", "nvml_error_lib_rm_version_mismatch"),
-        re.compile(r"Driver/library version mismatch|NVML_ERROR_LIB_RM_VERSION_MISMATCH", re.IGNORECASE),
-        _simple(
-            "driver-library-mismatch",
-            "NVML reports a driver/library version mismatch.",
-            "The user-space driver was upgraded but the kernel module still runs the old version; CUDA "
-            "cannot initialise until they match.",
-            "Reboot (or unload and reload the nvidia kernel modules).",
-        ),
-    ),
-    _Rule(
-        ("nvml shared library not found", "libnvidia-ml.so.1 not found"),
-        re.compile(r"NVML Shared Library Not Found|libnvidia-ml\.so\.1 not found", re.IGNORECASE),
-        lambda m, line, ctx: _missing_library("libnvidia-ml.so.1", line, ctx),
-    ),
-    _Rule(
-        ("is not a symbolic link",),
-        re.compile(r"/usr/lib/wsl/lib/libcuda\.so\.1 is not a symbolic link"),
-        lambda m, line, ctx: _missing_library("libcuda.so", line, ctx),
-    ),
-    _Rule(
-        ("not in available provider names",),
-        re.compile(r"Specified provider '(?:CUDA|Tensorrt)ExecutionProvider' is not in available provider names"),
-        _simple(
-            "ort-cpu-only",
-            "The CUDA execution provider is not compiled into the onnxruntime that was imported.",
-            "The `onnxruntime` package on PyPI is CPU-only; when both it and onnxruntime-gpu are installed "
-            "the one installed last owns the shared files. ORT only warns and runs on the CPU.",
-            'pip uninstall -y onnxruntime onnxruntime-gpu && pip install "onnxruntime-gpu[cuda,cudnn]"',
-        ),
-    ),
-    _Rule(
-        ("asked to use cudaexecutionprovider",),
-        re.compile(
-            r"Asked to use CUDAExecutionProvider as an ONNX Runtime execution provider, but the available "
-            r"execution providers are \[[^\]]{0,300}\]"
-        ),
-        lambda m, line, ctx: None if "CUDAExecutionProvider" in m.group(0).split("are [", 1)[-1] else Match(
-            "ort-cpu-only",
-            "Optimum asked for the CUDA execution provider, but the imported onnxruntime only offers "
-            "the CPU.",
-            "The CPU `onnxruntime` wheel is installed (alone, or over onnxruntime-gpu, whose files it "
-            "overwrote).",
-            'pip uninstall -y onnxruntime onnxruntime-gpu && pip install "onnxruntime-gpu[cuda,cudnn]"',
-            _evidence(line),
-        ),
-    ),
-    _Rule(
-        ("gpu dependencies are not loaded", "multiple onnxruntime packages are installed"),
-        re.compile(
-            r"GPU dependencies are not loaded|multiple onnxruntime packages are installed", re.IGNORECASE
-        ),
-        _simple(
-            "ort-multiple-packages",
-            "More than one onnxruntime distribution is installed into the same `onnxruntime/` package.",
-            "onnxruntime and onnxruntime-gpu (and -directml, -openvino) share one import package; the one "
-            "installed last overwrote the other's files, often through a transitive dependency.",
-            "pip uninstall -y onnxruntime onnxruntime-gpu onnxruntime-directml onnxruntime-openvino && "
-            'pip install "onnxruntime-gpu[cuda,cudnn]"',
-        ),
-    ),
-    _Rule(
-        ("tensorrtexecutionprovider", "tensorrt libraries"),
-        re.compile(
-            r"Failed to create TensorrtExecutionProvider|Please install TensorRT libraries"
-            r"|libonnxruntime_providers_tensorrt\.so with error",
-            re.IGNORECASE,
-        ),
-        lambda m, line, ctx: _tensorrt(line),
-    ),
-    _Rule(
-        ("failed to allocate memory",),
-        re.compile(r"Failed to allocate memory for requested buffer", re.IGNORECASE),
-        lambda m, line, ctx: _BY_CODE[2](m, line, ctx),
-    ),
-    _Rule(
-        ("cuda graph",),
-        re.compile(r"cannot use the CUDA Graph feature|CUDA Graphs?\b.{0,80}(?:not supported|cannot|fail)",
-                   re.IGNORECASE),
-        _simple(
-            "cuda-graph-unsupported",
-            "The session cannot use CUDA graphs as requested (enable_cuda_graph).",
-            "CUDA graphs need every node on the CUDA EP, no control flow (If/Loop/Scan), fixed shapes, and "
-            "inputs/outputs bound through IOBinding at the same device addresses on every run.",
-            "Bind inputs with OrtValue.ortvalue_from_numpy(x, 'cuda', 0) and update them in place "
-            "(update_inplace); keep shapes fixed; fold shape subgraphs; avoid control flow.",
-        ),
-    ),
-    _Rule(
-        ("explicitly set the providers parameter",),
-        re.compile(r"required to explicitly set the providers parameter"),
-        _simple(
-            "providers-not-set",
-            "InferenceSession was created without providers= on a GPU build.",
-            "Since ORT 1.9 a build with more than the CPU provider refuses to guess: the caller must list "
-            "the providers.",
-            "InferenceSession(path, providers=['CUDAExecutionProvider', 'CPUExecutionProvider'])",
-        ),
-    ),
-    _Rule(
-        ("is deprecated. please use",),
-        re.compile(r"THIS PROJECT '(nvidia-[\w-]+-cu13)' IS DEPRECATED", re.IGNORECASE),
-        _simple(
-            "nvidia-wheel-stub",
-            "pip tried to install a deprecated nvidia-*-cu13 stub package.",
-            "From CUDA 13 NVIDIA's component wheels are unsuffixed (nvidia-cublas, nvidia-cuda-runtime); "
-            "the -cu13 names are 0.0.1 stubs that refuse to build. Only cuDNN keeps its suffix.",
-            "pip install nvidia-cuda-runtime nvidia-cublas nvidia-cufft nvidia-curand nvidia-cudnn-cu13",
-        ),
-    ),
-    _Rule(
-        ("no matching distribution found for onnxruntime", "not a supported wheel on this platform"),
-        re.compile(
-            r"No matching distribution found for onnxruntime|is not a supported wheel on this platform",
-            re.IGNORECASE,
-        ),
-        _simple(
-            "platform-no-cuda",
-            "pip found no onnxruntime wheel for this platform.",
-            "onnxruntime-gpu is published for Linux x86_64 (glibc >= 2.28) and Windows x64 and a limited "
-            "set of Python versions; aarch64 CUDA builds are on separate feeds.",
-            "Use a supported OS/Python (e.g. an Ubuntu 22.04+ image), the vendor aarch64 wheels, or pin a "
-            "release that exists for this platform.",
-        ),
-    ),
-    _Rule(
-        ("cudnn is not available",),
-        re.compile(r"cuDNN is not available\. Install cuDNN"),
-        lambda m, line, ctx: _missing_library(f"libcudnn.so.{ctx.cudnn_major or 9}", line, ctx),
-    ),
-    # Consequences: the EP was not used. A cause is usually logged just before.
-    _Rule(
-        ("failed to create cudaexecutionprovider", "fallback to cpu ep has been explicitly disabled",
-         "falling back to"),
-        re.compile(
-            r"Failed to create CUDAExecutionProvider|fallback to CPU EP has been explicitly disabled"
-            r"|Falling back to \['CPUExecutionProvider'\]",
-            re.IGNORECASE,
-        ),
-        _ep_not_created,
-    ),
+    # glibc's dlerror: "<soname>: cannot open shared object file", wherever it appears.
+    _Rule(("cannot open shared object file",),
+          re.compile(r"([\w+.-]{1,200}\.so(?:\.\d{1,6}){0,4})\s*:\s*cannot open shared object file"), _so_missing),
+    _Rule(("failed to dlopen",), re.compile(r"Failed to dlopen (lib[\w+.-]{1,100}\.so(?:\.\d{1,6}){0,4})"),
+          _so_dlopen),
+    _Rule(("undefined symbol",), re.compile(r"([\w+./-]{1,300}\.so(?:\.\d{1,6}){0,4}): undefined symbol: (\S{1,200})"),
+          _undefined_symbol),
+    _Rule(("not found (required by", "not found"),
+          re.compile(r"version [`'‘\"]?((?:GLIBCXX|CXXABI|GLIBC)_[\d.]{1,12})[`'’\"]? not found"),
+          _simple("glibcxx", subject=1)),
+    # Windows DLL loading
+    _Rule(("which is missing",), re.compile(r"([\w.-]{1,80}\.dll)\"? which is missing", re.IGNORECASE), _dll_missing),
+    _Rule(("could not locate",), re.compile(r"Could not locate ([\w.-]{1,80}\.dll)", re.IGNORECASE), _dll_missing),
+    _Rule(("error code",), re.compile(r"Could not load library ([\w.-]{1,80}\.dll)\. Error code (\d{1,4})",
+                                      re.IGNORECASE), _dll_error_code),
+    _Rule(("not found",), re.compile(r"LoadLibrary\(\)\s*:\s*'([\w.-]{1,80}\.dll)' not found", re.IGNORECASE),
+          _dll_missing),
+    _Rule(("unable to load dll",), re.compile(r"Unable to load DLL '([\w.-]{1,80}\.dll)'", re.IGNORECASE),
+          _dll_missing),
+    _Rule(("loadlibrary failed with error",),
+          re.compile(r"LoadLibrary failed with error (\d{1,5})(?:\s*\"[^\"]{0,200}\")?\s*when trying to load\s*\"?"
+                     r"([^\"\n]{1,400}?\.dll)?", re.IGNORECASE), _loadlibrary),
+    _Rule(("ensure", "providers_shared"),
+          re.compile(r"ProviderSharedLibrary::Ensure\]? Failed to load library, error code: (\d+)"
+                     r"|Failed to load library (?:\S*/)?(libonnxruntime_providers_shared\.so)"),
+          _simple("shared_missing", subject="libonnxruntime_providers_shared")),
+    _Rule(("dll load failed while importing",),
+          re.compile(r"DLL load failed while importing (\w{1,80}):\s*(.{0,120})", re.IGNORECASE), _dll_load_failed),
+    _Rule(("winerror 1114", "error 1114"), re.compile(r"WinError 1114|error 1114", re.IGNORECASE),
+          _simple("dll_init_failed", subject="")),
+    _Rule(("visual c++ redistributable is not installed",),
+          re.compile(r"Visual C\+\+ Redistributable is not installed", re.IGNORECASE),
+          _simple("msvc_missing", subject="")),
+    _Rule(("winerror 127", "procedure could not be found"),
+          re.compile(r"WinError 127|The specified procedure could not be found", re.IGNORECASE),
+          lambda s, m, line: None if "while importing" in line else s.add("procedure_missing", "", line,
+                                                                           at=m.start())),
+    _Rule(("could not find the cuda libraries",),
+          re.compile(r"Could not find the CUDA libraries\. Please set the CUDA_PATH", re.IGNORECASE),
+          _simple("genai_dll_missing", rank=2, subject="cuda_path")),
+    _Rule(("cannot import name",),
+          re.compile(r"cannot import name [`'‘’\"]?(get_all_providers|get_available_providers|RunOptions|"
+                     r"InferenceSession|SessionOptions)\b"), _simple("native_import_failed", rank=2, subject="")),
+    _Rule(("has no attribute",),
+          re.compile(r"module 'onnxruntime' has no attribute '(\w{1,60})'"), _simple("install_damaged", subject=1)),
+    # CUDA, cuBLAS, cuDNN
+    _Rule(("cuda failure", "cuda error"), re.compile(r"CUDA (?:failure|error)\s+(\d{1,4})\b", re.IGNORECASE),
+          _cuda_code),
+    _Rule(tuple(k.lower() for k in _NAMED_ERRORS),
+          re.compile("|".join(re.escape(k) for k in _NAMED_ERRORS), re.IGNORECASE), _named_error),
+    _Rule(("cublas_status_",), re.compile(r"(CUBLAS_STATUS_[A-Z_]{2,40})"), _simple("cublas_status", subject=1)),
+    _Rule(("cudnn_status_", "cudnn failure"),
+          re.compile(r"(CUDNN_STATUS_[A-Z_]{2,40})|CUDNN failure (\d{1,4})(?!\d|: CUDNN_STATUS)"),
+          lambda s, m, line: s.add(
+              "cudnn_sublibrary" if m.group(1) == "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH" else "cudnn_status",
+              m.group(1) or f"CUDNN failure {m.group(2)}", line, at=m.start())),
+    _Rule(("calling init:",), re.compile(r"calling init: (\S{0,300}/)(libcudnn\w{0,40}\.so\.\d{1,3})"), _ld_debug_init),
+    _Rule(("with link time reference",),
+          re.compile(r"symbol \S+ version (\S+) not defined in file (\S+) with link time reference"),
+          _simple("link_time_reference", subject=2)),
+    _Rule(("driver/library version mismatch", "nvml_error_lib_rm_version_mismatch"),
+          re.compile(r"Driver/library version mismatch|NVML_ERROR_LIB_RM_VERSION_MISMATCH", re.IGNORECASE),
+          _simple("driver_library_mismatch", subject="")),
+    _Rule(("nvml shared library not found", "libnvidia-ml.so.1 not found"),
+          re.compile(r"NVML Shared Library Not Found|libnvidia-ml\.so\.1 not found", re.IGNORECASE),
+          lambda s, m, line: s.add("so_missing", "libnvidia-ml.so.1", line, {"requester": ""}, at=m.start())),
+    _Rule(("is not a symbolic link",), re.compile(r"/usr/lib/wsl/lib/libcuda\.so(?:\.1)? is not a symbolic link"),
+          lambda s, m, line: s.add("so_missing", "libcuda.so", line, {"requester": "", "symlink": "1"},
+                                   at=m.start())),
+    _Rule(("failed to allocate memory",),
+          re.compile(r"Failed to allocate memory for requested buffer of size (\d{1,20})", re.IGNORECASE),
+          _simple("arena_oom", subject="")),
+    _Rule(("typeinfo_ptr", "graph replay fails"),
+          re.compile(r"expected [`'\"]?typeinfo_ptr[`'\"]? to not be null|graph replay fails", re.IGNORECASE),
+          _simple("cuda_graph_bug", subject="")),
+    _Rule(("cuda graph",),
+          re.compile(r"cannot use the CUDA Graph feature|CUDA Graphs?\b.{0,80}(?:not supported|cannot|fail)",
+                     re.IGNORECASE), _simple("cuda_graph", subject="")),
+    # providers
+    _Rule(("not in available provider",),
+          re.compile(r"Specified provider '(?:CUDA|Tensorrt)ExecutionProvider' is not in available provider"),
+          _cpu_only("warning")),
+    _Rule(("does not contain a subset of available providers",),
+          re.compile(r"does not contain a subset of available providers \[([^\]]{0,300})\]"), _provider_list),
+    _Rule(("executionprovider'",),
+          re.compile(r"(?:^|providers:?|[•*>]\s*)\s*\[((?:\s*'\w{1,40}ExecutionProvider',?){1,8}\s*)\]"),
+          _provider_list),
+    _Rule(("cudaexecutionprovider not available",), re.compile(r"CUDAExecutionProvider not available"),
+          _cpu_only("missing")),
+    _Rule(("invalid choice",), re.compile(r"invalid choice: 'cuda' \(choose from ([^)]{0,200})\)"),
+          _choice_without_cuda),
+    _Rule(("not enabled in this build",), re.compile(r"CUDA execution provider is not enabled in this build"),
+          _cpu_only("build")),
+    _Rule(("compile onnxruntime with cuda",), re.compile(r"Please compile ONNXRuntime with CUDA", re.IGNORECASE),
+          _cpu_only("dylib")),
+    _Rule(("asked to use cudaexecutionprovider",),
+          re.compile(r"Asked to use CUDAExecutionProvider as an ONNX Runtime execution provider, but the available "
+                     r"execution providers are \[[^\]]{0,300}\]"), _optimum_available),
+    _Rule(("entry point named",),
+          re.compile(r"Unable to find an entry point named 'OrtSessionOptionsAppendExecutionProvider_CUDA'"),
+          _simple("both_packages", subject="csharp")),
+    _Rule(("gpu dependencies are not loaded", "multiple onnxruntime packages are installed"),
+          re.compile(r"GPU dependencies are not loaded|multiple onnxruntime packages are installed", re.IGNORECASE),
+          _simple("both_packages", subject="optimum")),
+    _Rule(("onnxruntime",), re.compile(r"(?:^|[\s+|`])onnxruntime(-gpu)?(?:==|\s{1,30})v?1\.\d{1,2}\.\d"),
+          _package_listed),
+    _Rule((">>>",), re.compile(r"^[\s>`]*>>>"), _repl),
+    _Rule(("explicitly set the providers parameter",),
+          re.compile(r"required to explicitly set the providers parameter"), _simple("providers_not_set", subject="")),
+    _Rule(("applied providers:",), re.compile(r"Applied providers: \['CPUExecutionProvider'\]"),
+          _simple("cpu_applied", rank=3, subject="")),
+    _Rule(("were not assigned to the preferred execution providers",),
+          re.compile(r"Some nodes were not assigned to the preferred execution providers"),
+          _simple("nodes_not_assigned", rank=3, subject="")),
+    # TensorRT
+    _Rule(("tensorrtexecutionprovider", "tensorrt libraries", "registertensorrtplugins"),
+          re.compile(r"Failed to create TensorrtExecutionProvider|Please install TensorRT libraries"
+                     r"|RegisterTensorRTPluginsAsCustomOps", re.IGNORECASE),
+          _simple("trt_unavailable", subject="")),
+    _Rule(("engine", "serializ", "version tag"),
+          re.compile(r"engine plan file is not compatible|Version tag does not match|Serialization assertion"
+                     r"|Engine deserialization failed|could not deserialize engine|Serialization Error in verifyHeader",
+                     re.IGNORECASE), _simple("trt_engine", subject="")),
+    _Rule(("when using",), re.compile(r"when using \[([^\]]{0,300})\]"), _banner_when),
+    _Rule(("falling back to",), re.compile(r"Falling back to \[([^\]]{0,300})\]"), _banner_fallback),
+    # kernels and ops
+    _Rule(("kernel not found in registries",), re.compile(r"CUDA kernel not found in registries for Op type: (\w{1,60})"),
+          _kernel_not_found),
+    _Rule(("could not find an implementation for",),
+          re.compile(r"Could not find an implementation for (?:the node )?(\w{1,60})\((\d{1,3})\)"),
+          _no_implementation),
+    # Python packages
+    _Rule(("numpy 1.x", "_array_api not found", "numpy.core.multiarray failed to import"),
+          re.compile(r"compiled using NumPy 1\.x cannot be run in|_ARRAY_API not found"
+                     r"|numpy\.core\.multiarray failed to import", re.IGNORECASE), _simple("numpy_abi", subject="")),
+    _Rule(("is deprecated",), re.compile(r"THIS PROJECT '(nvidia-[\w-]+-cu13)' IS DEPRECATED", re.IGNORECASE),
+          _simple("nvidia_stub", subject=1)),
+    _Rule(("no matching distribution found for onnxruntime", "not a supported wheel on this platform"),
+          re.compile(r"No matching distribution found for onnxruntime|is not a supported wheel on this platform",
+                     re.IGNORECASE), _simple("no_wheel", subject="")),
+    _Rule(("cudnn is not available",), re.compile(r"cuDNN is not available\. Install cuDNN"),
+          _simple("cudnn_unavailable", subject="")),
+    # ORT's own summary lines: the build's majors, and consequences
+    _Rule(("require cudnn",), re.compile(r"Require cuDNN (\d{1,2})\.\* and CUDA (\d{1,2})\.\*"), _require),
+    _Rule(("failed to create cudaexecutionprovider", "fallback to cpu ep has been explicitly disabled"),
+          re.compile(r"Failed to create\s+CUDAExecutionProvider|fallback to CPU EP has been explicitly disabled",
+                     re.IGNORECASE), _simple("ep_not_created", rank=3, subject="")),
+    _Rule(("cuda_path is set but cuda",),
+          re.compile(r"CUDA_PATH is set but CUDA wasn'?t\s+able to be loaded", re.IGNORECASE), _cuda_path),
 )
 
 
-class _DllGroup:
-    """Adapts the DLL rule's alternation so the builder sees the DLL name (if any) as group 1."""
-
-    def __init__(self, m: re.Match[str]) -> None:
-        self._m = m
-        self.lastindex = 1 if (m.group(1) or m.group(2)) else None
-
-    def group(self, index: int = 0) -> str | None:
-        if index == 0:
-            return self._m.group(0)
-        return self._m.group(1) or self._m.group(2)
-
-
-def _lines(text: str) -> Iterable[str]:
-    for i, line in enumerate(strip_ansi(text).splitlines()):
-        if i >= _MAX_LINES:
-            return
-        yield line[:_MAX_LINE]
+# --------------------------------------------------------------------------------------------------
+# Decisions: what the observations mean, with everything the text showed
+# --------------------------------------------------------------------------------------------------
+_CUDNN_SO = re.compile(r"^libcudnn(?:_\w+)?\.so\.(\d+)")
+_CUDNN_DLL = re.compile(r"^cudnn(?:_\w+?)?64_(\d+)\.dll$", re.IGNORECASE)
+_CUDA_SO = re.compile(r"^lib(cudart|cublasLt|cublas|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink)\.so\.(\d+)")
+_CUDA_DLL = re.compile(r"^(cudart|cublasLt|cublas|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink)64_(\d+)(?:_0)?\.dll$",
+                       re.IGNORECASE)
+_TRT_LIB = re.compile(r"^(?:lib)?(nvinfer\w*|nvonnxparser|nvparsers)(?:\.so|_\d+\.dll|\.dll)", re.IGNORECASE)
+# the soname's own major is the CUDA major for these; cuFFT's is one below; cuRAND/cuSPARSE/cuSOLVER's say nothing
+_SAME_MAJOR = ("cudart", "cublas", "cublaslt", "nvrtc", "nvjitlink")
 
 
-def context_from_text(text: str, base: Context | None = None) -> Context:
-    """Fill unknown build majors from ORT's own `Require cuDNN N.* and CUDA M.*` message."""
-    base = base or Context()
-    if base.cuda_major is not None and base.cudnn_major is not None:
-        return base
-    m = _REQUIRE.search(strip_ansi(text[:4_000_000]))
-    if not m:
-        return base
-    return Context(
-        cuda_major=base.cuda_major if base.cuda_major is not None else int(m.group(2)),
-        cudnn_major=base.cudnn_major if base.cudnn_major is not None else int(m.group(1)),
-        ort_version=base.ort_version,
+def _py(stack: Stack, python: str, other: str) -> str:
+    """Python's fix (a sentence) for a Python stack, the other one for another binding; both, Python's
+    labelled, when the text does not show its binding."""
+    if stack.python:
+        return python
+    if stack.known:
+        return other
+    return f"{other} Python: {python}"
+
+
+def _py_extra(stack: Stack, sentence: str) -> str:
+    """A Python-only sentence to append: as is for Python, labelled for an unknown binding, else nothing."""
+    if stack.python:
+        return " " + sentence
+    return "" if stack.known else f" Python: {sentence}"
+
+
+@dataclass(frozen=True)
+class _Lib:
+    """A CUDA or cuDNN library named in a text, and the majors it may belong to."""
+
+    name: str
+    family: str  # "cuda", "cudnn"
+    component: str  # LibSpec name: "cublasLt", "cudnn", "cudnn_ops_infer"
+    majors: frozenset[int]
+
+
+def _identify(matrix: Matrix, name: str) -> _Lib | None:
+    owners = packages.library_owners(matrix, name)
+    if not owners and name.lower().endswith(".dll") and len(name) >= 8:
+        # a DLL name whose start a code-page mix-up ate ("Lt64_12.dll"): the one known name ending so
+        tail = name.lower()
+        specs = [lib for c in matrix.cuda_majors.values() for lib in c.libraries]
+        specs += [lib for d in matrix.cudnn_majors.values() for lib in d.libraries]
+        full = {lib.windows_dll for lib in specs if lib.windows_dll and lib.windows_dll.lower().endswith(tail)}
+        if len(full) == 1:
+            name = full.pop() or name
+            owners = packages.library_owners(matrix, name)
+    if owners:
+        fam = owners[0].family
+        return _Lib(name, fam, owners[0].spec.name, frozenset(o.major for o in owners if o.family == fam))
+    m = _CUDNN_SO.match(name) or _CUDNN_DLL.match(name)
+    if m:
+        return _Lib(name, "cudnn", "cudnn", frozenset({int(m.group(1))}))
+    m = _CUDA_SO.match(name)
+    if m:
+        comp, so = m.group(1), int(m.group(2))
+        if comp.lower() in _SAME_MAJOR:
+            return _Lib(name, "cuda", comp, frozenset({so}))
+        if comp == "cufft":
+            return _Lib(name, "cuda", comp, frozenset({so + 1}))
+        return _Lib(name, "cuda", comp, frozenset())
+    m = _CUDA_DLL.match(name)
+    if m:
+        ver = m.group(2)
+        major = int(ver[:-1]) if len(ver) == 3 else int(ver[0]) if len(ver) == 2 and ver[0] in "6789" else int(ver)
+        return _Lib(name, "cuda", m.group(1), frozenset({major}) if m.group(1).lower() in _SAME_MAJOR else frozenset())
+    return None
+
+
+class _Decider:
+    def __init__(self, scanner: _Scanner, ctx: Context, matrix: Matrix | None) -> None:
+        self.facts = scanner.facts
+        self.hits = scanner.hits
+        self.stack = scanner.stack.stack()
+        self.matrix = matrix
+        req = self.facts.require
+        version = ctx.ort_version or self.stack.ort_version
+        line = packages.release_line(matrix, version) if matrix is not None else None
+        self.version_build = line  # the PyPI build of the version the text names, if any
+        self.ctx = Context(
+            cuda_major=ctx.cuda_major if ctx.cuda_major is not None else (req[1] if req else None),
+            cudnn_major=ctx.cudnn_major if ctx.cudnn_major is not None else (req[0] if req else None),
+            ort_version=version,
+        )
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def _summary(self) -> str:
+        return fixes.build_summary(self.matrix) if self.matrix is not None else ""
+
+    def _current(self) -> frozenset[int]:
+        return packages.current_cuda_majors(self.matrix) if self.matrix is not None else frozenset({12, 13})
+
+    def _libs_fix(self, lib: _Lib, major: int | None, *, what: str) -> str:
+        if self.matrix is None:
+            return fixes.system_libraries_fix(self.stack, what) + "."
+        if lib.family == "cudnn":
+            cuda = self.ctx.cuda_major
+            return fixes.cuda_libraries_fix(self.matrix, self.stack, what=what, cuda_major=cuda,
+                                            cudnn_major=major)
+        return fixes.cuda_libraries_fix(self.matrix, self.stack, what=what, cuda_major=major,
+                                        components=(lib.component,))
+
+    def _ort_for(self, cuda_major: int) -> str:
+        if self.matrix is None:
+            return f"use an onnxruntime build for CUDA {cuda_major}"
+        return fixes.ort_for_cuda(self.matrix, self.stack, cuda_major)
+
+    # -- one observation -> one match ------------------------------------------------------------
+    def decide(self, hit: _Hit) -> Match | None:
+        builder = getattr(self, f"_b_{hit.kind}", None)
+        if builder is None:
+            return None
+        found: Match | None = builder(hit)
+        return found
+
+    def _b_so_missing(self, hit: _Hit) -> Match | None:
+        return self._library(hit.subject, hit)
+
+    def _b_dll_missing(self, hit: _Hit) -> Match | None:
+        dll = hit.subject
+        low = dll.lower()
+        if low == "zlibwapi.dll":
+            return self._m("zlibwapi-missing", hit, f"{dll} could not be found: cuDNN 8 on Windows needs it and "
+                           "does not ship it.")
+        if low == "onnxruntime.dll":
+            return Match(
+                "cuda-lib-missing",
+                "onnxruntime.dll could not be loaded (the specified module could not be found).",
+                "Windows reports the DLL itself when one of the DLLs it links cannot be found: the GPU build's "
+                "onnxruntime.dll links the CUDA and cuDNN DLLs of its release, which are not on the DLL search "
+                "path (or the native file was not copied to the output folder).",
+                fixes.system_libraries_fix(self.stack, "the CUDA and cuDNN versions this onnxruntime release "
+                                           "was built for") + ".",
+                hit.evidence, {"dll": dll},
+            )
+        lib = _identify(self.matrix, dll) if self.matrix is not None else None
+        if lib is None:
+            lib = _identify_without_matrix(dll)
+        if lib is not None:
+            return self._library(lib.name, hit, lib)
+        return Match(
+            "cuda-lib-missing",
+            f"{dll} could not be found on the DLL search path.",
+            "A DLL the CUDA provider (or one of its CUDA/cuDNN DLLs) imports is not on the search path.",
+            fixes.system_libraries_fix(self.stack, "the CUDA and cuDNN versions the build needs") + ".",
+            hit.evidence, {"dll": dll},
+        )
+
+    def _library(self, name: str, hit: _Hit, lib: _Lib | None = None) -> Match | None:
+        req = hit.data.get("requester", "")
+        low = name.lower()
+        if low in ("libcuda.so.1", "libnvidia-ml.so.1", "libnvidia-ml.so", "nvcuda.dll"):
+            return self._driver_missing(name, hit)
+        if low == "libcuda.so":
+            return self._m(
+                "wsl-libcuda-missing", hit, f"{name} (the unversioned name) could not be loaded.",
+                fix="export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH (in WSL2 the driver's libcuda lives "
+                    "there; install only the Windows NVIDIA driver). If ldconfig says /usr/lib/wsl/lib/libcuda.so.1 "
+                    "is not a symbolic link, recreate libcuda.so.1 and libcuda.so there as links to libcuda.so.1.1 "
+                    "and run sudo ldconfig. Outside WSL, check that the driver is installed (libcuda.so.1).",
+                details={"soname": name})
+        if low.startswith("libonnxruntime_providers_shared"):
+            return self._b_shared_missing(hit)
+        if low.startswith("libonnxruntime_providers_cuda") or low == "onnxruntime_providers_cuda.dll":
+            return self._cpu_only(hit, "The CUDA provider library itself is missing from the onnxruntime package.")
+        if _TRT_LIB.match(name) or req == "tensorrt":
+            return self._trt_unavailable(hit, name)
+        if lib is None and self.matrix is not None:
+            lib = _identify(self.matrix, name)
+        if lib is None:
+            lib = _identify_without_matrix(name)
+        if lib is None:
+            if "onnxruntime" in hit.evidence.lower() and ("cuda" in low or low.startswith("libnv")):
+                return Match("cuda-lib-missing", f"The library {name} could not be found by the dynamic loader.",
+                             "A library the CUDA provider depends on is not installed or not on the loader path.",
+                             fixes.system_libraries_fix(self.stack, f"the package that provides {name}") + ".",
+                             hit.evidence, {"soname": name})
+            return None
+        if req == "genai":
+            return self._sibling(lib, hit)
+        if lib.family == "cudnn":
+            return self._cudnn_library(lib, hit, req)
+        return self._cuda_library(lib, hit, req)
+
+    def _cudnn_library(self, lib: _Lib, hit: _Hit, req: str) -> Match:
+        have = min(lib.majors) if lib.majors else None
+        build = self.ctx.cudnn_major
+        details = {"soname": lib.name, "library": "cudnn"}
+        if have is not None:
+            details["cudnn_major"] = str(have)
+        if have is not None and build is not None and have != build:
+            return Match(
+                "cudnn-major-mismatch",
+                f"{lib.name} (cuDNN {have}) was asked for, but this onnxruntime build uses cuDNN {build}.",
+                "A build linked against one cuDNN major cannot use another (cuDNN 8 and 9 are not "
+                "interchangeable); the library asking for it was built for a different cuDNN.",
+                "Install releases built for the same cuDNN major, or keep them in separate environments. "
+                + self._summary() + ".",
+                hit.evidence, details,
+            )
+        what = f"cuDNN {have}" if have is not None else "cuDNN"
+        why = (f"The CUDA provider needs {what}. Either it is not installed, or it is installed where the loader "
+               "does not look")
+        if self.stack.python:
+            why += (" (pip's nvidia-cudnn wheels put it in site-packages/nvidia/cudnn, which is never on the "
+                    "loader path by itself)")
+        why += "."
+        if lib.name.lower().startswith(("cudnn_", "libcudnn_")):
+            why += (f" {lib.name} is one of cuDNN {have}'s sub-libraries: the whole cuDNN must be installed, not "
+                    "one DLL, and its folder must be on the search path (a path with '[ ]' in it breaks the lookup).")
+        if req == "import":
+            why += " This onnxruntime's native module links it directly, so `import onnxruntime` fails."
+        fix = self._libs_fix(lib, have, what=f"{what}" + (f" for CUDA {self.ctx.cuda_major}" if self.ctx.cuda_major
+                                                          else ""))
+        if have is not None:
+            fix += (f" If another cuDNN major is installed on purpose, install an onnxruntime-gpu built for it "
+                    f"instead ({self._summary()}).") if self._summary() else ""
+        return Match("cuda-lib-missing", f"cuDNN ({lib.name}) could not be found by the dynamic loader.", why, fix,
+                     hit.evidence, details)
+
+    def _cuda_library(self, lib: _Lib, hit: _Hit, req: str) -> Match | None:
+        details = {"soname": lib.name, "library": lib.component}
+        lib_major = min(lib.majors) if len(lib.majors) == 1 else None
+        if lib_major is not None:
+            details["cuda_major"] = str(lib_major)
+        if req == "import" and not hit.data.get("provider"):
+            imported = self._import_needs(lib, hit)
+            if imported is not None:
+                return imported
+        build = self.ctx.cuda_major
+        if lib.majors and build is not None and build not in lib.majors:
+            return self._major_mismatch(lib, hit, details, f"this onnxruntime build is for CUDA {build}",
+                                        wanted=lib_major, have=build)
+        machine = self.stack.machine_cuda_major
+        if lib.majors and build is None and machine is not None and machine not in lib.majors:
+            return self._major_mismatch(lib, hit, details, f"the text shows CUDA {machine}", wanted=lib_major,
+                                        have=machine)
+        current = self._current()
+        if (lib.majors and build is None and req == "provider" and current
+                and max(lib.majors) < min(current)):
+            return self._major_mismatch(
+                lib, hit, details,
+                f"CUDA {'/'.join(str(m) for m in sorted(lib.majors))} is older than what current onnxruntime-gpu "
+                f"builds and NVIDIA's installers give (CUDA {'/'.join(str(m) for m in sorted(current))}), so this is "
+                "an old onnxruntime-gpu build on a machine with a newer CUDA", wanted=max(lib.majors), have=None)
+        era = ""
+        if req == "import":
+            era = (" This onnxruntime's native module links it directly (releases before the CUDA provider became "
+                   "a separate library did), so `import onnxruntime` fails until it is there.")
+        return Match(
+            "cuda-lib-missing",
+            f"The CUDA library {lib.name} could not be found by the dynamic loader.",
+            "The CUDA provider links a fixed set of CUDA libraries of one major. This one is either not installed "
+            "or installed where the loader does not look"
+            + (" (pip's nvidia-* wheels live in site-packages/nvidia/*/lib, CUDA 13's in nvidia/cu13/lib, never on "
+               "the loader path by themselves)" if self.stack.python else "")
+            + ". A CUDA major different from the build's cannot stand in." + era,
+            self._libs_fix(lib, lib_major, what=f"the CUDA {lib_major} libraries ({lib.name})" if lib_major
+                           else f"the CUDA library {lib.name}"),
+            hit.evidence, details,
+        )
+
+    def _import_needs(self, lib: _Lib, hit: _Hit) -> Match | None:
+        """`import onnxruntime` failed on a CUDA library: a release whose pybind module links CUDA."""
+        if self.matrix is None:
+            return None
+        lines = [r for r in self.matrix.releases if lib.name in r.pybind_needed_cuda]
+        if not lines:
+            return None
+        version = self.ctx.ort_version
+        bad = [(r, kb) for r in lines for kb in r.known_bad]
+        if version is not None and not any(version.startswith(r.line + ".") or version == r.line for r in lines):
+            fid = "ort-import-fails"
+        elif bad and (version is None or any(kb.version == version for _, kb in bad)):
+            fid = "ort-known-bad-release"
+        else:
+            fid = "ort-import-fails"
+        releases = ", ".join(kb.version for _, kb in bad) or ", ".join(r.line for r in lines)
+        fix = bad[0][1].fix if bad else f"install the CUDA runtime it needs ({lib.name})"
+        return Match(
+            fid,
+            f"`import onnxruntime` itself failed: its native module needs {lib.name}, which cannot be loaded.",
+            f"onnxruntime-gpu {releases}'s Linux pybind module has a direct dependency on {lib.name}, so the import "
+            "fails on CPU-only hosts and hosts with another CUDA major, before any session exists"
+            + (" (this looks like that release)." if fid == "ort-known-bad-release" else ".")
+            + " Code that catches the ImportError often reports it as 'onnxruntime not installed'.",
+            fix,
+            hit.evidence, {"soname": lib.name},
+        )
+
+    def _major_mismatch(self, lib: _Lib, hit: _Hit, details: dict[str, str], because: str, *,
+                        wanted: int | None, have: int | None, what: str | None = None) -> Match:
+        if what is None:
+            what = f"{lib.name} (CUDA {wanted}) was asked for, but {because}." if wanted else \
+                f"{lib.name} was asked for, but {because}."
+        targets = [have] if have is not None else sorted(self._current(), reverse=True)
+        parts = [self._ort_for(m) for m in targets]
+        if wanted is not None:
+            parts.append(fixes.system_libraries_fix(self.stack, f"the CUDA {wanted} libraries the build asks for "
+                                                    "(with the cuDNN major it needs)").replace("Install", "or install",
+                                                                                               1))
+        fix = "Use one CUDA major for everything: " + "; ".join(p[0].lower() + p[1:] for p in parts) + "."
+        summary = self._summary()
+        if summary:
+            fix += f" ({summary}.)"
+        if self.stack.binding == "rust":
+            fix += (" The ort crate's download-binaries fetch a build for one CUDA major: install that CUDA and its "
+                    "cuDNN, or use load-dynamic with a build for your CUDA.")
+        return Match(
+            "cuda-major-mismatch", what,
+            "CUDA's compatibility holds only within one major: libraries of one CUDA major cannot stand in for "
+            "another's. The onnxruntime build (or another package in the process) was built for a different "
+            "major than the CUDA that is installed.",
+            fix, hit.evidence, details,
+        )
+
+    def _sibling(self, lib: _Lib, hit: _Hit) -> Match:
+        major = min(lib.majors) if len(lib.majors) == 1 else None
+        what = f"onnxruntime-genai's CUDA support needs {lib.name}" + (f" (CUDA {major})" if major else "") + \
+            ", which cannot be loaded."
+        return Match(
+            "sibling-cuda-major-mismatch", what,
+            "onnxruntime-genai (and other packages built on onnxruntime) ship their own CUDA-linked library, built "
+            "for one CUDA major; when onnxruntime and genai were built for different CUDA majors (or the CUDA of "
+            "genai's major is not installed) genai's CUDA interface cannot load.",
+            "Install onnxruntime-gpu and onnxruntime-genai-cuda releases built for the same CUDA major"
+            + (f" (genai here wants CUDA {major}, e.g. CUDA 12 and CUDA 13 builds do not mix)" if major else "")
+            + ", or install the CUDA libraries genai asks for; keep them in separate environments if they must "
+            "differ.",
+            hit.evidence, {"soname": lib.name} | ({"cuda_major": str(major)} if major else {}),
+        )
+
+    def _driver_missing(self, name: str, hit: _Hit) -> Match:
+        wsl = self.stack.os == "wsl"
+        return Match(
+            "driver-missing",
+            f"{name} could not be loaded: the NVIDIA driver's user-space library is not on this system.",
+            "libcuda.so.1 (and libnvidia-ml.so.1) come with the NVIDIA driver, not with CUDA or pip wheels. It is "
+            "missing when no driver is installed, on a machine without an NVIDIA GPU, or in a container started "
+            "without GPU passthrough.",
+            ("In WSL2 install only the Windows NVIDIA driver and export LD_LIBRARY_PATH=/usr/lib/wsl/lib. " if wsl
+             else "")
+            + "Install the NVIDIA driver (e.g. sudo apt-get install nvidia-driver-580); in Docker: docker run "
+            "--gpus all ... with nvidia-container-toolkit on the host.",
+            hit.evidence, {"soname": name},
+        )
+
+    def _cpu_only(self, hit: _Hit, what: str) -> Match:
+        stack = self.stack
+        if stack.binding == "java":
+            fix = ("Use the GPU artifact com.microsoft.onnxruntime:onnxruntime_gpu instead of onnxruntime (the CPU "
+                   "jar has no CUDA provider); " + fixes.system_libraries_fix(stack, "the CUDA and cuDNN it was built "
+                                                                             "for")[0].lower()
+                   + fixes.system_libraries_fix(stack, "the CUDA and cuDNN it was built for")[1:] + ".")
+        elif stack.binding == "csharp":
+            if stack.genai:
+                fix = ("Reference Microsoft.ML.OnnxRuntimeGenAI.Cuda instead of Microsoft.ML.OnnxRuntimeGenAI (the "
+                       "plain package is built without CUDA), and install the CUDA and cuDNN it needs.")
+            else:
+                fix = ("Reference Microsoft.ML.OnnxRuntime.Gpu (and not also Microsoft.ML.OnnxRuntime): the CPU "
+                       "package has no CUDA provider.")
+        elif stack.binding == "rust":
+            form = hit.data.get("form", "")
+            if form == "dylib" or "ORT_DYLIB_PATH" in hit.evidence:
+                fix = ("Point ORT_DYLIB_PATH (load-dynamic) at a GPU build of onnxruntime (the "
+                       "onnxruntime-linux-x64-gpu / onnxruntime-win-x64-gpu release archives), not the CPU "
+                       "onnxruntime-linux-x64 one; then install the CUDA and cuDNN it needs.")
+            else:
+                fix = ("Enable the ort crate's cuda feature so that download-binaries fetches a CUDA build of "
+                       "onnxruntime (the default download has no CUDA provider), or use load-dynamic with "
+                       "ORT_DYLIB_PATH pointing at a GPU build (onnxruntime-linux-x64-gpu).")
+        elif stack.binding in ("cpp", "node"):
+            fix = ("Use a GPU build of onnxruntime (the onnxruntime-linux-x64-gpu / onnxruntime-win-x64-gpu release "
+                   "archives, or a source build with --use_cuda) and make sure that library is the one loaded.")
+        else:
+            fix = _py(stack,
+                      'pip uninstall -y onnxruntime onnxruntime-gpu && pip install "onnxruntime-gpu[cuda,cudnn]" '
+                      "(a wheel built from source needs ./build.sh --use_cuda)",
+                      "Use a GPU build of onnxruntime (the onnxruntime-gpu package, Microsoft.ML.OnnxRuntime.Gpu, "
+                      "com.microsoft.onnxruntime:onnxruntime_gpu, or a source build with --use_cuda).")
+        return Match(
+            "ort-cpu-only", what,
+            "The onnxruntime that was loaded has no CUDA execution provider: the CPU package (onnxruntime on PyPI, "
+            "Microsoft.ML.OnnxRuntime, the onnxruntime jar, a CPU release archive, or a build without --use_cuda).",
+            fix, hit.evidence, {},
+        )
+
+    def _b_cpu_only_list(self, hit: _Hit) -> Match:
+        facts = self.facts
+        form = hit.data.get("form", "")
+        both = facts.gpu_package_named and facts.cpu_package_named
+        if self.stack.python and (both or (form == "list" and facts.repl)):
+            return self._multiple(hit)
+        what = {
+            "warning": "CUDAExecutionProvider was asked for, but the imported onnxruntime does not offer it.",
+            "list": "The imported onnxruntime lists no CUDA execution provider.",
+            "missing": "The imported onnxruntime lists no CUDA execution provider.",
+            "choices": "The program offers no CUDA execution provider: the imported onnxruntime has none.",
+            "build": "The CUDA execution provider is not compiled into the onnxruntime that was loaded.",
+            "dylib": "The onnxruntime library that was loaded is a CPU build.",
+            "optimum": "Optimum asked for the CUDA execution provider, but the imported onnxruntime only offers the "
+                       "CPU.",
+        }.get(form, "The CUDA execution provider is not in the onnxruntime that was loaded.")
+        return self._cpu_only(hit, what)
+
+    def _multiple(self, hit: _Hit) -> Match:
+        if self.stack.binding == "csharp":
+            fix = ("Reference only Microsoft.ML.OnnxRuntime.Gpu: remove the Microsoft.ML.OnnxRuntime (CPU) package "
+                   "reference, whose onnxruntime.dll has no CUDA entry point.")
+            why = ("Both the CPU and the GPU NuGet packages are referenced; they ship the same onnxruntime.dll and "
+                   "the CPU one was copied to the output folder.")
+        else:
+            fix = ("pip uninstall -y onnxruntime onnxruntime-gpu onnxruntime-directml onnxruntime-openvino && "
+                   'pip install "onnxruntime-gpu[cuda,cudnn]" (uninstalling only the CPU package leaves a broken '
+                   "install: remove both, then install onnxruntime-gpu alone)")
+            why = ("onnxruntime and onnxruntime-gpu (and -directml, -openvino) share one import package; the one "
+                   "installed last overwrote the other's files, often through a transitive dependency, and the "
+                   "CPU one's files leave only the CPU (and Azure) providers.")
+        return Match("ort-multiple-packages",
+                     "More than one onnxruntime distribution is installed, and the CPU one's files are the ones "
+                     "loaded.", why, fix, hit.evidence, {})
+
+    def _b_both_packages(self, hit: _Hit) -> Match:
+        return self._multiple(hit)
+
+    def _b_provider_126(self, hit: _Hit) -> Match:
+        if hit.data.get("java_temp") or self.stack.binding == "java":
+            return self._cpu_only(hit, "The Java binding could not load onnxruntime_providers_cuda.dll (error 126).")
+        if self.facts.cuda_path_set:
+            have = self.stack.machine_cuda_major
+            lib = _Lib(hit.subject, "cuda", "", frozenset())
+            return self._major_mismatch(
+                lib, hit, {"dll": hit.subject}, "", wanted=None, have=have,
+                what=f"{hit.subject} could not load a DLL it imports (error 126) although CUDA_PATH points at an "
+                     "installed CUDA toolkit: that toolkit is most likely not the CUDA major this onnxruntime-gpu was "
+                     "built for (or its cuDNN is missing).")
+        stack = self.stack
+        fix = fixes.system_libraries_fix(stack, "the CUDA and cuDNN versions this build was linked against")
+        if stack.python or not stack.known:
+            fix = _py(stack,
+                      'pip install "onnxruntime-gpu[cuda,cudnn]" and call onnxruntime.preload_dlls() (1.21+) or '
+                      "`import ortdoctor.hook` before the session, or add the CUDA bin and cuDNN bin folders to "
+                      "PATH and restart the shell; if torch is in the process, import torch first (its lib folder "
+                      "carries CUDA/cuDNN DLLs that may be the ones that load); install the VC++ runtime "
+                      "(https://aka.ms/vs/17/release/vc_redist.x64.exe).",
+                      fix + ".")
+        else:
+            fix += "."
+        return Match(
+            "cuda-lib-missing",
+            f"A DLL that {hit.subject} imports is missing (Windows error 126, ERROR_MOD_NOT_FOUND).",
+            "The provider DLL is there; one of the CUDA/cuDNN DLLs it imports is not on the search path (PATH "
+            "lookups are not recursive, the cuDNN 9 installer puts DLLs in bin\\<cuda version>, and "
+            "os.add_dll_directory does not help ORT's own provider loading).",
+            fix, hit.evidence, {"dll": hit.subject},
+        )
+
+    def _b_procedure_missing(self, hit: _Hit) -> Match:
+        subject = hit.subject
+        fix = ("Align the CUDA/cuDNN versions so that one copy of each DLL is loaded: remove the older CUDA/cuDNN "
+               "folder from PATH and put the proper cuDNN's bin folder first; check which copy is loaded (Process "
+               "Monitor, or `where cudnn*.dll`).")
+        fix += _py_extra(self.stack, "With torch in the process, import torch before onnxruntime and do not preload "
+                         "a different cuDNN.")
+        return Match(
+            "lib-multiple-copies",
+            "Windows could not find a procedure in a DLL (error 127): two incompatible versions of a CUDA/cuDNN DLL "
+            "are mixed in the process" + (f" ({subject})." if subject else "."),
+            "A process holds one DLL per name; an older CUDA/cuDNN on PATH (or torch/lib's cuDNN) was loaded first "
+            "and lacks what the other library expects.",
+            fix, hit.evidence, {"dll": subject} if subject else {},
+        )
+
+    def _b_procedure_import(self, hit: _Hit) -> Match:
+        version = self.ctx.ort_version
+        if version is None or version.startswith("1.15.0"):
+            return Match(
+                "ort-known-bad-release",
+                f"Importing {hit.subject} failed: a procedure one of its DLLs needs could not be found.",
+                "onnxruntime 1.15.0's Windows wheel had exactly this fault on older Windows (Windows Server 2016, "
+                "Windows 7); it was fixed in 1.15.1 (onnxruntime#15375). With another release, an older system DLL "
+                "(msvcp140.dll) loaded first causes it.",
+                'pip install --upgrade "onnxruntime>=1.15.1" (or the same for onnxruntime-gpu); otherwise install '
+                "the current Visual C++ redistributable (https://aka.ms/vs/17/release/vc_redist.x64.exe).",
+                hit.evidence, {},
+            )
+        return self._b_msvc_missing(hit)
+
+    def _b_dll_init_failed(self, hit: _Hit) -> Match:
+        module = hit.subject or "onnxruntime's native module"
+        return Match(
+            "dll-init-failed",
+            f"Windows could not initialise {module} (a DLL initialization routine failed, WinError 1114).",
+            "An older Visual C++ runtime (msvcp140.dll) was loaded first: conda's old vs2015_runtime in the "
+            "environment, or a machine without the current redistributable (onnxruntime 1.21 raised the required "
+            "version). Follow-up messages blaming CUDA libraries are guesses, not the cause.",
+            ("In a conda environment: conda install conda-forge::vs2015_runtime. " if self.stack.conda else "")
+            + "Install the current Visual C++ 2015-2022 redistributable "
+            "(https://aka.ms/vs/17/release/vc_redist.x64.exe)"
+            + ("" if self.stack.conda else "; in a conda environment: conda install conda-forge::vs2015_runtime")
+            + "." + _py_extra(self.stack, 'If that is not possible, pin it: pip install "onnxruntime<1.21".'),
+            hit.evidence, {"module": hit.subject} if hit.subject else {},
+        )
+
+    def _b_msvc_missing(self, hit: _Hit) -> Match:
+        return Match(
+            "msvc-runtime-missing",
+            "Windows could not load onnxruntime's native module (a DLL it needs is missing).",
+            "Usually the Visual C++ 2019+ runtime is missing, or an older msvcp140.dll (from conda or another "
+            "package) is loaded first.",
+            "Install https://aka.ms/vs/17/release/vc_redist.x64.exe, or update/remove conda's vc14_runtime / "
+            "vs2015_runtime.",
+            hit.evidence, {},
+        )
+
+    def _b_genai_dll_missing(self, hit: _Hit) -> Match:
+        return Match(
+            "cuda-lib-missing",
+            "onnxruntime-genai's native module could not be loaded: a DLL it needs (the CUDA runtime) was not found.",
+            "Since Python 3.8, PATH is not searched for the DLLs of extension modules; onnxruntime-genai's CUDA "
+            "package links cudart64_*.dll and looks for it through CUDA_PATH.",
+            "Install the CUDA toolkit of genai's CUDA major and set CUDA_PATH to it (genai adds %CUDA_PATH%\\bin to "
+            "the DLL directories), or call os.add_dll_directory() on the folder with cudart64_*.dll before the "
+            "import.",
+            hit.evidence, {},
+        )
+
+    def _b_native_import_failed(self, hit: _Hit) -> Match:
+        return Match(
+            "cuda-lib-missing",
+            "onnxruntime's native module could not be loaded (old releases only warned and then failed on this "
+            "import).",
+            "The warning before it names the cause: most often a CUDA or cuDNN library this onnxruntime-gpu release "
+            "needs is missing (old releases linked them into the native module), or the VC++ runtime.",
+            _py(self.stack,
+                "Install the CUDA and cuDNN versions this onnxruntime-gpu release was built for (or an onnxruntime-gpu "
+                "built for the installed CUDA), make them findable, and restart; `python -c \"import "
+                "onnxruntime.capi.onnxruntime_pybind11_state\"` shows the real error.",
+                "Install the CUDA and cuDNN versions this release was built for and make them findable."),
+            hit.evidence, {},
+        )
+
+    def _b_install_damaged(self, hit: _Hit) -> Match:
+        return Match(
+            "ort-install-damaged",
+            f"The onnxruntime package has no {hit.subject}: its files are incomplete.",
+            "Uninstalling one of two onnxruntime distributions (onnxruntime and onnxruntime-gpu share the "
+            "onnxruntime/ package) deletes files the other one needs.",
+            "pip uninstall -y onnxruntime onnxruntime-gpu && pip install --force-reinstall onnxruntime-gpu "
+            "(reinstall the one you want after removing both).",
+            hit.evidence, {},
+        )
+
+    def _b_shared_missing(self, hit: _Hit) -> Match:
+        return self._m("providers-shared-load-failed", hit,
+                       "libonnxruntime_providers_shared (the bridge every shared execution provider needs) could not "
+                       "be loaded.")
+
+    # -- CUDA runtime errors -------------------------------------------------------------------------
+    def _b_cuda_code(self, hit: _Hit) -> Match | None:
+        code = int(hit.subject)
+        builder = _BY_CODE.get(code)
+        if builder is None:
+            return None
+        found = builder(self, hit)
+        found.details.setdefault("cuda_error", str(code))
+        return found
+
+    def _b_cublas_status(self, hit: _Hit) -> Match:
+        status = hit.subject
+        return Match(
+            "cublas-status-error",
+            f"cuBLAS failed with {status}"
+            + (" while creating its handle (cublasCreate)." if "cublasCreate" in hit.evidence else "."),
+            "CUBLAS_STATUS_ALLOC_FAILED at cublasCreate means cuBLAS could not allocate its workspace: the GPU's "
+            "memory is taken (a small GPU, other processes, many sessions or threads), or a cuBLAS of another CUDA "
+            "release was loaded in front of the one the build needs.",
+            "Free GPU memory: fewer concurrent sessions or execution threads, a smaller model or input, other GPU "
+            "processes stopped (nvidia-smi lists them); and make sure the CUDA and cuDNN that get loaded are the "
+            "versions the onnxruntime build supports (remove other CUDA/cuDNN folders from "
+            + ("PATH)." if self.stack.windows else "PATH / LD_LIBRARY_PATH)."),
+            hit.evidence, {"status": status},
+        )
+
+    def _b_cudnn_status(self, hit: _Hit) -> Match:
+        status = hit.subject
+        return Match(
+            "cudnn-status-error",
+            f"cuDNN failed with {status}"
+            + (" while creating its handle (cudnnCreate)." if "cudnnCreate" in hit.evidence else "."),
+            "At cudnnCreate it is resource exhaustion (a session per thread, too many sessions on one GPU); "
+            "CUDNN_STATUS_NOT_SUPPORTED at a descriptor is a tensor too large for cuDNN (a batch too big); a "
+            "cuDNN other than the build's can also cause it.",
+            "Reduce concurrent sessions and execution threads, lower the batch size or input size, and check that "
+            "the cuDNN loaded is the one the onnxruntime build expects.",
+            hit.evidence, {"status": status},
+        )
+
+    def _b_cudnn_sublibrary(self, hit: _Hit) -> Match:
+        return self._sublibrary(hit, "cuDNN reports CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH: its sub-libraries "
+                                "come from different cuDNN releases.")
+
+    def _sublibrary(self, hit: _Hit, what: str) -> Match:
+        wheels = packages.cudnn_wheels(self.matrix, 9) if self.matrix is not None else {}
+        names = " / ".join(wheels.values())
+        fix = ("Keep one complete cuDNN: remove (or hide) the stray system cuDNN from the loader path, or reinstall "
+               "the complete one; LD_DEBUG=libs shows where each libcudnn_* came from.")
+        fix = _py(self.stack,
+                  f"pip install --force-reinstall {names} (the one matching the build's CUDA major), or remove the "
+                  "stray system cuDNN from the loader path; LD_DEBUG=libs shows where each libcudnn_* came from."
+                  if names else fix, fix)
+        return Match(
+            "cudnn-sublibrary-mismatch", what,
+            "cuDNN 9 dlopens its sub-libraries (libcudnn_*.so.9) by bare name; when one is missing from the wheel "
+            "or a partial copy, the loader takes a system copy of another version.",
+            fix, hit.evidence, {},
+        )
+
+    def _b_link_time_reference(self, hit: _Hit) -> Match:
+        lib = hit.subject
+        return Match(
+            "lib-multiple-copies",
+            f"A library was loaded next to a copy of its partner from another release ({lib}: symbol version not "
+            "defined).",
+            "Several CUDA installs each provide some libraries; the first match on the search path wins per soname, "
+            "so cuBLAS and cuBLASLt (or cuDNN's pieces) came from different releases.",
+            f"Find every copy of {lib} (ldconfig -p | grep {lib.split('.so')[0]}; conda envs, /usr/local/cuda*) and "
+            "keep one source of CUDA libraries on LD_LIBRARY_PATH"
+            + (";" + " `ortdoctor preload` loads one consistent set." if self.stack.python else "."),
+            hit.evidence, {"soname": lib},
+        )
+
+    def _b_driver_library_mismatch(self, hit: _Hit) -> Match:
+        return Match(
+            "driver-library-mismatch", "NVML reports a driver/library version mismatch.",
+            "The user-space driver was upgraded but the kernel module still runs the old version; CUDA cannot "
+            "initialise until they match.",
+            "Reboot (or unload and reload the nvidia kernel modules).", hit.evidence, {},
+        )
+
+    def _b_arena_oom(self, hit: _Hit) -> Match:
+        size = re.search(r"size (\d+)", hit.evidence)
+        return Match(
+            "gpu-out-of-memory",
+            "ORT's CUDA memory arena (BFCArena) could not allocate"
+            + (f" {size.group(1)} bytes." if size else " a buffer."),
+            "The GPU's memory is taken: other processes, several sessions or execution threads each keeping their "
+            "own arena, an arena that grows in powers of two, or inputs larger than the GPU can hold.",
+            "Use fewer execution threads and sessions per GPU, stop other GPU processes (nvidia-smi), cap the inputs "
+            "(batch, sequence, image size), and limit the arena: ('CUDAExecutionProvider', {'arena_extend_strategy': "
+            "'kSameAsRequested', 'gpu_mem_limit': N, 'cudnn_conv_use_max_workspace': '0'}).",
+            hit.evidence, {},
+        )
+
+    def _b_cuda_graph_bug(self, hit: _Hit) -> Match:
+        return self._m("cuda-graph-ort-bug", hit, "CUDA graph capture or replay failed inside onnxruntime itself.")
+
+    def _b_cuda_graph(self, hit: _Hit) -> Match:
+        return Match(
+            "cuda-graph-unsupported", "The session cannot use CUDA graphs as requested (enable_cuda_graph).",
+            "CUDA graphs need every node on the CUDA EP, no control flow (If/Loop/Scan), fixed shapes, and "
+            "inputs/outputs bound through IOBinding at the same device addresses on every run.",
+            "Bind inputs at fixed device addresses and update them in place; keep shapes fixed; fold shape "
+            "subgraphs; avoid control flow"
+            + "." + _py_extra(self.stack, "Use OrtValue.ortvalue_from_numpy(x, 'cuda', 0) and update_inplace()."),
+            hit.evidence, {},
+        )
+
+    # -- providers -----------------------------------------------------------------------------------
+    def _b_providers_not_set(self, hit: _Hit) -> Match:
+        return Match(
+            "providers-not-set", "InferenceSession was created without providers= on a build with more than the CPU "
+            "provider.",
+            "Since ORT 1.9 a build with more than the CPU provider refuses to guess: the caller must list the "
+            "providers.",
+            "onnxruntime.InferenceSession(path, providers=['CUDAExecutionProvider', 'CPUExecutionProvider']) "
+            "(['CPUExecutionProvider'] for the CPU), or the onnxruntime package the program was written for.",
+            hit.evidence, {},
+        )
+
+    def _b_cpu_applied(self, hit: _Hit) -> Match:
+        return self._m("cpu-provider-only-applied", hit,
+                       "Every session got only the CPU execution provider (insightface's 'Applied providers' line).",
+                       consequence=True)
+
+    def _b_nodes_not_assigned(self, hit: _Hit) -> Match:
+        return self._m("nodes-not-assigned-preferred-ep", hit,
+                       "ORT placed some nodes on the CPU on purpose (a warning, not an error).", consequence=True)
+
+    def _b_ep_not_created(self, hit: _Hit) -> Match:
+        req = self.facts.require
+        doc = _CATALOG["cuda-ep-fell-back-to-cpu"]
+        what = "The CUDA execution provider could not be created and ORT fell back to the CPU."
+        if req:
+            what += f" The build needs cuDNN {req[0]} and CUDA {req[1]}."
+        summary = self._summary()
+        fix = doc.fix + (f" Check that the build's CUDA major is the installed one ({summary})." if summary else "")
+        if not self.stack.python and self.stack.known:
+            fix = fix.replace("in code, check `session.get_providers()[0] == 'CUDAExecutionProvider'`",
+                              "in code, check the session's providers")
+        return Match("cuda-ep-fell-back-to-cpu", what, doc.cause, fix, hit.evidence,
+                     {"cudnn_major": str(req[0]), "cuda_major": str(req[1])} if req else {}, True)
+
+    _b_fell_back_to_cpu = _b_ep_not_created
+
+    def _b_cuda_path_set(self, hit: _Hit) -> Match:
+        summary = self._summary()
+        fix = ("Make the onnxruntime-gpu build and the CUDA/cuDNN on PATH match: install the CUDA major the build "
+               "was linked against (e.g. CUDA 12.1 or any other 12.x for a CUDA 12 build) with its cuDNN, or "
+               "install the onnxruntime-gpu built for your CUDA (for CUDA 12 outside 1.19-1.26 the onnxruntime-cuda-12 "
+               "feed has builds)")
+        if summary:
+            fix += f" ({summary})"
+        fix += ("; in a conda environment, conda-forge's cuda-runtime and cudnn packages install them into the "
+                "environment; if both onnxruntime and onnxruntime-gpu are installed, uninstall onnxruntime and "
+                "onnxruntime-gpu and install one: pip uninstall -y onnxruntime onnxruntime-gpu && pip install "
+                '"onnxruntime-gpu[cuda,cudnn]".')
+        return self._m("cuda-path-set-not-loaded", hit,
+                       "onnxruntime could not load its CUDA provider although CUDA_PATH is set.", fix=fix)
+
+    # -- TensorRT ------------------------------------------------------------------------------------
+    def _b_trt_unavailable(self, hit: _Hit) -> Match:
+        return self._trt_unavailable(hit, hit.data.get("dll", ""))
+
+    def _trt_unavailable(self, hit: _Hit, lib: str) -> Match:
+        need = tensorrt_versions.tensorrt_for(self.ctx.ort_version)
+        fix = ("Leave TensorrtExecutionProvider out: providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] "
+               "(programs that pass get_available_providers() ask for it implicitly), or install the TensorRT the "
+               "build needs" + (f" (TensorRT {need})" if need else "") + " and put its lib directory on "
+               + ("PATH" if self.stack.windows else "LD_LIBRARY_PATH") + ".")
+        fix += _py_extra(self.stack, "pip's tensorrt-cu12 / tensorrt-cu13 wheels keep it in "
+                         "site-packages/tensorrt_libs.")
+        return Match(
+            "tensorrt-unavailable",
+            "The TensorRT execution provider could not be created (TensorRT libraries are not loadable"
+            + (f": {lib})." if lib else ")."),
+            "onnxruntime-gpu lists TensorrtExecutionProvider first but never bundles TensorRT; code that asks for it "
+            "fails and falls back, which buries any CUDA failure that follows.",
+            fix, hit.evidence, {"soname": lib} if lib else {},
+        )
+
+    def _b_trt_engine(self, hit: _Hit) -> Match:
+        need = tensorrt_versions.tensorrt_for(self.ctx.ort_version)
+        table = (f"onnxruntime {self.ctx.ort_version}: TensorRT {need}" if need else tensorrt_versions.table_text())
+        return self._m(
+            "tensorrt-engine-incompatible", hit,
+            "TensorRT refused a serialized engine: it was built by another TensorRT version (or for another GPU).",
+            fix="Delete the serialized engine (the .engine/.trt file, the TensorRT EP's engine cache, an _ctx.onnx "
+                "embed) and rebuild it with the TensorRT that will load it; keep one TensorRT on the loader path. "
+                f"For the TensorRT EP that is the TensorRT its release was built with ({table}).")
+
+    def _b_trt_create_failed(self, hit: _Hit) -> Match:
+        need = tensorrt_versions.tensorrt_for(self.ctx.ort_version)
+        table = (f"onnxruntime {self.ctx.ort_version}: TensorRT {need}" if need else tensorrt_versions.table_text())
+        return self._m(
+            "tensorrt-ep-create-failed", hit,
+            f"The TensorRT provider library loads against a different TensorRT ({hit.subject}: undefined symbol "
+            f"{hit.data.get('symbol', '')}).",
+            fix="Install the TensorRT version the onnxruntime release lists in its TensorRT EP requirements (or "
+                f"rebuild onnxruntime against the installed one): {table}.",
+            details={"soname": hit.subject})
+
+    # -- models, Python packages, platform ----------------------------------------------------------
+    def _b_op_no_kernel(self, hit: _Hit) -> Match:
+        where = hit.data.get("where")
+        what = (f"No CUDA kernel is registered for {hit.subject} at this opset/type: the node runs on the CPU."
+                if where else f"No kernel is registered for {hit.subject} with these input types.")
+        fix = (f"The model's {hit.subject} needs a kernel this release does not register: re-export the model "
+               "with an older opset, or re-quantize it with supported types (unsigned weights, the QDQ format), or "
+               "use a release that registers the kernel; the verbose log (log_severity_level=0) lists the nodes "
+               "placed on the CPU.")
+        return self._m("op-kernel-missing", hit, what, fix=fix, details={"op": hit.subject})
+
+    def _b_quantized_op_on_cpu(self, hit: _Hit) -> Match:
+        doc = _CATALOG["model-quantized-ops-on-cpu"]
+        return Match("model-quantized-ops-on-cpu",
+                     f"The CUDA EP has no kernel for the quantized operator {hit.subject}: it runs on the CPU.",
+                     doc.cause, doc.fix, hit.evidence, {"op": hit.subject})
+
+    def _b_numpy_abi(self, hit: _Hit) -> Match:
+        return self._m("numpy-abi-mismatch", hit,
+                       "onnxruntime's native module was built against NumPy 1.x and NumPy 2 is installed.")
+
+    def _b_glibcxx(self, hit: _Hit) -> Match:
+        return self._m("glibcxx-too-old", hit,
+                       f"The system's C/C++ runtime is too old for onnxruntime's native library ({hit.subject} not "
+                       "found).", details={"version": hit.subject})
+
+    def _b_nvidia_stub(self, hit: _Hit) -> Match:
+        name = hit.subject
+        real = name[: -len("-cu13")] if name.endswith("-cu13") else name
+        return Match(
+            "nvidia-wheel-stub", f"pip tried to install {name}, a deprecated stub package.",
+            "From CUDA 13 NVIDIA's component wheels are unsuffixed (nvidia-cublas, nvidia-cuda-runtime); the -cu13 "
+            "names are 0.0.1 stubs that refuse to build. Only cuDNN keeps its suffix.",
+            f"Depend on {real} instead of {name}: pip install {real}.",
+            hit.evidence, {"package": name},
+        )
+
+    def _b_no_wheel(self, hit: _Hit) -> Match:
+        return self._m(
+            "platform-no-cuda", hit, "pip found no onnxruntime wheel for this platform.",
+            fix="PyPI's onnxruntime-gpu is published for Linux x86_64 and Windows x64 only. On a Jetson use the "
+                "Jetson Zoo wheel for your JetPack version; on other aarch64 machines (DGX Spark/GB10, Graviton) "
+                "build onnxruntime from source with --use_cuda (and --cmake_extra_defines "
+                "CMAKE_CUDA_ARCHITECTURES=<cc> for the GPU); elsewhere use a supported OS and Python version.")
+
+    def _b_cudnn_unavailable(self, hit: _Hit) -> Match | None:
+        major = self.ctx.cudnn_major or 9
+        return self._library(f"libcudnn.so.{major}", hit)
+
+    def _b_cudnn_init_dir(self, hit: _Hit) -> Match | None:
+        dirs = self.facts.cudnn_init_dirs
+        if len(dirs) < 2:
+            return None
+        return self._sublibrary(hit, "cuDNN's sub-libraries were loaded from different directories: "
+                                + ", ".join(f"{v} from {k}" for k, v in list(dirs.items())[:4]) + ".")
+
+    # -- a match documented by the catalog ----------------------------------------------------------
+    def _m(self, fid: str, hit: _Hit, what: str, *, fix: str | None = None, details: dict[str, str] | None = None,
+           consequence: bool = False) -> Match:
+        doc = _CATALOG[fid]
+        return Match(fid, what, doc.cause, fix if fix is not None else doc.fix, hit.evidence, dict(details or {}),
+                     consequence)
+
+
+def _identify_without_matrix(name: str) -> _Lib | None:
+    m = _CUDNN_SO.match(name) or _CUDNN_DLL.match(name)
+    if m:
+        return _Lib(name, "cudnn", "cudnn", frozenset({int(m.group(1))}))
+    m = _CUDA_SO.match(name)
+    if m:
+        comp, so = m.group(1), int(m.group(2))
+        majors = {so} if comp.lower() in _SAME_MAJOR else {so + 1} if comp == "cufft" else set()
+        return _Lib(name, "cuda", comp, frozenset(majors))
+    return None
+
+
+# CUDA runtime error codes (cudaError_t) and what they stand for.
+def _code_simple(fid: str, what: str, why: str, fix: str) -> Callable[[_Decider, _Hit], Match]:
+    def build(d: _Decider, hit: _Hit) -> Match:
+        return Match(fid, what, why, fix, hit.evidence, {})
+
+    return build
+
+
+def _driver_too_old(d: _Decider, hit: _Hit) -> Match:
+    return Match(
+        "driver-too-old",
+        "CUDA reports error 35 (cudaErrorInsufficientDriver): the driver is older than the CUDA runtime onnxruntime "
+        "was built with, or there is no usable driver at all.",
+        "Each CUDA major needs a minimum driver (CUDA 12: >= 525.60.13, CUDA 13: R580+ on Linux). In a container the "
+        "image's CUDA can be newer than the host driver supports.",
+        "Upgrade the NVIDIA driver (e.g. sudo apt-get install nvidia-driver-580), or install an onnxruntime build for "
+        "the CUDA major the driver supports (`ortdoctor matrix`; nvidia-smi shows the highest CUDA the driver "
+        "supports)" + (f". {d._summary()}." if d._summary() else "."),
+        hit.evidence, {},
     )
+
+
+def _no_device(d: _Decider, hit: _Hit) -> Match:
+    return Match(
+        "no-gpu-visible",
+        "CUDA reports error 100 (cudaErrorNoDevice): no CUDA-capable device is visible.",
+        "The driver loads but shows no GPU: Docker without --gpus, Kubernetes without a GPU resource, "
+        "CUDA_VISIBLE_DEVICES empty or -1, NVIDIA_VISIBLE_DEVICES=void, or a machine without an NVIDIA GPU.",
+        "docker run --gpus all ... (nvidia-container-toolkit on the host); unset or correct CUDA_VISIBLE_DEVICES; "
+        "on a machine without an NVIDIA GPU use the CPU onnxruntime package instead of the GPU one.",
+        hit.evidence, {},
+    )
+
+
+def _invalid_ordinal(d: _Decider, hit: _Hit) -> Match:
+    gpu = hit.data.get("gpu")
+    if gpu == "0":
+        return Match(
+            "invalid-device-ordinal",
+            "CUDA reports error 101 (invalid device ordinal) for device 0: this process's CUDA runtime sees no GPU at "
+            "all.",
+            "Device 0 always exists when any GPU is visible, so the id is not the problem: the GPU is not visible to "
+            "this process (CUDA_VISIBLE_DEVICES, a container without the GPU), or this onnxruntime build's CUDA "
+            "runtime cannot use the driver and GPU it found.",
+            "Run nvidia-smi in the same environment; check CUDA_VISIBLE_DEVICES and the container's GPU access; if the "
+            "GPU is visible, try another onnxruntime release (one built for the CUDA the driver supports).",
+            hit.evidence, {"gpu": gpu},
+        )
+    return Match(
+        "invalid-device-ordinal",
+        "CUDA reports error 101 (invalid device ordinal): the requested device id is not a visible GPU"
+        + (f" (device id {gpu})." if gpu is not None and len(gpu) < 4 else "."),
+        "CUDA numbers the GPUs that CUDA_VISIBLE_DEVICES leaves visible from 0, so an id valid for the whole machine "
+        "can be out of range, and -1 is never valid (code that leaves the device unset may pass -1).",
+        "Pass a device id from 0 to the number of visible GPUs minus 1 (count after CUDA_VISIBLE_DEVICES); never -1.",
+        hit.evidence, {"gpu": gpu} if gpu is not None else {},
+    )
+
+
+def _arch(d: _Decider, hit: _Hit) -> Match:
+    stack = d.stack
+    sm = gpu_arch.sm_from_text(hit.evidence) or None
+    family = None
+    if sm is None and stack.gpu:
+        named = gpu_arch.sm_of_name(stack.gpu)
+        if named:
+            sm, family = named
+    carried = ""
+    if d.matrix is not None and d.ctx.ort_version:
+        found = d.matrix.release_for(d.ctx.ort_version)
+        if found is not None and found.release.archs:
+            archs = found.release.archs
+            carried = f" onnxruntime-gpu {found.release.line}'s wheel carries {', '.join(archs)}"
+            if sm:
+                base = sm.rstrip("abf")
+                inside = any(a.rstrip("abf") == base for a in archs)
+                carried += f"; {sm} is {'among them' if inside else 'not among them'}"
+            carried += "."
+    what = "CUDA reports cudaErrorNoKernelImageForDevice: this build has no kernels for the GPU"
+    if stack.gpu or sm:
+        what += f" ({', '.join(x for x in (stack.gpu, sm, family) if x)})"
+    fix = ("Find the GPU's compute capability (nvidia-smi --query-gpu=name,compute_cap --format=csv) and use an "
+           "onnxruntime build that carries it: new GPUs (Blackwell RTX 50xx / RTX PRO, sm_120) need a recent build; "
+           "old GPUs (Maxwell, Pascal, Volta: sm_50-sm_70) are dropped by CUDA 13 builds, so use a CUDA 12 build; an "
+           "Ampere GPU (sm_86) needs a build made with CUDA 11.1 or newer. Otherwise build onnxruntime from source "
+           "for the GPU: --cmake_extra_defines CMAKE_CUDA_ARCHITECTURES=<cc> (CMAKE_CUDA_ARCHITECTURES=120 for "
+           "sm_120, 87 for Jetson Orin), or use the Jetson Zoo wheel for the JetPack version.")
+    return Match(
+        "gpu-arch-unsupported", what + "." + carried,
+        "Wheels carry device code for a fixed list of architectures. MatMul (cuBLAS) may still work while ORT's own "
+        "kernels (Add, Relu, Mul, Cast) fail at run time.",
+        fix, hit.evidence, {"sm": sm} if sm else {},
+    )
+
+
+def _illegal_address(d: _Decider, hit: _Hit) -> Match:
+    stack = d.stack
+    if stack.python:
+        fix = ("Bind host data as CPU memory: with Optimum's ORTModel pass use_io_binding=False or move the inputs "
+               "to the model's device (inputs.to('cuda')); with IOBinding, bind numpy/CPU tensors with device 'cpu' "
+               "(ORT copies them) or real CUDA tensors with 'cuda'. If no binding is involved, rerun with "
+               "CUDA_LAUNCH_BLOCKING=1 to find the node (it can be a kernel bug of that release).")
+    else:
+        fix = ("Create host inputs with CPU memory info (Ort::MemoryInfo::CreateCpu, OrtMemoryInfo for CPU; ORT copies "
+               "them to the GPU), or allocate real device memory (cudaMalloc/cudaMemcpy) for a CUDA tensor. If no "
+               "CUDA tensor is involved, rerun with CUDA_LAUNCH_BLOCKING=1 to find the node.")
+    return Match(
+        "iobinding-host-memory",
+        "CUDA reports an illegal memory access (cudaErrorIllegalAddress).",
+        _CATALOG["iobinding-host-memory"].cause, fix, hit.evidence, {},
+    )
+
+
+_BY_CODE: dict[int, Callable[[_Decider, _Hit], Match]] = {
+    35: _driver_too_old,
+    100: _no_device,
+    46: _no_device,  # cudaErrorDevicesUnavailable: an exclusive-process GPU already taken
+    101: _invalid_ordinal,
+    209: _arch,
+    700: _illegal_address,
+    3: _code_simple(
+        "cuda-after-fork",
+        "CUDA reports an initialization error when selecting or initialising the device.",
+        "Typical in a process forked after CUDA was initialised in the parent (multiprocessing's default 'fork' on "
+        "Linux): CUDA does not support fork() after initialisation.",
+        'multiprocessing.set_start_method("spawn") before starting workers (never fork after CUDA is initialised), '
+        "or create sessions only inside the workers.",
+    ),
+    804: _code_simple(
+        "cuda-compat-on-unsupported-hw",
+        "CUDA reports error 804: forward compatibility was attempted on hardware that does not support it.",
+        "A container's cuda-compat libcuda (/usr/local/cuda/compat) only works on data-centre GPUs with a supported "
+        "driver branch, or the host driver is older than the image needs.",
+        "Remove the compat directory from LD_LIBRARY_PATH (or the image's ld.so.conf.d entry), or upgrade the host "
+        "driver to what the image needs.",
+    ),
+    803: _code_simple(
+        "driver-library-mismatch",
+        "CUDA reports error 803: the system's display driver and CUDA driver do not match.",
+        "The user-space driver libraries and the kernel module are from different driver versions (an upgrade "
+        "without a reboot, or a container's libraries against another host driver).",
+        "Reboot (or reload the nvidia kernel modules); align the container's driver libraries with the host.",
+    ),
+    999: _code_simple(
+        "driver-error",
+        "CUDA reports error 999 (unknown error) when initialising the device.",
+        "The driver is installed but in a broken state, most often after suspend and resume (nvidia_uvm), or the GPU "
+        "fell off the bus.",
+        "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm, or reboot; `nvidia-smi` shows the GPU's state.",
+    ),
+    2: _code_simple(
+        "gpu-out-of-memory",
+        "CUDA reports error 2 (out of memory).",
+        "The GPU's memory is taken: other processes, or several sessions each keeping their own BFC arena that grows "
+        "in powers of two.",
+        "Stop other GPU processes (nvidia-smi lists them), use fewer sessions or threads, or limit the arena: "
+        "('CUDAExecutionProvider', {'arena_extend_strategy': 'kSameAsRequested', 'gpu_mem_limit': N}).",
+    ),
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# Resolution over the whole text
+# --------------------------------------------------------------------------------------------------
+def _tensorrt_banner(facts: _Facts) -> bool:
+    """Python's EP Error banner retried without TensorRT and kept the CUDA provider the caller asked for."""
+    return any("Tensorrt" in when and "CUDAExecutionProvider" in when and "CUDAExecutionProvider" in back
+               for when, back in facts.banners)
+
+
+def _resolve(scanner: _Scanner, ctx: Context, matrix: Matrix | None) -> list[Match]:
+    decider = _Decider(scanner, ctx, matrix)
+    facts = scanner.facts
+    ranked: list[tuple[int, int, Match]] = []
+    fell_back = _tensorrt_banner(facts)
+    for hit in scanner.hits.values():
+        match = decider.decide(hit)
+        if match is None:
+            continue
+        if match.finding_id == "tensorrt-unavailable" and fell_back and not match.details.get("soname", "").startswith(
+                ("libnvinfer", "nvinfer")):
+            match = decider._m("tensorrt-ep-fell-back", hit,
+                               "The TensorRT provider could not be created, and ORT retried the session with the CUDA "
+                               "provider (which the caller also asked for).")
+        rank = _RANK.get(match.finding_id, 3 if match.consequence else hit.rank)
+        ranked.append((rank, hit.order, match))
+    if any(rank == 0 for rank, _, _ in ranked):
+        # guesses a program prints after the real error ("cannot import name ...", genai's "set CUDA_PATH")
+        ranked = [t for t in ranked if not (t[0] == 2 and t[2].finding_id == "cuda-lib-missing")]
+    ranked.sort(key=lambda t: (t[0], t[1]))
+    return _merge(m for _, _, m in ranked)
+
+
+def _merge(matches: Iterable[Match]) -> list[Match]:
+    """One match per id: the first (highest ranked) keeps its text; the others' subjects are named in it."""
+    out: dict[str, Match] = {}
+    also: dict[str, list[str]] = {}
+    for m in matches:
+        if m.finding_id not in out:
+            out[m.finding_id] = m
+            continue
+        subject = m.details.get("soname") or m.details.get("dll") or m.details.get("status") or m.details.get("op")
+        first = out[m.finding_id].details
+        if subject and subject not in (first.get("soname"), first.get("dll"), first.get("status"), first.get("op")):
+            names = also.setdefault(m.finding_id, [])
+            if subject not in names and len(names) < 5:
+                names.append(subject)
+    result = []
+    for fid, m in out.items():
+        if fid in also:
+            details = dict(m.details)
+            details["also"] = ", ".join(also[fid])
+            m = replace(m, what=f"{m.what} Also: {details['also']}.", details=details)
+        result.append(replace(m, packages=tuple(fixes.pip_specs(m.fix))))
+    return result
+
+
+def _matrix() -> Matrix | None:
+    try:
+        return load_matrix()
+    except (MatrixError, OSError, ValueError):
+        return None
+
+
+def classify_with_stack(
+    lines: Iterable[str],
+    *,
+    cuda_major: int | None = None,
+    cudnn_major: int | None = None,
+    ort_version: str | None = None,
+    from_environment: bool = False,
+) -> tuple[list[Match], Stack]:
+    """:func:`classify_lines`, and the stack the text showed (binding, OS, versions) that shaped the fixes.
+
+    ``from_environment``: the majors and version describe the onnxruntime installed *here*, not the text's;
+    they are ignored when the text shows another binding or another operating system (a log pasted from
+    a C# program on Windows says nothing about this machine's Python packages)."""
+    scanner = _Scanner()
+    for line in lines:
+        scanner.feed(line)
+    stack = scanner.stack.stack()
+    if not scanner.hits:
+        return [], stack
+    ctx = Context(_sane_major(cuda_major), _sane_major(cudnn_major), _sane_version(ort_version))
+    if from_environment and not _same_place(stack):
+        ctx = Context()
+    return _resolve(scanner, ctx, _matrix()), stack
+
+
+def _same_place(stack: Stack) -> bool:
+    """Whether a text may come from this Python process's environment."""
+    if stack.known and not stack.python:
+        return False
+    here = "windows" if sys.platform.startswith("win") else "macos" if sys.platform == "darwin" else "linux"
+    return stack.os in ("unknown", here) or (here == "linux" and stack.os == "wsl")
+
+
+def classify_lines(
+    lines: Iterable[str],
+    *,
+    cuda_major: int | None = None,
+    cudnn_major: int | None = None,
+    ort_version: str | None = None,
+) -> list[Match]:
+    """:func:`classify` over lines that come one at a time (a log piped in): every line is read."""
+    return classify_with_stack(lines, cuda_major=cuda_major, cudnn_major=cudnn_major, ort_version=ort_version)[0]
 
 
 def classify(
@@ -704,35 +1632,40 @@ def classify(
     cudnn_major: int | None = None,
     ort_version: str | None = None,
 ) -> list[Match]:
-    """Every known failure in ``text``, causes first (in order of appearance), consequences last.
+    """Every known failure in ``text``, the root cause first (see the module docstring for the ranking).
 
     ``cuda_major`` / ``cudnn_major`` are the build's majors when known (from the environment); ORT's
     ``Require cuDNN 9.* and CUDA 13.*`` line in the text fills them otherwise. With them, a library of
-    another major is reported as a major mismatch instead of a plain missing library.
+    another major is reported as a major mismatch instead of a plain missing library. ``ort_version`` is the
+    installed onnxruntime; a version the text names is used when it is not given.
     """
     if not isinstance(text, str) or not text:
         return []
-    ctx = context_from_text(text, Context(cuda_major, cudnn_major, ort_version))
-    found: list[Match] = []
-    seen: set[tuple[str, str]] = set()
-    for line in _lines(text):
-        low = line.lower()
-        on_line: set[str] = set()  # one line is one message: one match per id
-        for rule in _RULES:
-            if not any(n in low for n in rule.needles):
-                continue
-            for m in rule.pattern.finditer(line):
-                match = rule.build(m, line, ctx)
-                if match is None:
-                    continue
-                key = (match.finding_id, match.details.get("soname") or match.details.get("dll") or "")
-                if key in seen or match.finding_id in on_line:
-                    continue
-                seen.add(key)
-                on_line.add(match.finding_id)
-                found.append(match)
-    causes = [m for m in found if not m.consequence]
-    return causes + [m for m in found if m.consequence]
+    return classify_lines(iter_lines(text), cuda_major=cuda_major, cudnn_major=cudnn_major, ort_version=ort_version)
+
+
+def _sane_major(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 100 else None
+
+
+def _sane_version(value: object) -> str | None:
+    return value.strip() if isinstance(value, str) and re.fullmatch(r"\s*\d+\.\d+(?:\.\d+)?\S{0,20}\s*", value) \
+        else None
+
+
+def context_from_text(text: str, base: Context | None = None) -> Context:
+    """Fill unknown build majors from ORT's own `Require cuDNN N.* and CUDA M.*` message."""
+    base = base or Context()
+    if base.cuda_major is not None and base.cudnn_major is not None:
+        return base
+    m = re.search(r"Require cuDNN (\d{1,2})\.\* and CUDA (\d{1,2})\.\*", strip_ansi(text[:4_000_000]))
+    if not m:
+        return base
+    return Context(
+        cuda_major=base.cuda_major if base.cuda_major is not None else int(m.group(2)),
+        cudnn_major=base.cudnn_major if base.cudnn_major is not None else int(m.group(1)),
+        ort_version=base.ort_version,
+    )
 
 
 def finding_ids(text: str, **kwargs: object) -> list[str]:
@@ -744,4 +1677,5 @@ def finding_ids(text: str, **kwargs: object) -> list[str]:
     return out
 
 
-__all__ = ["CONSEQUENCE_IDS", "LOCAL_DOCS", "Context", "Match", "classify", "finding_ids", "strip_ansi"]
+__all__ = ["CONSEQUENCE_IDS", "LOCAL_DOCS", "Context", "Match", "Stack", "classify", "classify_lines",
+           "classify_with_stack", "context_from_text", "finding_ids", "strip_ansi"]
