@@ -597,7 +597,13 @@ class _Decider:
         req = self.facts.require
         version = ctx.ort_version or self.stack.ort_version
         line = packages.release_line(matrix, version) if matrix is not None else None
-        self.version_build = line  # the PyPI build of the version the text names, if any
+        # the CUDA/cuDNN majors the builds of the named onnxruntime version use (its PyPI wheel and its feeds)
+        self.version_cuda: frozenset[int] = frozenset()
+        self.version_cudnn: frozenset[int] = frozenset()
+        if line is not None:
+            self.version_cuda = frozenset({line.cuda_major, *(f.cuda_major for f in line.feeds)})
+            self.version_cudnn = frozenset(m for m in (line.cudnn_major, *(f.cudnn_major for f in line.feeds))
+                                           if m is not None)
         self.ctx = Context(
             cuda_major=ctx.cuda_major if ctx.cuda_major is not None else (req[1] if req else None),
             cudnn_major=ctx.cudnn_major if ctx.cudnn_major is not None else (req[0] if req else None),
@@ -706,6 +712,8 @@ class _Decider:
     def _cudnn_library(self, lib: _Lib, hit: _Hit, req: str) -> Match:
         have = min(lib.majors) if lib.majors else None
         build = self.ctx.cudnn_major
+        if build is None and have is not None and self.version_cudnn and have not in self.version_cudnn:
+            build = max(self.version_cudnn)
         details = {"soname": lib.name, "library": "cudnn"}
         if have is not None:
             details["cudnn_major"] = str(have)
@@ -752,6 +760,11 @@ class _Decider:
         if lib.majors and build is not None and build not in lib.majors:
             return self._major_mismatch(lib, hit, details, f"this onnxruntime build is for CUDA {build}",
                                         wanted=lib_major, have=build)
+        if lib.majors and build is None and self.version_cuda and not (lib.majors & self.version_cuda):
+            builds = " or ".join(str(m) for m in sorted(self.version_cuda, reverse=True))
+            return self._major_mismatch(lib, hit, details,
+                                        f"onnxruntime {self.ctx.ort_version} is built for CUDA {builds}",
+                                        wanted=lib_major, have=max(self.version_cuda))
         machine = self.stack.machine_cuda_major
         if lib.majors and build is None and machine is not None and machine not in lib.majors:
             return self._major_mismatch(lib, hit, details, f"the text shows CUDA {machine}", wanted=lib_major,

@@ -33,11 +33,12 @@ _BINDING_MARKERS: tuple[tuple[str, re.Pattern[str], int], ...] = tuple(
         ("csharp", r"\bSystem\.\w*(?:Exception|NotFound\w*)\b|\bnet\d\.\d(?:-windows)?\b|\.csproj\b|HResult=0x", 2),
         ("csharp", r"runtimes[\\/]win-x64[\\/]native|\bNuGet\b|Unable to load DLL '", 3),
         ("rust", r"\bort::|\bort-artifacts\b|crates\.io|\bcargo\b|panicked at|\.rs:\d+|Result::unwrap\(\)", 3),
-        ("rust", r"\bORT_DYLIB_PATH\b|\bort-2\.\d|\bort = ", 3),
+        ("rust", r"\bORT_DYLIB_PATH\b|\bort-2\.\d|\bort = |\b(?:INFO|WARN|ERROR) ort(?:::[\w:]+)?:", 3),
         ("node", r"onnxruntime-node|node_modules|onnxruntime_binding\.node", 3),
         ("cpp", r"\bOrt::\w+|terminate called after throwing|\bwhat\(\):|\[dnn_onnxruntime @", 3),
-        ("cpp", r"\bOrtSessionOptionsAppendExecutionProvider_\w+|\bSessionOptionsAppendExecutionProvider_\w+\(",
-         1),
+        # the C API by name: C and C++ programs (Java's and C#'s messages carry their own stronger markers)
+        ("cpp", r"\bOrtSessionOptionsAppendExecutionProvider_\w+|\bSessionOptionsAppendExecutionProvider_\w+[(:]",
+         2),
         ("cpp", r"onnxruntime-(?:linux|win)-x64-gpu-\d|\bmodel_repository_manager\.cc\b|\.cpp:\d+", 2),
         ("python", r"Traceback \(most recent call last\)|onnxruntime_pybind11_state|onnxruntime\.capi\b", 3),
         # onnxruntime_pybind_state.cc logs "Failed to create CUDAExecutionProvider" and the EP Error banner: the
