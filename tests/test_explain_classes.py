@@ -33,13 +33,17 @@ def test_every_proposed_class_is_in_the_catalog_with_real_threads() -> None:
     for fid in NEW_IDS:
         entry = CATALOG[fid]
         assert entry.produced_by == "explain"
-        assert entry.docs and all(d.startswith("https://") for d in entry.docs), fid
-        assert entry.cause and entry.evidence and entry.fix, fid
+        assert entry.docs, fid
+        assert all(d.startswith("https://") for d in entry.docs), fid
+        assert entry.cause, fid
+        assert entry.evidence, fid
+        assert entry.fix, fid
 
 
 def test_the_two_requested_duplicates_map_to_the_existing_ids() -> None:
     # NEW_IDS.md asked for gpu-arch-no-kernel and tensorrt-lib-missing; the catalog already had them.
-    assert "gpu-arch-no-kernel" not in CATALOG and "tensorrt-lib-missing" not in CATALOG
+    assert "gpu-arch-no-kernel" not in CATALOG
+    assert "tensorrt-lib-missing" not in CATALOG
     assert finding_ids("CUDA error cudaErrorNoKernelImageForDevice:no kernel image is available for execution "
                        "on the device") == ["gpu-arch-unsupported"]
 
@@ -57,14 +61,16 @@ def test_each_new_class_is_given_for_its_real_texts(fid: str) -> None:
 
 def test_cuda_path_set_is_recognised_in_both_spellings() -> None:
     both = [e.text for e in ENTRIES if e.expected_id == "cuda-path-set-not-loaded"]
-    assert any("wasn't" in t for t in both) and any("wasnt" in t for t in both)
+    assert any("wasn't" in t for t in both)
+    assert any("wasnt" in t for t in both)
     assert all(finding_ids(t)[0] == "cuda-path-set-not-loaded" for t in both)
 
 
 def test_a_missing_library_outranks_the_fallback_lines_after_it() -> None:
     text = next(e.text for e in ENTRIES if e.name.startswith("080-"))  # 126, then "Failed to create ..."
     ids = finding_ids(text)
-    assert ids[0] == "cuda-lib-missing" and ids[-1] == "cuda-ep-fell-back-to-cpu"
+    assert ids[0] == "cuda-lib-missing"
+    assert ids[-1] == "cuda-ep-fell-back-to-cpu"
     assert classify(text)[-1].consequence
 
 
@@ -90,22 +96,26 @@ def test_the_build_the_text_names_decides_a_major_mismatch() -> None:
 
 def test_genai_cuda_interface_is_a_sibling_mismatch() -> None:
     text = next(e.text for e in ENTRIES if e.name.startswith("069-"))
-    assert "Cuda interface not available" in text and "libcublasLt.so.12" in text
+    assert "Cuda interface not available" in text
+    assert "libcublasLt.so.12" in text
     assert finding_ids(text) == ["sibling-cuda-major-mismatch"]
 
 
 def test_a_device_ordinal_of_zero_is_not_blamed_on_the_id() -> None:
     text = next(e.text for e in ENTRIES if e.name.startswith("085-"))
     first = classify(text)[0]
-    assert first.finding_id == "invalid-device-ordinal" and "GPU=0" in text
-    assert "lower" not in first.fix and "device 0" in first.what
+    assert first.finding_id == "invalid-device-ordinal"
+    assert "GPU=0" in text
+    assert "lower" not in first.fix
+    assert "device 0" in first.what
 
 
 def test_no_cuda_error_code_is_invented() -> None:
     text = next(e.text for e in ENTRIES if e.name.startswith("067-"))  # a BFC arena failure, no CUDA error 2
     first = classify(text)[0]
     assert first.finding_id == "gpu-out-of-memory"
-    assert "error 2" not in first.what and "cuda_error" not in first.details
+    assert "error 2" not in first.what
+    assert "cuda_error" not in first.details
 
 
 def test_one_id_is_listed_once_for_several_lines() -> None:
@@ -136,10 +146,12 @@ def test_an_illegal_address_is_host_memory_bound_as_cuda_memory() -> None:
     assert first.finding_id == "iobinding-host-memory"
     assert "CUDA_LAUNCH_BLOCKING=1" in first.fix
     python = classify("Traceback (most recent call last):\n" + _ILLEGAL_ADDRESS)[0]
-    assert "use_io_binding=False" in python.fix and "cuda" in python.fix
+    assert "use_io_binding=False" in python.fix
+    assert "cuda" in python.fix
     cpp = classify("terminate called after throwing an instance of 'Ort::Exception'\n  what():  "
                    + _ILLEGAL_ADDRESS)[0]
-    assert "MemoryInfo" in cpp.fix and "use_io_binding" not in cpp.fix
+    assert "MemoryInfo" in cpp.fix
+    assert "use_io_binding" not in cpp.fix
 
 
 def test_no_kernel_image_names_the_release_architectures_when_the_matrix_has_them(
@@ -153,9 +165,11 @@ def test_no_kernel_image_names_the_release_architectures_when_the_matrix_has_the
     with_gpu = "NVIDIA GeForce RTX 5090 Laptop GPU\n" + text
     first = classify(with_gpu, ort_version="1.23.2")[0]
     assert first.finding_id == "gpu-arch-unsupported"
-    assert "sm_90" in first.what and "sm_120 is not among them" in first.what
+    assert "sm_90" in first.what
+    assert "sm_120 is not among them" in first.what
     newer = classify(with_gpu, ort_version="1.31.1")[0]
-    assert "sm_120a" in newer.what and "sm_120 is among them" in newer.what
+    assert "sm_120a" in newer.what
+    assert "sm_120 is among them" in newer.what
     # without archs in the matrix, nothing is claimed about the wheel
     monkeypatch.setattr(classify_module, "_matrix", lambda: matrix)
     assert "carries" not in classify(with_gpu, ort_version="1.23.2")[0].what

@@ -107,5 +107,7 @@ def test_wheels_that_do_not_exist_are_never_named() -> None:
 def test_a_cudnn_7_or_cuda_10_text_gets_no_wheel() -> None:
     cudnn7 = classify("OSError: libcudnn.so.7: cannot open shared object file: No such file or directory")[0]
     cuda10 = classify("OSError: libcublas.so.10: cannot open shared object file: No such file or directory")[0]
-    assert cudnn7.packages == () and cuda10.packages == ()
-    assert "cudnn" in cudnn7.fix.lower() and "libcublas.so.10" in cuda10.fix
+    assert cudnn7.packages == ()
+    assert cuda10.packages == ()
+    assert "cudnn" in cudnn7.fix.lower()
+    assert "libcublas.so.10" in cuda10.fix

@@ -57,26 +57,32 @@ def test_no_python_advice_for_a_non_python_stack(entry: CorpusEntry) -> None:
 def test_java_csharp_rust_and_cpp_get_their_own_equivalents() -> None:
     by_name = {e.name[:3]: e for e in ENTRIES}
     java = classify(by_name["075"].text)[0]
-    assert "com.microsoft.onnxruntime:onnxruntime_gpu" in java.fix and "PATH" in java.fix
+    assert "com.microsoft.onnxruntime:onnxruntime_gpu" in java.fix
+    assert "PATH" in java.fix
     csharp = classify(by_name["079"].text)[0]
     assert "Microsoft.ML.OnnxRuntime.Gpu" in csharp.fix
     csharp_126 = classify(by_name["169"].text)[0]
     assert "Microsoft.ML.OnnxRuntime.Gpu NuGet package does not ship CUDA" in csharp_126.fix
     assert "bin folders on PATH" in csharp_126.fix
     rust = classify(by_name["081"].text)[0]
-    assert "cuda feature" in rust.fix and "download-binaries" in rust.fix and "load-dynamic" in rust.fix
+    assert "cuda feature" in rust.fix
+    assert "download-binaries" in rust.fix
+    assert "load-dynamic" in rust.fix
     rust_missing = classify(by_name["070"].text)[0]
     assert "ort crate" in rust_missing.fix
     cpp = classify(by_name["049"].text)[0]
-    assert "ldconfig" in cpp.fix and "release archives" in cpp.fix
+    assert "ldconfig" in cpp.fix
+    assert "release archives" in cpp.fix
     java_linux = classify(by_name["074"].text)[0]
-    assert "onnxruntime_gpu jar" in java_linux.fix and "ldconfig" in java_linux.fix
+    assert "onnxruntime_gpu jar" in java_linux.fix
+    assert "ldconfig" in java_linux.fix
 
 
 def test_the_os_decides_path_or_library_path() -> None:
     windows = classify(next(e.text for e in ENTRIES if e.name.startswith("014-")))[0]
     linux = classify(next(e.text for e in ENTRIES if e.name.startswith("113-")))[0]
-    assert "PATH" in windows.fix and "LD_LIBRARY_PATH" not in windows.fix
+    assert "PATH" in windows.fix
+    assert "LD_LIBRARY_PATH" not in windows.fix
     assert "LD_LIBRARY_PATH" in linux.fix or "ldconfig" in linux.fix
 
 

@@ -41,6 +41,10 @@ from ortdoctor.formats.ortlog import strip_ansi
 _MAX_EVIDENCE = 600
 _MAX_HITS = 2_000  # distinct observations kept; a log repeating one error a million times keeps one
 _JOIN_TAIL = 300  # characters of the previous line a wrapped message may start in
+_JOIN_HEAD = 600  # and of the next line it may end in
+_STACK_LINES = 2_000  # every line up to here tells the stack; after it, the lines near an error do
+_STACK_AFTER = 30  # lines after an error line whose binding markers are read (its stack trace)
+_STACK_MAX = 10_000  # and no more lines than this in all: the verdict is long settled by then
 
 #: Findings that only say "the CUDA EP was not used" (or that nothing is wrong); a cause usually sits beside them.
 CONSEQUENCE_IDS = frozenset({"cuda-ep-fell-back-to-cpu", "cpu-provider-only-applied", "nodes-not-assigned-preferred-ep"})
@@ -106,6 +110,12 @@ class _Scanner:
         self.stack = StackScanner()
         self.order = 0
         self._prev_tail = ""
+        self._stack_fed = 0
+        self._stack_after = 0
+
+    def seen(self, kind: str, subject: str) -> bool:
+        """Whether this observation is already recorded (an observer skips its costlier work then)."""
+        return (kind, subject) in self.hits or len(self.hits) >= _MAX_HITS
 
     def add(self, kind: str, subject: str, line: str, data: dict[str, str] | None = None, *, rank: int = 0,
             at: int = 0) -> None:
@@ -118,18 +128,39 @@ class _Scanner:
         for piece in windows(raw):
             line = normalise(piece)
             self.order += 1
-            self.stack.feed(line)
-            self._scan(line)
+            low = line.lower()
+            found = _needles_in(low)
+            if found:
+                self._stack_after = _STACK_AFTER
+                self._scan(line, found)
+            if self._stack_fed < _STACK_MAX and (self.order <= _STACK_LINES or self._stack_after > 0):
+                self._stack_fed += 1
+                self.stack.feed(line)
+            self._stack_after -= 1
             if self._prev_tail and line[:1] not in ("", "["):
-                joined = f"{self._prev_tail} {line.lstrip(' >')}"
-                self._scan(joined, boundary=len(self._prev_tail))
+                self._scan_join(line, low, found)
             self._prev_tail = line[-_JOIN_TAIL:].rstrip() if line.strip() else ""
 
-    def _scan(self, line: str, boundary: int | None = None) -> None:
-        low = line.lower()
-        for rule in _RULES:
-            if not any(n in low for n in rule.needles):
-                continue
+    def _scan_join(self, line: str, low: str, found: dict[str, int]) -> None:
+        """Read the previous line's end and this line's start as one, for a message a terminal wrapped:
+        only the rules whose needle spans the join, or opens this line, can add anything."""
+        rest = line.lstrip(" >")
+        offset = len(line) - len(rest)
+        head = [n for n, i in found.items() if i - offset < 40]
+        edge = f"{self._prev_tail[-_NEEDLE_MAX:]} {rest[:_NEEDLE_MAX]}".lower()
+        cut = min(len(self._prev_tail), _NEEDLE_MAX)
+        spanning = {n: i for n, i in _needles_in(edge).items() if i < cut < i + len(n)}
+        spanning.update((n, 0) for n in head)
+        if spanning:
+            joined = f"{self._prev_tail} {rest[:_JOIN_HEAD]}"
+            self._scan(joined, spanning, boundary=len(self._prev_tail))
+
+    def _scan(self, line: str, found: dict[str, int], boundary: int | None = None) -> None:
+        rules: set[int] = set()
+        for needle in found:
+            rules.update(_RULES_BY_NEEDLE[needle])
+        for index in sorted(rules):
+            rule = _RULES[index]
             for m in rule.pattern.finditer(line):
                 if boundary is not None and not (m.start() < boundary < m.end()):
                     continue  # a joined line only adds what spans the join
@@ -174,17 +205,21 @@ _REQUESTERS = (
 )
 
 
-def _requester(line: str) -> str:
-    return next((name for name, pattern in _REQUESTERS if pattern.search(line)), "")
+def _requester(line: str, at: int = 0) -> str:
+    """Who asked for a library, from the message around it (the provider bridge, an import, genai)."""
+    near = line[max(0, at - 600) : at + 200]
+    return next((name for name, pattern in _REQUESTERS if pattern.search(near)), "")
 
 
 def _so_missing(s: _Scanner, m: re.Match[str], line: str) -> None:
     soname = m.group(1).rsplit("/", 1)[-1]
-    s.add("so_missing", soname, line, {"requester": _requester(line)}, at=m.start())
+    if not s.seen("so_missing", soname):
+        s.add("so_missing", soname, line, {"requester": _requester(line, m.start())}, at=m.start())
 
 
 def _so_dlopen(s: _Scanner, m: re.Match[str], line: str) -> None:
-    s.add("so_missing", m.group(1), line, {"requester": _requester(line)}, at=m.start())
+    if not s.seen("so_missing", m.group(1)):
+        s.add("so_missing", m.group(1), line, {"requester": _requester(line, m.start())}, at=m.start())
 
 
 def _undefined_symbol(s: _Scanner, m: re.Match[str], line: str) -> None:
@@ -195,8 +230,9 @@ def _undefined_symbol(s: _Scanner, m: re.Match[str], line: str) -> None:
 
 
 def _dll_missing(s: _Scanner, m: re.Match[str], line: str) -> None:
-    dll = next((g for g in m.groups() if g), "")
-    s.add("dll_missing", dll.rsplit("\\", 1)[-1], line, {"requester": _requester(line)}, at=m.start())
+    dll = next((g for g in m.groups() if g), "").rsplit("\\", 1)[-1]
+    if not s.seen("dll_missing", dll):
+        s.add("dll_missing", dll, line, {"requester": _requester(line, m.start())}, at=m.start())
 
 
 def _dll_error_code(s: _Scanner, m: re.Match[str], line: str) -> None:
@@ -204,7 +240,7 @@ def _dll_error_code(s: _Scanner, m: re.Match[str], line: str) -> None:
     if code == "127":
         s.add("procedure_missing", dll, line, at=m.start())
     else:
-        s.add("dll_missing", dll, line, {"requester": _requester(line)}, at=m.start())
+        s.add("dll_missing", dll, line, {"requester": _requester(line, m.start())}, at=m.start())
 
 
 def _loadlibrary(s: _Scanner, m: re.Match[str], line: str) -> None:
@@ -467,8 +503,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(("gpu dependencies are not loaded", "multiple onnxruntime packages are installed"),
           re.compile(r"GPU dependencies are not loaded|multiple onnxruntime packages are installed", re.IGNORECASE),
           _simple("both_packages", subject="optimum")),
-    _Rule(("onnxruntime",), re.compile(r"(?:^|[\s+|`])onnxruntime(-gpu)?(?:==|\s{1,30})v?1\.\d{1,2}\.\d"),
-          _package_listed),
+    _Rule(("onnxruntime==", "onnxruntime-gpu==", "onnxruntime ", "onnxruntime-gpu "),
+          re.compile(r"(?:^|[\s+|`])onnxruntime(-gpu)?(?:==|\s{1,30})v?1\.\d{1,2}\.\d"), _package_listed),
     _Rule((">>>",), re.compile(r"^[\s>`]*>>>"), _repl),
     _Rule(("explicitly set the providers parameter",),
           re.compile(r"required to explicitly set the providers parameter"), _simple("providers_not_set", subject="")),
@@ -513,6 +549,25 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(("cuda_path is set but cuda",),
           re.compile(r"CUDA_PATH is set but CUDA wasn'?t\s+able to be loaded", re.IGNORECASE), _cuda_path),
 )
+
+
+def _needle_index() -> tuple[tuple[str, ...], dict[str, tuple[int, ...]]]:
+    """Every rule's needles, and for each needle the rules it stands for (a needle also stands for the
+    rules of every needle inside it: where "not found (required by" occurs, "not found" does too)."""
+    needles = tuple(sorted({n for rule in _RULES for n in rule.needles}, key=len, reverse=True))
+    by_needle = {n: tuple(i for i, rule in enumerate(_RULES) if any(m in n for m in rule.needles))
+                 for n in needles}
+    return needles, by_needle
+
+
+_NEEDLES, _RULES_BY_NEEDLE = _needle_index()
+_NEEDLE_MAX = max(len(n) for n in _NEEDLES)
+
+
+def _needles_in(low: str) -> dict[str, int]:
+    """The needles in a lower-cased line, each with its first position (plain substring search: a few
+    dozen of them cost less than one regular expression over the line)."""
+    return {n: low.find(n) for n in _NEEDLES if n in low}
 
 
 # --------------------------------------------------------------------------------------------------

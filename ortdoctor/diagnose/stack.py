@@ -23,45 +23,45 @@ __all__ = ["BINDINGS", "Stack", "StackScanner"]
 
 BINDINGS = ("python", "java", "csharp", "rust", "node", "cpp")
 
-# (binding, pattern, weight): a strong marker (weight 3) names the binding outright; weaker ones add up.
-_BINDING_MARKERS: tuple[tuple[str, re.Pattern[str], int], ...] = tuple(
-    (b, re.compile(p), w)
-    for b, p, w in (
-        ("java", r"\bai\.onnxruntime\b|\bOrtException\b|onnxruntime-java|:ort-java\b|com\.microsoft\.onnxruntime", 3),
-        ("java", r"\bjava\.lang\.\w+|\bat [\w.$]+\(\w+\.java:\d+\)|\(Native Method\)", 2),
-        ("csharp", r"Microsoft\.ML\.OnnxRuntime|\bOnnxRuntimeException\b|\bOnnxRuntimeGenAIException\b", 3),
-        ("csharp", r"\bSystem\.\w*(?:Exception|NotFound\w*)\b|\bnet\d\.\d(?:-windows)?\b|\.csproj\b|HResult=0x", 2),
-        ("csharp", r"runtimes[\\/]win-x64[\\/]native|\bNuGet\b|Unable to load DLL '", 3),
-        ("rust", r"\bort::|\bort-artifacts\b|crates\.io|\bcargo\b|panicked at|\.rs:\d+|Result::unwrap\(\)", 3),
-        ("rust", r"\bORT_DYLIB_PATH\b|\bort-2\.\d|\bort = |\b(?:INFO|WARN|ERROR) ort(?:::[\w:]+)?:", 3),
-        ("node", r"onnxruntime-node|node_modules|onnxruntime_binding\.node", 3),
-        ("cpp", r"\bOrt::\w+|terminate called after throwing|\bwhat\(\):|\[dnn_onnxruntime @", 3),
-        # the C API by name: C and C++ programs (Java's and C#'s messages carry their own stronger markers)
-        ("cpp", r"\bOrtSessionOptionsAppendExecutionProvider_\w+|\bSessionOptionsAppendExecutionProvider_\w+[(:]",
-         2),
-        ("cpp", r"onnxruntime-(?:linux|win)-x64-gpu-\d|\bmodel_repository_manager\.cc\b|\.cpp:\d+", 2),
-        ("python", r"Traceback \(most recent call last\)|onnxruntime_pybind11_state|onnxruntime\.capi\b", 3),
-        # onnxruntime_pybind_state.cc logs "Failed to create CUDAExecutionProvider" and the EP Error banner: the
-        # Python binding's own C++ layer; insightface's "Applied providers" / "find model:" lines
-        ("python", r"onnxruntime_pybind_state\.cc|Falling back to \[.{0,200}\] and retrying|Applied providers: \[|"
-         r"^find model: ", 3),
-        ("python", r"File \"[^\"]+\.py\", line \d+|^\s*>>> |\bimport onnxruntime\b|\bpip3? install\b", 3),
-        ("python", r"\.py:\d+|site-packages|dist-packages|\bUserWarning\b|\bImportError\b|\bModuleNotFoundError\b", 2),
-        ("python", r"\bInferenceSession\(|\bpython(?:3(?:\.\d+)?)?\b|EP Error", 1),
-        ("python", r"\bonnxruntime_genai\b|\bimport torch\b|\bconda\b", 1),
-    )
+# (binding, weight, the strings any of which marks it). A strong marker (3) names the binding outright;
+# weaker ones add up. Plain substrings, matched case-sensitively as the messages spell them: a few dozen
+# `in` tests cost less than one regular expression over the line.
+_BINDING_MARKERS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    ("java", 3, ("ai.onnxruntime.Ort", "OrtException", "onnxruntime-java", ":ort-java", "com.microsoft.onnxruntime")),
+    ("java", 2, ("java.lang.", ".java:", "(Native Method)")),
+    ("csharp", 3, ("Microsoft.ML.OnnxRuntime", "OnnxRuntimeException", "OnnxRuntimeGenAIException",
+                   "runtimes\\win-x64\\native", "runtimes/win-x64/native", "NuGet", "Unable to load DLL '")),
+    ("csharp", 2, ("System.DllNotFoundException", "System.EntryPointNotFoundException", "System.TypeInitialization",
+                   "net6.0", "net7.0", "net8.0", "net9.0", ".csproj", "HResult=0x")),
+    ("rust", 3, ("ort::", "ort-artifacts", "crates.io", "cargo", "panicked at", "Result::unwrap()", "ORT_DYLIB_PATH",
+                 "/ort-2.", " INFO ort:", " WARN ort:", " ERROR ort:")),
+    ("node", 3, ("onnxruntime-node", "node_modules", "onnxruntime_binding.node")),
+    ("cpp", 3, ("Ort::", "terminate called after throwing", "what():", "[dnn_onnxruntime @")),
+    # the C API by name: C and C++ programs (Java's and C#'s messages carry their own stronger markers)
+    ("cpp", 2, ("SessionOptionsAppendExecutionProvider_", "onnxruntime-linux-x64-gpu-", "onnxruntime-win-x64-gpu-",
+                "model_repository_manager.cc")),
+    ("python", 3, ("Traceback (most recent call last)", "onnxruntime_pybind11_state", "onnxruntime.capi",
+                   # the Python binding's own C++ layer logs these; insightface prints the last two
+                   "onnxruntime_pybind_state.cc", "] and retrying", "Applied providers: [", "find model: ",
+                   '.py", line ', ">>> ", "import onnxruntime", "pip install ", "pip3 install ")),
+    ("python", 2, (".py:", "site-packages", "dist-packages", "UserWarning", "ImportError", "ModuleNotFoundError")),
+    ("python", 1, ("InferenceSession(", "python", "EP Error", "onnxruntime_genai", "import torch", "conda")),
 )
 
-_OS_MARKERS: tuple[tuple[str, re.Pattern[str], int], ...] = tuple(
-    (o, re.compile(p, re.IGNORECASE), w)
-    for o, p, w in (
-        ("wsl", r"/usr/lib/wsl\b|\bWSL2?\b", 3),
-        ("windows", r"\b[A-Z]:\\|\.dll\b|LoadLibrary|WinError|\\a\\_work\\|\\_work\\1\\s\\|win-x64|\.exe\b", 2),
-        ("linux", r"\.so(?:\.\d+)*\b|/usr/|/home/|/opt/|/root/|/lib64?/|onnxruntime_src|ld\.so|\bldconfig\b", 2),
-        ("linux", r"\bubuntu\b|\bdebian\b|\bcentos\b|\bdocker\b|\bjetson\b|\bcolab\b", 1),
-        ("macos", r"\.dylib\b|/Users/|\bdarwin\b|\bmacOS\b", 3),
-    )
+# (os, weight, lower-case strings); a few need a check beyond the substring (see _os_confirmed).
+_OS_MARKERS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    ("wsl", 3, ("/usr/lib/wsl", "wsl")),
+    ("windows", 2, (":\\", ".dll", "loadlibrary", "winerror", "\\a\\_work\\", "\\_work\\1\\s\\", "win-x64",
+                    ".exe")),
+    ("linux", 2, (".so", "/usr/", "/home/", "/opt/", "/root/", "/lib/", "/lib64/", "onnxruntime_src", "ld.so",
+                  "ldconfig")),
+    ("linux", 1, ("ubuntu", "debian", "centos", "docker", "jetson", "colab")),
+    ("macos", 3, (".dylib", "/users/", "darwin", "macos")),
 )
+_SO = re.compile(r"\.so(?:\.\d+)*\b")
+_DRIVE = re.compile(r"\b[A-Za-z]:\\")
+_WSL = re.compile(r"\bWSL2?\b|/usr/lib/wsl\b")
+_STACK_CHARS = 4096  # of a line, the part read for markers (they sit near the start of a message)
 
 _ORT_VERSION = re.compile(
     r"(?<!Since )(?:\bonnxruntime(?:[-_]gpu)?(?:-(?:linux|win)-x64-gpu)?|\bONNX\s?Runtime|Microsoft\.ML\.OnnxRuntime(?:\.Gpu)?"
@@ -74,6 +74,8 @@ _MACHINE_CUDA = re.compile(
     r"|\bcu(1[1-3])\d\b",
     re.IGNORECASE,
 )
+_GPU_HINTS = ("rtx", "gtx", "tesla", "jetson", "a100", "h100", "h200", "v100", "t4", "l4", "l40", "gb10", "orin",
+              "a10", "a30", "a40", "quadro")
 _GPU_NAME = re.compile(r"\b(?:NVIDIA\s+)?(?:GeForce\s+|Tesla\s+|Quadro\s+)?(?:RTX|GTX|Tesla|Jetson|A\d{2,3}|"
                        r"H\d00|V100|T4|L4|L40S?|GB10|Orin)[\w -]{0,30}", re.IGNORECASE)
 
@@ -116,26 +118,27 @@ class StackScanner:
         self._conda = False
 
     def feed(self, line: str) -> None:
-        for binding, pattern, weight in _BINDING_MARKERS:
-            if pattern.search(line):
+        line = line[:_STACK_CHARS]
+        for binding, weight, marks in _BINDING_MARKERS:
+            if any(m in line for m in marks):
                 self._binding[binding] += weight
-        for os_name, pattern, weight in _OS_MARKERS:
-            if pattern.search(line):
+        low = line.lower()
+        for os_name, weight, marks in _OS_MARKERS:
+            if any(m in low for m in marks) and _os_confirmed(os_name, line, low):
                 self._os[os_name] += weight
-        if self._ort_version is None:
+        if self._ort_version is None and ("onnx" in low or "ort " in low):
             m = _ORT_VERSION.search(line)
             if m:
                 self._ort_version = m.group(1)
-        if "Require cuDNN" not in line:
+        if ("cuda" in low or "cu1" in low) and "Require cuDNN" not in line:
             for m in _MACHINE_CUDA.finditer(line):
                 major = int(m.group(1) or m.group(2))
                 if 9 <= major <= 13:
                     self._machine_cuda[major] += 1
-        if self._gpu is None:
+        if self._gpu is None and any(h in low for h in _GPU_HINTS):
             g = _GPU_NAME.search(line)
             if g:
                 self._gpu = g.group(0).strip()
-        low = line.lower()
         self._genai = self._genai or "onnxruntime_genai" in low or "onnxruntimegenai" in low or "og.model" in low
         self._conda = self._conda or "conda" in low
 
@@ -173,3 +176,14 @@ def _os_winner(scores: Counter[str]) -> str:
     best, score = max(((o, s) for o, s in scores.items() if o in ("windows", "linux")), key=lambda t: t[1],
                       default=("unknown", 0))
     return best if score >= 2 else "unknown"
+
+
+def _os_confirmed(os_name: str, line: str, low: str) -> bool:
+    """The substrings that also occur in ordinary words ("also", "wsl" in a path) checked in full."""
+    if os_name == "linux" and ".so" in low and not any(m in low for m in _OS_MARKERS[2][2][1:]):
+        return _SO.search(line) is not None
+    if os_name == "windows" and ":\\" in low and not any(m in low for m in _OS_MARKERS[1][2][1:]):
+        return _DRIVE.search(line) is not None
+    if os_name == "wsl":
+        return _WSL.search(line) is not None
+    return True
