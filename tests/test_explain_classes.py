@@ -170,6 +170,8 @@ def test_no_kernel_image_names_the_release_architectures_when_the_matrix_has_the
     newer = classify(with_gpu, ort_version="1.31.1")[0]
     assert "sm_120a" in newer.what
     assert "sm_120 is among them" in newer.what
+    # the GPU without a version: the lines whose wheel carries it
+    assert "carry sm_120: 1.31" in classify(with_gpu)[0].what
     # without archs in the matrix, nothing is claimed about the wheel
     monkeypatch.setattr(classify_module, "_matrix", lambda: matrix)
     assert "carries" not in classify(with_gpu, ort_version="1.23.2")[0].what

@@ -1493,16 +1493,17 @@ def _arch(d: _Decider, hit: _Hit) -> Match:
         if named:
             sm, family = named
     carried = ""
-    if d.matrix is not None and d.ctx.ort_version:
-        found = d.matrix.release_for(d.ctx.ort_version)
-        if found is not None and found.release.archs:
-            archs = found.release.archs
-            carried = f" onnxruntime-gpu {found.release.line}'s wheel carries {', '.join(archs)}"
-            if sm:
-                base = sm.rstrip("abf")
-                inside = any(a.rstrip("abf") == base for a in archs)
-                carried += f"; {sm} is {'among them' if inside else 'not among them'}"
-            carried += "."
+    found = d.matrix.release_for(d.ctx.ort_version) if d.matrix is not None and d.ctx.ort_version else None
+    if found is not None and found.release.archs:
+        archs = found.release.archs
+        carried = f" onnxruntime-gpu {found.release.line}'s wheel carries {', '.join(archs)}"
+        if sm:
+            carried += f"; {sm} is {'among them' if _carries(archs, sm) else 'not among them'}"
+        carried += "."
+    elif sm and d.matrix is not None:  # the GPU without the version: which lines carry it
+        lines = [r.line for r in d.matrix.releases if r.archs and _carries(r.archs, sm)]
+        if lines:
+            carried = f" The onnxruntime-gpu wheels that carry {sm}: {', '.join(lines)}."
     what = "CUDA reports cudaErrorNoKernelImageForDevice: this build has no kernels for the GPU"
     if stack.gpu or sm:
         what += f" ({', '.join(x for x in (stack.gpu, sm, family) if x)})"
@@ -1518,6 +1519,12 @@ def _arch(d: _Decider, hit: _Hit) -> Match:
         "kernels (Add, Relu, Mul, Cast) fail at run time.",
         fix, hit.evidence, {"sm": sm} if sm else {},
     )
+
+
+def _carries(archs: tuple[str, ...], sm: str) -> bool:
+    """Whether a wheel's architecture list has kernels for ``sm`` (``sm_120a`` counts for ``sm_120``)."""
+    base = sm.rstrip("abf")
+    return any(a.rstrip("abf") == base for a in archs)
 
 
 def _illegal_address(d: _Decider, hit: _Hit) -> Match:
