@@ -181,3 +181,9 @@ def test_every_id_explain_gives_is_documented() -> None:
     for entry in ENTRIES:
         for fid in finding_ids(entry.text):
             assert fid in CATALOG, fid
+
+
+def test_every_cuda_error_code_observed_has_a_meaning() -> None:
+    from ortdoctor.diagnose import text_meaning, text_observe
+
+    assert set(text_meaning.BY_CODE) == text_observe.KNOWN_CODES
