@@ -684,6 +684,270 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         docs=(_ORT_ISSUES + "16116",),
         produced_by="explain",
     ),
+    # ---------------------------------------------------------------------------------- error texts (explain)
+    CatalogEntry(
+        id="cuda-path-set-not-loaded",
+        severity="error",
+        title="Windows: CUDA_PATH is set but onnxruntime could not load its CUDA provider",
+        cause="onnxruntime's Python binding says `CUDA_PATH is set but CUDA wasn't able to be loaded` (also "
+        "spelled `wasnt`) when the CUDA provider DLL could not load its dependencies while a CUDA toolkit is "
+        "installed. It names no cause: in the threads it was a CUDA major the onnxruntime-gpu build does not use "
+        "(a toolkit of another major on PATH), or two onnxruntime packages of different versions installed "
+        "together.",
+        evidence="The error text; the onnxruntime-gpu build's CUDA major against the toolkit on CUDA_PATH/PATH; "
+        "`pip list` for onnxruntime and onnxruntime-gpu.",
+        fix="Make the onnxruntime-gpu build and the CUDA/cuDNN on PATH match: install the CUDA major the build was "
+        "linked against with its cuDNN, or the onnxruntime-gpu built for your CUDA (`ortdoctor matrix`); if both "
+        'onnxruntime and onnxruntime-gpu are installed: pip uninstall -y onnxruntime onnxruntime-gpu && pip install '
+        '"onnxruntime-gpu[cuda,cudnn]"',
+        modes=(3, 5),
+        docs=("https://github.com/neuralchen/SimSwap/issues/98",
+              "https://github.com/pythongosssss/ComfyUI-WD14-Tagger/issues/64",
+              "https://github.com/hacksider/Deep-Live-Cam/issues/963"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="cublas-status-error",
+        severity="error",
+        title="cuBLAS failed (CUBLAS_STATUS_*)",
+        cause="ORT's CUDA provider got a `CUBLAS failure N: CUBLAS_STATUS_*`. In every thread found it was "
+        "`CUBLAS_STATUS_ALLOC_FAILED` at `cublasCreate`: the GPU had no memory left for the cuBLAS handle (a "
+        "small GPU, video processing, many sessions), or another CUDA install had put libraries of unsupported "
+        "versions in front of the ones the build needs.",
+        evidence="The error text (the status and the `expr=` call); free GPU memory; which cuBLAS is loaded.",
+        fix="Free GPU memory (fewer concurrent sessions or execution threads, a smaller model or input, other GPU "
+        "processes stopped), and make sure the CUDA/cuDNN that gets loaded is the version the onnxruntime build "
+        "supports.",
+        docs=("https://github.com/FurkanGozukara/Stable-Diffusion/issues/27",
+              "https://github.com/C0untFloyd/roop-unleashed/issues/1065",
+              "https://github.com/C0untFloyd/roop-unleashed/issues/425"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="cudnn-status-error",
+        severity="error",
+        title="cuDNN failed (CUDNN_STATUS_*)",
+        cause="ORT's CUDA provider got a `CUDNN failure N: CUDNN_STATUS_*`. Two families have an established "
+        "cause: resource exhaustion at `cudnnCreate` (`CUDNN_STATUS_INTERNAL_ERROR` when an application created "
+        "a session per execution thread) and a tensor too large for a cuDNN descriptor "
+        "(`CUDNN_STATUS_NOT_SUPPORTED` at batch 32, batch 31 works). "
+        "`CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH` is `cudnn-sublibrary-mismatch`.",
+        evidence="The error text (the status and the `expr=` call).",
+        fix="Reduce concurrent sessions and execution threads, lower the batch or input size, and check that the "
+        "cuDNN loaded is the one the build expects.",
+        docs=("https://github.com/microsoft/onnxruntime/issues/15715",
+              "https://github.com/hacksider/Deep-Live-Cam/issues/383"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="providers-shared-load-failed",
+        severity="error",
+        title="libonnxruntime_providers_shared could not be loaded",
+        cause="Every shared execution provider (CUDA, TensorRT) needs the bridge library "
+        "`libonnxruntime_providers_shared.so` / `onnxruntime_providers_shared.dll` next to the onnxruntime "
+        "library (`ProviderSharedLibrary::Ensure`). It is missing when a program was built against the CPU "
+        "onnxruntime package, when a binary was copied without its provider libraries or without an `$ORIGIN` "
+        "rpath (Rust `ort`), or when a Docker image carries only the main library.",
+        evidence="The error text; the files beside libonnxruntime.so / onnxruntime.dll.",
+        fix="Ship libonnxruntime_providers_shared and the provider libraries from the same GPU onnxruntime "
+        "release beside libonnxruntime (build against the GPU package), and make them findable: an rpath of "
+        "$ORIGIN, LD_LIBRARY_PATH, or the application directory on Windows (for Rust ort: keep the copied "
+        "libonnxruntime_providers_shared.so and libonnxruntime_providers_cuda.so next to the binary).",
+        docs=("https://github.com/open-mmlab/mmdeploy/issues/2446", "https://github.com/pykeio/ort/issues/429",
+              "https://github.com/boom-astro/boom/issues/214"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="cpu-provider-only-applied",
+        severity="warning",
+        title="every session got only the CPU execution provider",
+        cause="insightface prints `Applied providers: ['CPUExecutionProvider'], ...` for each model it loads; "
+        "when the CUDA provider was asked for, this line alone means onnxruntime silently dropped it. In the "
+        "threads onnxruntime-gpu could not load the CUDA/cuDNN libraries by itself; importing torch first "
+        "(which loads its own CUDA libraries) made the CUDA provider appear.",
+        evidence="The error text; ORT's own error line before it (run with the log severity at warning).",
+        fix="Make the CUDA and cuDNN libraries the build needs loadable (the matching nvidia-* wheels or system "
+        "CUDA/cuDNN, then `import ortdoctor.hook` or onnxruntime.preload_dlls()) rather than relying on import "
+        "torch first; `ortdoctor check` says which library is missing.",
+        modes=(4, 6),
+        docs=("https://github.com/deepinsight/insightface/issues/2295",
+              "https://github.com/deepinsight/insightface/issues/2344"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="dll-init-failed",
+        severity="error",
+        title="Windows: onnxruntime's DLL failed to initialise (WinError 1114)",
+        cause="`ImportError: DLL load failed while importing onnxruntime_pybind11_state` (or `onnxruntime_genai`) "
+        "`: A dynamic link library (DLL) initialization routine failed`. Every thread traced it to an older "
+        "Visual C++ runtime (msvcp140.dll) loaded first: conda's old `vs2015_runtime`, or a machine without the "
+        "current redistributable after onnxruntime 1.21 raised the requirement. onnxruntime_genai's follow-up "
+        "message blaming CUDA libraries is a fallback guess.",
+        evidence="The error text; which msvcp140.dll / vcruntime140.dll loads.",
+        fix="In a conda environment: conda install conda-forge::vs2015_runtime; otherwise install the current "
+        "Visual C++ 2015-2022 redistributable (https://aka.ms/vs/17/release/vc_redist.x64.exe), or pin "
+        "onnxruntime<1.21.",
+        modes=(23,),
+        docs=("https://github.com/microsoft/onnxruntime-genai/issues/555",
+              "https://github.com/microsoft/onnxruntime-genai/issues/642", "https://github.com/google/magika/pull/1099"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="zlibwapi-missing",
+        severity="error",
+        title="Windows: cuDNN 8 cannot find zlibwapi.dll",
+        cause="cuDNN 8 (8.3 and later) on Windows links the zlib DLL `zlibwapi.dll` but does not ship it: "
+        "`Could not locate zlibwapi.dll. Please make sure it is in your library path!`, and the process usually "
+        "aborts right after.",
+        evidence="The error text; zlibwapi.dll on PATH.",
+        fix="Download zlibwapi.dll as NVIDIA's cuDNN 8 install guide describes and put it on PATH (or into the "
+        "CUDA bin folder, e.g. C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8\\bin); cuDNN 9 no "
+        "longer needs it.",
+        docs=("https://github.com/microsoft/onnxruntime/issues/17510", "https://github.com/NickSwardh/YoloDotNet/issues/18",
+              "https://github.com/chaiNNer-org/chaiNNer/issues/2439"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="op-kernel-missing",
+        severity="warning",
+        title="no kernel is registered for an operator of the model",
+        cause="The model has an operator/opset/type combination the release registers no kernel for: "
+        "`NOT_IMPLEMENTED : Could not find an implementation for ConvInteger(10)` (a quantization type "
+        "combination), or `CUDA kernel not found in registries for Op type: Pad` at a new opset, so the node "
+        "runs on the CPU. The cause is the model (its quantization types or its opset), not the installation.",
+        evidence="The error text; the verbose log's node placement; the model's opset and node types.",
+        fix="Re-export the model with an older opset, or re-quantize with supported types (unsigned weights, "
+        "the QDQ format), or use a release that registers the kernel.",
+        docs=(_ORT_ISSUES + "3130", _ORT_ISSUES + "26393", _ORT_ISSUES + "26065", _QUANT_DOCS),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="tensorrt-engine-incompatible",
+        severity="error",
+        title="TensorRT refused a serialized engine built by another version",
+        cause="A TensorRT engine (a .engine/.trt file, the TensorRT EP's engine cache, an _ctx.onnx embed) only "
+        "deserialises with the TensorRT version (and GPU) that built it: `Version tag does not match`, "
+        "`Serialization assertion ... failed`, `Engine deserialization failed`, `TensorRT EP could not "
+        "deserialize engine`.",
+        evidence="The error text; the TensorRT version on the loader path against the one that built the engine.",
+        fix="Delete the serialized engine and rebuild it with the TensorRT that will load it; keep one TensorRT on "
+        "the loader path, the one the onnxruntime release's TensorRT EP was built with "
+        "(https://onnxruntime.ai/docs/execution-providers/TensorRT-ExecutionProvider.html#requirements).",
+        docs=("https://github.com/GeekAlexis/FastMOT/issues/127", "https://github.com/NVIDIA/TensorRT/issues/2195",
+              _ORT_ISSUES + "22139"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="tensorrt-ep-fell-back",
+        severity="info",
+        title="the TensorRT provider failed and ORT retried with the CUDA provider",
+        cause="Python's banner `EP Error ... when using ['TensorrtExecutionProvider', 'CUDAExecutionProvider', "
+        "...]` followed by `Falling back to ['CUDAExecutionProvider', 'CPUExecutionProvider'] and retrying.`: "
+        "the TensorRT provider could not be created (TensorRT not installed) and the session was retried "
+        "without it; the run then carries on on CUDA. It is not a failure when CUDA was the goal.",
+        evidence="The error text: the banner's two provider lists.",
+        fix="Leave TensorrtExecutionProvider out of the providers (programs that pass get_available_providers() "
+        "ask for it implicitly), or install the TensorRT the build needs. When a CUDA provider failure follows "
+        "the banner, that failure is the cause.",
+        modes=(20,),
+        docs=("https://github.com/pythongosssss/ComfyUI-WD14-Tagger/issues/23",
+              "https://github.com/pythongosssss/ComfyUI-WD14-Tagger/issues/16",
+              "https://github.com/sdbds/TRELLIS-for-windows/issues/34"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="nodes-not-assigned-preferred-ep",
+        severity="info",
+        title="some nodes were placed on the CPU (a warning, usually harmless)",
+        cause="`Some nodes were not assigned to the preferred execution providers which may or may not have an "
+        "negative impact on performance. e.g. ORT explicitly assigns shape related ops to CPU to improve "
+        "perf.` ORT places shape computations on the CPU on purpose, and the session runs on the requested "
+        "provider.",
+        evidence="The warning; the verbose log's node placement (what is on the CPU besides shape ops).",
+        fix="Nothing to fix when only shape-related ops are on the CPU; list CPUExecutionProvider explicitly "
+        "after the GPU provider to silence the warning; run with verbose logging to see the placement if "
+        "compute nodes are on the CPU.",
+        modes=(4, 25),
+        docs=("https://github.com/k2-fsa/sherpa-onnx/issues/163", _ORT_ISSUES + "16863",
+              "https://github.com/pykeio/ort/pull/81"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="numpy-abi-mismatch",
+        severity="error",
+        title="onnxruntime was built against NumPy 1.x and NumPy 2 is installed",
+        cause="`A module that was compiled using NumPy 1.x cannot be run in NumPy 2.x as it may crash`, then "
+        "`AttributeError: _ARRAY_API not found` / `numpy.core.multiarray failed to import` while importing "
+        "onnxruntime's pybind module: onnxruntime 1.18.0 and older were built against NumPy 1.",
+        evidence="The error text; the installed numpy and onnxruntime versions.",
+        fix="<python> -m pip install 'numpy<2' (with the same Python that runs the program), or upgrade "
+        "onnxruntime to a release built against NumPy 2.",
+        docs=("https://github.com/hacksider/Deep-Live-Cam/issues/1108", _ORT_ISSUES + "21063"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="glibcxx-too-old",
+        severity="error",
+        title="the system's libstdc++ / glibc is older than onnxruntime needs",
+        cause="`version 'GLIBCXX_3.4.NN' not found`, `CXXABI_1.3.N not found` or `GLIBC_2.NN not found` when "
+        "loading onnxruntime's native library: the wheel (or the Java native library) was built against a newer "
+        "libstdc++/glibc than the system has (CentOS 7, AWS Lambda's Amazon Linux, JetPack 5 containers).",
+        evidence="The error text; `strings /lib64/libstdc++.so.6 | grep GLIBCXX`, `ldd --version`.",
+        fix="Use a distribution or container with a new enough libstdc++/glibc, or an older onnxruntime built for "
+        "that baseline; for GLIBCXX only, a newer libstdc++ (conda-forge's libstdcxx-ng, or the toolchain's) "
+        "first on the loader path.",
+        docs=(_ORT_ISSUES + "1001", _ORT_ISSUES + "1113", "https://github.com/ultralytics/ultralytics/issues/21757",
+              _ORT_ISSUES + "6021"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="iobinding-host-memory",
+        severity="error",
+        title="host memory was handed to ORT as CUDA memory",
+        cause="An input or output was declared as CUDA memory but points to host memory: a C/C++/C# program "
+        "created its tensor with `Ort::MemoryInfo(\"Cuda\", ...)` around a host buffer, or Optimum's ORTModel "
+        "with IO binding (its default on the CUDA provider) bound the tokenizer's CPU tensors as device "
+        "pointers. The CUDA kernels then fail with an illegal memory access (`cudaErrorIllegalAddress`) or a "
+        "cuDNN error.",
+        evidence="The error text (run with CUDA_LAUNCH_BLOCKING=1 to see the failing node); the program's "
+        "memory info / IO binding.",
+        fix="Create host inputs with CPU memory info and let ORT copy them, or really allocate device memory "
+        "(cudaMalloc/cudaMemcpy) for a CUDA tensor; with Optimum pass use_io_binding=False or move the inputs "
+        "to the model's device (inputs.to('cuda')).",
+        modes=(25,),
+        docs=(_ORT_ISSUES + "10323",),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="cuda-graph-ort-bug",
+        severity="error",
+        title="a CUDA graph failure inside onnxruntime itself",
+        cause="A failure with `enable_cuda_graph` that is onnxruntime's own bug, not the model's: `cudaMalloc` "
+        "during capture showing up as a BFC arena allocation failure (fixed by onnxruntime PR #15005), graph "
+        "replay failing from the second run in 1.22.0 (`expected typeinfo_ptr to not be null`).",
+        evidence="The error text with enable_cuda_graph (trt_cuda_graph_enable for TensorRT) set; the release.",
+        fix="Upgrade onnxruntime to the release with the fix, or disable CUDA graphs (enable_cuda_graph=0, "
+        "trt_cuda_graph_enable=0) until then.",
+        modes=(25,),
+        docs=(_ORT_ISSUES + "14942", "https://github.com/tphakala/rust-birdnet-onnx/pull/27"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="tensorrt-ep-create-failed",
+        severity="error",
+        title="the TensorRT provider library does not match the installed TensorRT",
+        cause="`Failed to load library libonnxruntime_providers_tensorrt.so with error: ... undefined symbol` (or "
+        "an undefined symbol in libnvinfer_plugin): the TensorRT provider was built against another TensorRT "
+        "version than the one loaded (onnxruntime 1.12 needs TensorRT 8.4). A TensorRT that is missing "
+        "altogether is `tensorrt-unavailable`.",
+        evidence="The error text; the TensorRT version on the loader path.",
+        fix="Install the TensorRT version the onnxruntime release lists in its TensorRT EP requirements "
+        "(https://onnxruntime.ai/docs/execution-providers/TensorRT-ExecutionProvider.html#requirements), or "
+        "rebuild onnxruntime against the installed one.",
+        modes=(20,),
+        docs=(_ORT_ISSUES + "12766", _ORT_ISSUES + "14802", _ORT_ISSUES + "12133"),
+        produced_by="explain",
+    ),
     # ---------------------------------------------------------------------------------- the user's model
     CatalogEntry(
         id="model-invalid",

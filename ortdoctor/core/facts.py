@@ -257,6 +257,7 @@ class Match:
     evidence: str  # the line that matched (colour codes removed, shortened)
     details: dict[str, str] = field(default_factory=dict)  # soname, code, cuda_major, ...
     consequence: bool = False  # True for "the EP was not used" lines that follow a real cause
+    packages: tuple[str, ...] = ()  # the PyPI package specs the fix tells pip to install
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -267,6 +268,7 @@ class Match:
             "evidence": self.evidence,
             "details": dict(self.details),
             "consequence": self.consequence,
+            "packages": list(self.packages),
         }
 
 
