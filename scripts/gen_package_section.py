@@ -11,6 +11,7 @@ matrix carries only what the fix builder needs.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,20 @@ def _wheels(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
         out[name] = {"cuda": None, "versions": [], "note": "does not exist on PyPI"}
     out["onnxruntime-gpu"] = {"cuda": None, "versions": list(table["onnxruntime_gpu"]["versions"])}
     out["onnxruntime"] = {"cuda": None, "versions": list(table["onnxruntime"]["versions"])}
+    for name, row in table["onnxruntime_genai"].items():
+        out[name] = {"cuda": None, "versions": list(row["versions"])}
+    for name, row in table["tensorrt"].items():
+        versions = [*(row.get("versions_10x") or ()), *(row.get("versions_11x") or ()), *(row.get("other_versions") or ())]
+        versions = [v for v in versions if v[:1].isdigit() and not v.startswith("0.")]
+        if versions:
+            major = re.search(r"-cu(\d+)", name)
+            out[name] = {"cuda": int(major.group(1)) if major else None,
+                         "versions": sorted(versions, key=lambda v: tuple(int(p) for p in re.findall(r"\d+", v)))}
+    # numpy: the releases that matter to a fix (the newest below 2 and the newest, per Python)
+    numpy = {v for row in table["numpy"]["by_python_linux_x86_64"].values()
+             for v in (row.get("newest_below_2"), row.get("newest"), row.get("first_2x"))
+             if isinstance(v, str) and v[:1].isdigit()}
+    out["numpy"] = {"cuda": None, "versions": sorted(numpy, key=lambda v: tuple(int(p) for p in v.split(".")))}
     return dict(sorted(out.items()))
 
 
