@@ -436,6 +436,21 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         docs=("https://github.com/Akegarasu/lora-scripts/issues/101",),
     ),
     CatalogEntry(
+        id="libcuda-missing",
+        severity="error",
+        title="NVML works but the CUDA driver library libcuda.so.1 is missing",
+        cause="The driver's management library answers (nvidia-smi works) but its CUDA library is not in the "
+        "loader's path: a container started with `NVIDIA_DRIVER_CAPABILITIES=utility` (NVML only), a driver "
+        "installed without its compute part, or a libcuda in a directory nothing points at. Every CUDA session "
+        "fails to create a context, and onnxruntime falls back to the CPU.",
+        evidence="NVML's answer against libcuda.so.1 in the ld.so cache, LD_LIBRARY_PATH and the default "
+        "directories.",
+        fix="docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ...; on a host, install the "
+        "driver's compute library (libnvidia-compute-<branch>).",
+        modes=(8,),
+        docs=("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html",),
+    ),
+    CatalogEntry(
         id="driver-too-old",
         severity="error",
         title="the NVIDIA driver is too old for the CUDA version onnxruntime was built with",

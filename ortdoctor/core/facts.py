@@ -69,6 +69,7 @@ class PythonInfo:
     uv_on_path: str | None = None  # the `uv` a shell runs first
     virtual_env: str | None = None  # $VIRTUAL_ENV: the venv the shell has activated
     inspected_other: bool = False  # --python: not the interpreter ortdoctor itself runs in
+    hook_pth: str | None = None  # ortdoctor's .pth file in a site directory: every start preloads
 
 
 # --------------------------------------------------------------------------------------------------

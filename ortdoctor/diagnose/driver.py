@@ -72,6 +72,8 @@ def check_driver(ctx: Ctx) -> list[Finding]:
         return [make("driver-missing", detail + hints, fix)]
 
     out: list[Finding] = []
+    if ctx.os_name == "linux" and not drv.libcuda and not py.wsl:
+        out.append(_libcuda_missing(ctx))
     out += _check_driver_version(ctx)
     out += _check_compat_libs(ctx)
     dmap = map_devices(drv, device_order=ctx.device_order)
@@ -103,6 +105,23 @@ def check_driver(ctx: Ctx) -> list[Finding]:
     out += _check_memory(target, visible)
     out += _check_compute_mode(target, visible)
     return out
+
+
+def _libcuda_missing(ctx: Ctx) -> Finding:
+    """NVML answers (nvidia-smi works) but the CUDA driver library is not there: a container started with
+    NVIDIA_DRIVER_CAPABILITIES=utility gets NVML and no compute; every CUDA session fails."""
+    drv = ctx.env.driver
+    caps = (ctx.env.python.container and "NVIDIA_DRIVER_CAPABILITIES") or ""
+    detail = (f"NVML works (driver {drv.version}, {len(drv.devices)} GPU(s)), but libcuda.so.1 is in no "
+              "directory the loader searches: CUDA cannot create a context, and onnxruntime falls back to the "
+              "CPU (`libcuda.so.1: cannot open shared object file`).")
+    if ctx.env.python.container:
+        fix = ("Start the container with the compute capability: docker run --gpus all -e "
+               "NVIDIA_DRIVER_CAPABILITIES=compute,utility ... (Kubernetes: the same variable in the pod's env)")
+    else:
+        fix = ("Install the driver's CUDA library (on Debian/Ubuntu: the libnvidia-compute package of the installed "
+               f"driver branch {(drv.version or '').split('.')[0]}), or add its directory to the loader's path")
+    return make("libcuda-missing", detail + (f" ({caps} decides what a container gets.)" if caps else ""), fix)
 
 
 def _invalid_ordinal(ctx: Ctx, dmap: DeviceMap) -> Finding:

@@ -179,9 +179,17 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
         detail = ("Installed, but in no directory the loader searches (LD_LIBRARY_PATH, ld.so.cache, default "
                   "directories, the provider's RUNPATH), and no other copy is there either; ORT finds them only "
                   "when they are preloaded:\n" + "\n".join(lines))
-        fix = ("import ortdoctor.hook  # first line of the program: preloads them by full path\n"
-               f"or, before starting Python: {env_fix}")
-        out.append(make("cuda-lib-not-loadable", detail, fix))
+        hook = ctx.env.python.hook_pth
+        if hook:
+            # the .pth preloads them at every start of this Python: nothing left to do for its programs
+            out.append(make("cuda-lib-not-loadable", detail + f"\n{hook} preloads them at every start of "
+                            f"{ctx.env.python.executable} (`ortdoctor hook install`), so its programs find them.",
+                            "", severity="info"))
+        else:
+            fix = ("import ortdoctor.hook  # first line of the program: preloads them by full path\n"
+                   "or `ortdoctor hook install`: every start of this Python preloads them (permanent)\n"
+                   f"or, before starting Python: {env_fix}")
+            out.append(make("cuda-lib-not-loadable", detail, fix))
     other = [(lp, pick) for lp in libs if lp.chosen is not None and (pick := picks.get(lp.name)) is not None
              and not pick.same_as_chosen]
     if other:

@@ -28,6 +28,17 @@ from ortdoctor.probes.torch import probe_torch
 __all__ = ["collect_environment"]
 
 
+def _mapped(maps_path: str) -> tuple[str, ...]:
+    """The shared objects mapped in the process, less what ortdoctor's own hook preloaded into this one
+    (with the hook installed, ortdoctor's CLI is itself preloaded at start-up; the user's program is the
+    subject, and its own hook does the same there)."""
+    paths = mapped_paths(maps_path)
+    hook = sys.modules.get("ortdoctor.hook")
+    result = getattr(hook, "result", None) if hook is not None and maps_path == "/proc/self/maps" else None
+    ours = {x.mapped for x in getattr(result, "loaded", ()) if getattr(x, "source", "") != "loaded"}
+    return tuple(p for p in paths if p not in ours) if ours else paths
+
+
 def collect_environment(
     *,
     sys_path: Iterable[str] | None = None,
@@ -86,5 +97,5 @@ def collect_environment(
         nvidia_wheels=probe_nvidia_wheels(index=index),
         system=system,
         driver=driver,
-        mapped=mapped_paths(maps_path),
+        mapped=_mapped(maps_path),
     )

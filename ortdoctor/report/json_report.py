@@ -31,6 +31,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "ortdoctor_version": __version__,
         "verdict": report.verdict,
+        "outcome": report.outcome,
         "findings": [finding_json(f) for f in report.findings],
         "python": _python(env),
         "ort": _ort(env, report.recommendation),
