@@ -19,7 +19,7 @@ from ortdoctor.formats.distinfo import DistIndex
 from ortdoctor.formats.procmaps import mapped_paths
 from ortdoctor.probes.driver import probe_driver
 from ortdoctor.probes.nvidia_wheels import probe_nvidia_wheels
-from ortdoctor.probes.ort import probe_ort
+from ortdoctor.probes.ort import add_kernels, probe_ort
 from ortdoctor.probes.platform import probe_python
 from ortdoctor.probes.system import probe_system
 from ortdoctor.probes.torch import probe_torch
@@ -50,7 +50,8 @@ def collect_environment(
         fs_root: root for /proc, /dev, /etc and the default library directories (tests).
         ld_cache_path: the ld.so cache (default ``<fs_root>/etc/ld.so.cache``).
         maps_path: the maps file for already-mapped libraries.
-        query_driver: False skips NVML (the driver is reported as not queried).
+        query_driver: False skips NVML (the driver is reported as not queried) and the reading of the
+            CUDA provider's kernel architectures, which only matter against the GPUs.
         on_probe: called as ``on_probe("ort", OrtInfo)`` as soon as the onnxruntime probe (the first,
             and a cheap one) is done, then ``on_probe("driver", DriverInfo)``: ``check`` starts its smoke
             child there, so the child runs while the other probes do.
@@ -62,9 +63,13 @@ def collect_environment(
     if site_dirs is not None:
         python = dataclasses.replace(python, site_dirs=sites)
     index = DistIndex(sites)
-    ort = probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index)
+    ort = probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index, kernels=False)
     if on_probe is not None:
         on_probe("ort", ort)
+    if query_driver:
+        # The kernel architectures matter only against the GPUs, and are read after the smoke child
+        # started; the preload path (no driver query) never pays for them.
+        ort = add_kernels(ort)
 
     cache_path = ld_cache_path if ld_cache_path is not None else os.path.join(fs_root, "etc", "ld.so.cache")
     system = probe_system(env, ld_cache_path=cache_path)
