@@ -39,10 +39,10 @@ from ortdoctor.formats.pe import PeError, read_pe
 
 OUT = Path(__file__).resolve().parent / "data" / "wheel_facts.json"
 
-# The newest patch of every minor line PyPI still has (1.11 on; older files were removed), plus 1.18.0
-# and 1.20.2 (named in issue reports).
+# The newest patch of every minor line PyPI still has (1.11 on; older files were removed), plus 1.18.0,
+# 1.20.2 and 1.23.0 (named in issue reports; 1.23.0's PTX is compute_90a, 1.23.2's compute_90).
 RELEASES = ("1.11.1", "1.12.1", "1.13.1", "1.14.1", "1.15.1", "1.16.3", "1.17.1", "1.18.0", "1.18.1", "1.19.2", "1.20.2", "1.21.1", "1.22.0",
-            "1.23.2", "1.24.4", "1.25.1", "1.26.0", "1.27.0", "1.28.0", "1.29.0", "1.30.0", "1.31.1")
+            "1.23.0", "1.23.2", "1.24.4", "1.25.1", "1.26.0", "1.27.0", "1.28.0", "1.29.0", "1.30.0", "1.31.1")
 # cp311 wheels exist for every one of them from 1.15 on, for both platforms; older lines stop at cp310
 # (1.12-1.14) or cp39 (1.11).
 PYTHON = "3.11"

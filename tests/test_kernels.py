@@ -243,3 +243,27 @@ def test_a_release_without_recorded_archs_is_never_recommended_for_a_gpu() -> No
                                           for r in MATRIX.releases))
     assert bare.recommend("13", None, gpu=H200) is None
     assert bare.recommend("13", None) is not None
+
+
+# --------------------------------------------------------------------------------------------------
+# Targets the general kernels lack: the Windows wheels of 1.29-1.31 carry sm_90a only in Hopper-only kernels
+# --------------------------------------------------------------------------------------------------
+def test_isolated_targets_do_not_cover_the_general_kernels() -> None:
+    archs = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a")
+    lone = coverage(H200, archs, isolated=("sm_90a",))
+    assert (lone.verdict, lone.sass, lone.runs) == ("isolated", ("sm_90a",), False)
+    assert coverage(H200, archs).verdict == "sass"  # the union alone says it runs
+    assert coverage(RTX5090, archs, isolated=("sm_90a",)).verdict == "sass"
+    assert coverage(B200, archs, isolated=("sm_90a",)).verdict == "none"
+
+
+def test_windows_1_29_to_1_31_have_sm_90a_in_hopper_only_kernels() -> None:
+    for line in ("1.29", "1.30", "1.31"):
+        release = next(r for r in MATRIX.releases if r.line == line)
+        assert release.platform_archs["win_amd64"].isolated == ("sm_90a",)
+        assert release.kernels_for().isolated == ()  # type: ignore[union-attr]  # Linux: every kernel has sm_90a
+        k = release.kernels_for("win_amd64")
+        assert k is not None
+        assert coverage(H200, k.archs, ptx_isa=k.ptx_isa, isolated=k.isolated).verdict == "isolated"
+    assert MATRIX.kernel_releases(H200, platform="win_amd64")[0].version == "1.28.0"
+    assert MATRIX.kernel_releases(H200)[0].version == "1.31.1"

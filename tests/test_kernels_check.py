@@ -21,8 +21,9 @@ import pytest
 from ortdoctor.core.facts import Device, Environment, Finding, ProviderKernels
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.diagnose.checklist import diagnose
+from ortdoctor.formats.fatbin import FatbinInfo, KernelImage
 from ortdoctor.probes.environment import collect_environment
-from ortdoctor.probes.ort import probe_ort, read_kernels
+from ortdoctor.probes.ort import isolated_targets, probe_ort, read_kernels
 from tests.support import fake_nvml, testenvs
 from tests.test_diagnose import driver_ok, full_plan, healthy_env, ort_gpu, python_info
 
@@ -173,6 +174,26 @@ def test_ptx_a_driver_cannot_jit_is_an_error() -> None:
     assert get(found, "gpu-arch-ptx-jit") is not None
 
 
+def test_h200_on_the_windows_wheel_gets_a_warning_not_a_pass() -> None:
+    # onnxruntime-gpu 1.31.1 for Windows: sm_90a only in the Hopper-only kernels (the matrix's facts)
+    env = env_with(gpu("H200"), kernels=None, platform="win-amd64")
+    env = replace(env, python=replace(env.python, os="windows"))
+    f = arch(diagnose(env, full_plan(), MATRIX, os_name="windows"))
+    assert f.severity == "warning"
+    assert "its only image, sm_90a, is in kernels built for 9.0 alone" in f.detail
+    assert "==1.28.0" in (f.fix or "")
+
+
+def test_isolated_targets_from_the_fatbin_layout() -> None:
+    info = FatbinInfo(PROVIDER, "pe", 1, 599, target_sets=(
+        (("sm_90a",), 290), (("sm_75", "sm_80", "sm_86", "sm_89", "sm_120a"), 179), (("sm_120a",), 9)),
+        images=tuple(KernelImage("sass", a, n, True) for a, n in ((75, "sm_75"), (90, "sm_90a"), (120, "sm_120a"))))
+    assert isolated_targets(info) == ("sm_90a",)
+    linux = replace(info, target_sets=(
+        (("sm_90a",), 292), (("sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a"), 217), (("sm_120a",), 9)))
+    assert isolated_targets(linux) == ()
+
+
 # --------------------------------------------------------------------------------------------------
 # Several GPUs
 # --------------------------------------------------------------------------------------------------
@@ -230,6 +251,7 @@ def test_the_probe_reads_the_real_provider_as_the_matrix_records_it() -> None:
     assert kernels.containers == 609
     # most kernels exist for some architectures only: 292 containers carry sm_90a alone
     assert kernels.uneven == {"sm_120a": 317, "sm_75": 217, "sm_80": 308, "sm_86": 308, "sm_89": 308, "sm_90a": 600}
+    assert kernels.isolated == ()
     ort = probe_ort([str(REAL_SITE)])
     assert ort.kernels == kernels
     assert probe_ort([str(REAL_SITE)], kernels=False).kernels is None

@@ -95,6 +95,9 @@ class ProviderKernels:
     # Targets that only some containers carry -> how many do: the kernels of the others have no image
     # for it (a hint: the union of targets can hide per-kernel gaps, which arch-gated kernels explain).
     uneven: dict[str, int] = field(default_factory=dict)
+    # Targets found only in containers that hold nothing but arch-specific targets (sm_90a-only kernels):
+    # the build's general kernels have no image for them (see ortdoctor.decide.kernels.coverage).
+    isolated: tuple[str, ...] = ()
     error: str | None = None  # the headers could not be read: why (archs is then empty)
 
 

@@ -68,7 +68,7 @@ TEGRA: frozenset[tuple[int, int]] = frozenset({(5, 3), (6, 2), (7, 2), (8, 7)})
 
 Kind = Literal["sass", "ptx"]
 Variant = Literal["", "a", "f"]
-Verdict = Literal["sass", "ptx", "ptx-driver-too-old", "none"]
+Verdict = Literal["sass", "ptx", "ptx-driver-too-old", "isolated", "none"]
 
 _TARGET_RE = re.compile(r"(sm|compute)_(\d{2,3})([af]?)")
 
@@ -153,7 +153,9 @@ class Coverage:
     """How one GPU runs a build's kernels (see :func:`coverage`)."""
 
     cc: tuple[int, int]
-    verdict: Verdict  # "sass": native code; "ptx": JIT at first use; "ptx-driver-too-old"; "none"
+    # "sass": native code; "ptx": JIT at first use; "ptx-driver-too-old"; "isolated": only targets that the
+    # build's general kernels lack (see coverage()); "none"
+    verdict: Verdict
     sass: tuple[str, ...] = ()  # the SASS targets that run on this GPU
     ptx: tuple[str, ...] = ()  # the PTX targets that could be JIT-compiled for it
     ptx_isa: str | None = None  # the PTX's ISA version ("8.2")
@@ -170,7 +172,7 @@ class Coverage:
 
 
 def coverage(cc: tuple[int, int], archs: Iterable[str], *, ptx_isa: str | None = None,
-             driver_cuda: str | None = None, tegra: bool | None = None) -> Coverage:
+             driver_cuda: str | None = None, tegra: bool | None = None, isolated: Iterable[str] = ()) -> Coverage:
     """Whether a GPU of compute capability ``cc`` runs code built for ``archs``.
 
     Args:
@@ -181,8 +183,25 @@ def coverage(cc: tuple[int, int], archs: Iterable[str], *, ptx_isa: str | None =
             which gives PTX the benefit of the doubt.
         tegra: the GPU is a Tegra (Jetson) one, where SASS runs only on its own compute capability;
             default: ``cc`` is one of :data:`TEGRA`.
+        isolated: targets of ``archs`` found only in fatbin containers that hold nothing but
+            arch-specific targets: kernels written for one GPU alone (Hopper-only GEMMs). A GPU that only
+            they reach has no image for the build's other kernels: verdict ``"isolated"``. (The Windows
+            wheels of 1.29-1.31 carry sm_90a only so.)
     """
-    is_tegra = cc in TEGRA if tegra is None else tegra
+    archs = list(archs)
+    every = _coverage(cc, archs, ptx_isa, driver_cuda, cc in TEGRA if tegra is None else tegra)
+    lone = {a.strip().lower() for a in isolated}
+    if not lone or not every.runs:
+        return every
+    general = _coverage(cc, [a for a in archs if a.strip().lower() not in lone], ptx_isa, driver_cuda,
+                        cc in TEGRA if tegra is None else tegra)
+    if general.verdict != "none":
+        return general
+    return Coverage(cc, "isolated", every.sass, every.ptx, every.ptx_isa, every.jit_cuda)
+
+
+def _coverage(cc: tuple[int, int], archs: Iterable[str], ptx_isa: str | None, driver_cuda: str | None,
+              is_tegra: bool) -> Coverage:
     targets = sorted({t for t in (parse_target(a) for a in archs) if t is not None})
     sass = tuple(t.name for t in targets if t.kind == "sass" and _sass_runs(t, cc, is_tegra))
     ptx = tuple(t.name for t in targets if t.kind == "ptx" and _ptx_jits(t, cc))

@@ -46,6 +46,7 @@ class BuildKernels:
     archs: tuple[str, ...]
     ptx_isa: str | None
     where: str  # "read from <provider path>" or the matrix row it comes from
+    isolated: tuple[str, ...] = ()  # targets only kernels for one GPU alone carry
 
     def describe(self) -> str:
         return describe_archs(self.archs, self.ptx_isa)
@@ -57,7 +58,7 @@ def build_kernels(ctx: Ctx) -> BuildKernels | None:
     ort = ctx.env.ort
     read = ort.kernels
     if read is not None and read.error is None and read.archs:
-        return BuildKernels(read.archs, read.ptx_isa, f"read from {read.path}")
+        return BuildKernels(read.archs, read.ptx_isa, f"read from {read.path}", read.isolated)
     match = ctx.match
     if match is None or not match.exact or "+" in (ort.version or ""):
         return None  # a local build, a pre-release or an unknown line: the matrix does not describe it
@@ -66,8 +67,13 @@ def build_kernels(ctx: Ctx) -> BuildKernels | None:
     if row is None:
         return None
     why = f"; the installed provider could not be read: {read.error}" if read is not None and read.error else ""
+    parts = row.source.split("-")
+    read_version = parts[1] if len(parts) > 2 else None
+    other = (f"; {ort.version}'s own wheel was not read and may differ" if read_version and ort.version
+             and read_version != ort.version else "")
     return BuildKernels(row.archs, row.ptx_isa,
-                        f"the matrix's facts for the {match.release.line} {platform} wheel, {row.source}{why}")
+                        f"the matrix's facts for the {match.release.line} {platform} wheel, {row.source}{other}{why}",
+                        row.isolated)
 
 
 def device_coverage(ctx: Ctx, build: BuildKernels, c: CudaDevice) -> Coverage | None:
@@ -75,7 +81,8 @@ def device_coverage(ctx: Ctx, build: BuildKernels, c: CudaDevice) -> Coverage | 
     cc = parse_compute_capability(c.device.compute_capability) if c.device is not None else None
     if cc is None:
         return None
-    return coverage(cc, build.archs, ptx_isa=build.ptx_isa, driver_cuda=ctx.env.driver.cuda_version)
+    return coverage(cc, build.archs, ptx_isa=build.ptx_isa, driver_cuda=ctx.env.driver.cuda_version,
+                    isolated=build.isolated)
 
 
 def check_kernels(ctx: Ctx, target: Sequence[CudaDevice], visible: Sequence[CudaDevice], *,
@@ -126,6 +133,10 @@ def _unsupported(ctx: Ctx, build: BuildKernels, bad: Sequence[CudaDevice], visib
                        + (f" (>= {minimum})" if minimum else "") + ": the driver JIT-compiles the PTX then")
             if upgrade not in fixes:
                 fixes.append(upgrade)
+        elif cov.verdict == "isolated":
+            lines.append(f"{describe(c)}: {cc_text}: its only image, {', '.join(cov.sass + cov.ptx)}, is in kernels "
+                         f"built for {cov.cc[0]}.{cov.cc[1]} alone; the build's general kernels have none for it "
+                         "(read from how the fatbin groups its kernels: the smoke session tells for sure)")
         else:
             lines.append(f"{describe(c)}: {cc_text}: no kernel image for it")
     name = ort.active or "onnxruntime-gpu"
@@ -152,7 +163,8 @@ def _unsupported(ctx: Ctx, build: BuildKernels, bad: Sequence[CudaDevice], visib
     others = others_fix(bad, supported + list(bad)) if supported else None
     if others:
         fixes.append(others)
-    return make("gpu-arch-unsupported", "\n".join(lines), "\n".join(fixes))
+    hard = any((cov := covered[c]) is not None and cov.verdict != "isolated" for c in bad)
+    return make("gpu-arch-unsupported", "\n".join(lines), "\n".join(fixes), severity=None if hard else "warning")
 
 
 def _why(build: BuildKernels, covs: Sequence[Coverage | None]) -> str:

@@ -21,11 +21,12 @@ from collections.abc import Iterable, Sequence
 from ortdoctor.core.facts import ElfInfo, OrtDistribution, OrtInfo, PeInfo, ProviderKernels
 from ortdoctor.formats.distinfo import DistIndex, Distribution, file_sha256, normalize, open_regular
 from ortdoctor.formats.elf import ElfError, read_elf
-from ortdoctor.formats.fatbin import FatbinError, read_fatbin
+from ortdoctor.formats.fatbin import FatbinError, FatbinInfo, read_fatbin
 from ortdoctor.formats.pe import PeError, read_pe
 from ortdoctor.probes.platform import find_site_dirs
 
-__all__ = ["add_kernels", "parse_literal_assignments", "probe_ort", "read_binary", "read_kernels"]
+__all__ = ["add_kernels", "isolated_targets", "parse_literal_assignments", "probe_ort", "read_binary",
+           "read_kernels"]
 
 PACKAGE = "onnxruntime"
 GENAI_PACKAGE = "onnxruntime_genai"
@@ -67,7 +68,17 @@ def read_kernels(path: str) -> ProviderKernels:
         carried.update(dict.fromkeys(targets, count))
     uneven = {name: n for name, n in sorted(carried.items()) if n < info.containers}
     return ProviderKernels(path=path, archs=info.archs, ptx_isa=f"{isas[-1][0]}.{isas[-1][1]}" if isas else None,
-                           containers=info.containers, uneven=uneven)
+                           containers=info.containers, uneven=uneven, isolated=isolated_targets(info))
+
+
+def isolated_targets(info: FatbinInfo) -> tuple[str, ...]:
+    """Targets found only in containers that hold nothing but arch-specific (``a``) targets, in ``archs``
+    order: kernels for one GPU alone, which the build's general kernels do not back."""
+    general: set[str] = set()
+    for targets, _count in info.target_sets:
+        if not all(t.endswith("a") for t in targets):
+            general.update(targets)
+    return tuple(a for a in info.archs if a not in general)
 
 
 def add_kernels(ort: OrtInfo) -> OrtInfo:
@@ -311,7 +322,7 @@ def probe_ort(
     if cudnn_major is None and is_gpu_build:
         cudnn_major = _cudnn_major_from_binary(cuda_provider) or _cudnn_major_from_binary(tensorrt_provider)
 
-    info = OrtInfo(
+    result = OrtInfo(
         installed=True,
         distributions=distributions,
         package_dir=package_dir,
@@ -329,7 +340,7 @@ def probe_ort(
         other_cuda_libraries=_other_cuda_libraries(genai_dists, problems),
         problems=tuple(problems),
     )
-    return add_kernels(info) if kernels else info
+    return add_kernels(result) if kernels else result
 
 
 def _other_cuda_libraries(dists: Iterable[Distribution], problems: list[str]) -> tuple[ElfInfo | PeInfo, ...]:

@@ -136,6 +136,8 @@ class PlatformArchs:
     archs: tuple[str, ...]  # SASS "sm_XY[a|f]", then PTX "compute_XY[a|f]"
     ptx_isa: str | None = None  # the PTX ISA version of its PTX ("8.2"); None without PTX
     source: str = ""  # the wheel file read
+    # targets of archs found only in containers of arch-specific targets alone: the general kernels lack them
+    isolated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -475,7 +477,8 @@ class _KernelWish:
         kernels = release.kernels_for(self.platform)
         if kernels is None:
             return None
-        return coverage(self.gpu, kernels.archs, ptx_isa=kernels.ptx_isa, driver_cuda=self.driver_cuda)
+        return coverage(self.gpu, kernels.archs, ptx_isa=kernels.ptx_isa, driver_cuda=self.driver_cuda,
+                        isolated=kernels.isolated)
 
 
 def wheel_platform(platform: str | None, machine: str | None = None) -> str:

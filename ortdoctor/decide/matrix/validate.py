@@ -310,13 +310,17 @@ class _Validator:
 
     def platform_archs(self, value: Any, key: str) -> PlatformArchs:
         obj = self.mapping(value, key)
-        self.unknown_keys(obj, ("archs", "ptx_isa", "source"), key)
+        self.unknown_keys(obj, ("archs", "ptx_isa", "isolated", "source"), key)
         self.req(obj, "archs", key)
         archs, ptx_isa = self.archs(obj, key)
+        isolated = self.strings(obj.get("isolated"), f"{key}.isolated")
+        for i, name in enumerate(isolated):
+            if name not in archs or not name.endswith("a"):
+                raise self.fail(f"{key}.isolated[{i}]", f"{name!r} is not an arch-specific target of the archs")
         source = self.string(self.req(obj, "source", key), f"{key}.source")
         if not source.endswith(".whl"):
             raise self.fail(f"{key}.source", "must name the .whl file read")
-        return PlatformArchs(archs=archs, ptx_isa=ptx_isa, source=source)
+        return PlatformArchs(archs=archs, ptx_isa=ptx_isa, source=source, isolated=isolated)
 
     def release(self, value: Any, key: str) -> Release:
         obj = self.mapping(value, key)
