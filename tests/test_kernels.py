@@ -238,11 +238,21 @@ def test_recommend_with_torch_keeps_to_the_gpu() -> None:
     assert rec.version == "1.28.0"
 
 
-def test_a_release_without_recorded_archs_is_never_recommended_for_a_gpu() -> None:
+def test_builds_with_unknown_kernels_come_last_and_say_so() -> None:
     bare = replace(MATRIX, releases=tuple(replace(r, archs=(), ptx_isa=None, platform_archs={})
                                           for r in MATRIX.releases))
-    assert bare.recommend("13", None, gpu=H200) is None
-    assert bare.recommend("13", None) is not None
+    rec = bare.recommend("13", None, gpu=H200)
+    assert rec is not None
+    assert rec.version == "1.31.1"
+    assert rec.kernels is None
+    assert "does not record which GPUs this build has kernels for" in rec.reason
+    # a CUDA 13 build has no kernels below sm_75, whatever the matrix knows
+    assert bare.recommend("13", None, gpu=V100) is None
+    # torch 2.3 (cuDNN 8, CUDA 12) is served only by a feed build, whose kernels are not recorded
+    feed = MATRIX.recommend(None, "2.3", gpu=H200)
+    assert feed is not None
+    assert feed.feed is not None
+    assert feed.kernels is None
 
 
 # --------------------------------------------------------------------------------------------------

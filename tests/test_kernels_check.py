@@ -344,3 +344,64 @@ def test_check_all_devices_on_a_mixed_host(nvml_dir: Path) -> None:
     assert "H200" not in f["detail"]
     assert "export CUDA_VISIBLE_DEVICES=GPU-h200-0,GPU-rtx5090-3" in f["fix"]
     assert code == 1
+
+
+# --------------------------------------------------------------------------------------------------
+# `ortdoctor matrix --cuda ... --gpu ...`: never a wheel without kernels for the GPU
+# --------------------------------------------------------------------------------------------------
+def matrix_cli(*args: str, nvml: Path | None = None, spec: str = "") -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    for k in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "ORTDOCTOR_MATRIX"):
+        env.pop(k, None)
+    env["PYTHONPATH"] = str(ROOT)
+    if nvml is not None:
+        env.update({"LD_LIBRARY_PATH": str(nvml), "FAKE_NVML": spec})
+    return subprocess.run([sys.executable, "-m", "ortdoctor", "matrix", *args], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+
+
+def test_matrix_recommends_a_wheel_with_kernels_for_the_gpu_given() -> None:
+    proc = matrix_cli("--cuda", "13", "--gpu", "sm_100", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["query"]["gpus"] == ["10.0"]
+    rec = data["recommendation"]
+    assert rec["version"] == "1.28.0"
+    assert rec["command"] == 'pip install "onnxruntime-gpu[cuda,cudnn]==1.28.0"'
+    assert rec["kernels"]["verdict"] == "sass"
+    assert rec["kernels"]["sass"] == ["sm_100a"]
+    text = matrix_cli("--cuda", "13", "--gpu", "10.0")
+    assert "For CUDA 13, GPU sm_100 (--gpu): onnxruntime-gpu 1.28.0" in text.stdout
+    assert "carries native code for sm_100 (sm_100a)" in text.stdout
+    # the Windows wheels of 1.29-1.31 carry sm_90a only in Hopper-only kernels
+    win = json.loads(matrix_cli("--cuda", "13", "--gpu", "9.0", "--platform", "win_amd64", "--json").stdout)
+    assert win["recommendation"]["version"] == "1.28.0"
+    assert json.loads(matrix_cli("--cuda", "13", "--gpu", "9.0", "--json").stdout)["recommendation"]["version"] \
+        == "1.31.1"
+
+
+def test_matrix_says_when_no_wheel_has_kernels_for_the_gpu() -> None:
+    proc = matrix_cli("--cuda", "13", "--gpu", "7.0")
+    assert proc.returncode == 1
+    assert "kernels for sm_70 (--gpu)" in proc.stderr
+    assert "no release with those CUDA and cuDNN majors has kernels for it" in proc.stderr
+    bad = matrix_cli("--cuda", "13", "--gpu", "volta")
+    assert bad.returncode == 2
+    assert "--gpu 'volta' is not a compute capability" in bad.stderr
+
+
+def test_matrix_uses_the_detected_gpus(nvml_dir: Path) -> None:
+    b200 = "driver=580.159.04;cuda=13000;dev=NVIDIA B200,10.0,183359,180000,GPU-b200-0,0"
+    rec = json.loads(matrix_cli("--cuda", "13", "--json", nvml=nvml_dir, spec=b200).stdout)
+    assert rec["query"]["gpus"] == ["10.0"]
+    assert rec["recommendation"]["version"] == "1.28.0"
+    text = matrix_cli("--cuda", "13", nvml=nvml_dir, spec=b200).stdout
+    assert "GPU sm_100 (detected)" in text
+    # a B200 and an H200 on one host: the wheel must serve both
+    both = b200 + ";dev=NVIDIA H200,9.0,143771,140000,GPU-h200-1,0"
+    assert json.loads(matrix_cli("--cuda", "13", "--json", nvml=nvml_dir, spec=both).stdout)[
+        "recommendation"]["version"] == "1.28.0"
+    # --gpu none: the GPU is not asked about
+    plain = json.loads(matrix_cli("--cuda", "13", "--gpu", "none", "--json", nvml=nvml_dir, spec=b200).stdout)
+    assert plain["recommendation"]["version"] == "1.31.1"
+    assert "gpus" not in plain["query"]

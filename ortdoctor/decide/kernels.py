@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "CUDA_FLOOR",
     "PTX_ISA_CUDA",
     "PTX_ISA_SOURCE",
     "TEGRA",
@@ -65,6 +66,11 @@ PTX_ISA_CUDA: dict[tuple[int, int], tuple[int, int]] = {
 #: Compute capabilities of Tegra (Jetson) GPUs, where SASS runs only on its own compute capability:
 #: 5.3 (TX1, Nano), 6.2 (TX2), 7.2 (Xavier), 8.7 (Orin).
 TEGRA: frozenset[tuple[int, int]] = frozenset({(5, 3), (6, 2), (7, 2), (8, 7)})
+
+#: The oldest compute capability each CUDA major can build for: CUDA 12 dropped Kepler, CUDA 13 dropped
+#: Maxwell, Pascal and Volta (the CUDA 12.0 and 13.0 release notes, https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/).
+#: No build of that major has kernels for an older GPU, whatever the matrix knows of it.
+CUDA_FLOOR: dict[int, tuple[int, int]] = {12: (5, 0), 13: (7, 5)}
 
 Kind = Literal["sass", "ptx"]
 Variant = Literal["", "a", "f"]

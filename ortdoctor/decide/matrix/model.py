@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ortdoctor.decide.kernels import Coverage, coverage
+from ortdoctor.decide.kernels import CUDA_FLOOR, Coverage, coverage
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -241,7 +242,8 @@ class Recommendation:
     torch_variant: TorchVariant | None = None  # the torch build the choice agrees with
     # a newer line's build for the same CUDA/cuDNN majors on an alternative feed, as a pip command
     alternative: str = ""
-    # how the GPU asked about runs the wheel (None: no GPU was given)
+    # how the GPU asked about runs the wheel, the worst of several (None: no GPU was given, or the
+    # matrix does not know the build's kernels)
     kernels: Coverage | None = None
 
 
@@ -358,15 +360,18 @@ class Matrix:
 
     # -- recommendation --------------------------------------------------------------------------
     def recommend(self, cuda: str | None, torch: str | None, *, gpu: tuple[int, int] | None = None,
-                  platform: str = LINUX_X86_64, driver_cuda: str | None = None) -> Recommendation | None:
+                  gpus: Sequence[tuple[int, int]] = (), platform: str = LINUX_X86_64,
+                  driver_cuda: str | None = None) -> Recommendation | None:
         """Which onnxruntime-gpu to install with this CUDA major(.minor) and/or torch version.
 
         The newest build (PyPI default or alternative feed) whose CUDA major matches, whose cuDNN
         major agrees with the torch variant (when a torch version is given), and whose newest patch
-        is not known to be bad. With ``gpu`` (a compute capability), only PyPI wheels whose kernels
-        for ``platform`` are known to run on it (native code first, then PTX that ``driver_cuda`` can
-        JIT); a feed build, whose kernels the matrix does not know, is never recommended then. None
-        when nothing fits.
+        is not known to be bad. With ``gpu`` (a compute capability), never a wheel whose kernels for
+        ``platform`` are known not to run on it: first the builds with native code for it, then those
+        whose PTX ``driver_cuda`` can JIT, and only then builds whose kernels the matrix does not know
+        (feed builds; the reason says so); no alternative feed build is offered then. ``gpus``: every
+        GPU the build must serve (a host with several generations); ``gpu`` is one more. None when
+        nothing fits.
         """
         want_cuda = parse_cuda_request(cuda) if cuda else None
         if cuda and want_cuda is None:
@@ -389,15 +394,17 @@ class Matrix:
                 return None
         # Prefer the torch build pip gives by default, then (for a GPU) native code over PTX, then a
         # verified PyPI wheel over a feed build, then the newest line.
-        kernels = _KernelWish(gpu, platform, driver_cuda) if gpu is not None else None
+        wanted = tuple(dict.fromkeys([*gpus, *([gpu] if gpu is not None else [])]))
+        kernels = _KernelWish(wanted, platform, driver_cuda) if wanted else None
+        tiers: tuple[_Tier, ...] = ("sass", "ptx", "unknown") if kernels else ("any",)
         for variant in variants or (None,):
-            for native in (True, False) if kernels else (False,):
+            for tier in tiers:
                 for use_feeds in (False, True):
                     for release in self.releases:
                         if not release.pypi:
                             continue
                         for feed in release.feeds if use_feeds else (None,):
-                            rec = self._fit(release, feed, want_cuda, torch_rel, variant, kernels, native)
+                            rec = self._fit(release, feed, want_cuda, torch_rel, variant, kernels, tier)
                             if rec is not None:
                                 return rec
         return None
@@ -409,7 +416,7 @@ class Matrix:
         each with its newest patch that is not known to be bad and the pip command that installs it."""
         out: list[KernelRelease] = []
         for release in self.releases:
-            cov = _KernelWish(gpu, platform, driver_cuda).coverage(release)
+            cov = _KernelWish((gpu,), platform, driver_cuda).coverage(release)
             if not release.pypi or cov is None or not cov.runs:
                 continue
             version = _pick_version(release, None)
@@ -420,7 +427,7 @@ class Matrix:
 
     def _fit(self, release: Release, feed: Feed | None, want_cuda: tuple[int, int | None] | None,
              torch_rel: TorchRelease | None, variant: TorchVariant | None,
-             kernels: _KernelWish | None = None, native: bool = False) -> Recommendation | None:
+             kernels: _KernelWish | None = None, tier: _Tier = "any") -> Recommendation | None:
         build_cuda = feed.cuda_major if feed else release.cuda_major
         build_cudnn = feed.cudnn_major if feed else release.cudnn_major
         if want_cuda is not None and build_cuda != want_cuda[0]:
@@ -432,8 +439,10 @@ class Matrix:
             return None
         cov = None
         if kernels is not None:
-            cov = kernels.coverage(release) if feed is None else None
-            if cov is None or not cov.runs or (native and cov.verdict != "sass"):
+            cov = kernels.coverage(release) if feed is None else None  # a feed build's kernels are unknown
+            if tier == "unknown" and (cov is not None or min(kernels.gpus) < CUDA_FLOOR.get(build_cuda, (0, 0))):
+                return None
+            if tier in ("sass", "ptx") and (cov is None or not cov.runs or (tier == "sass" and cov.verdict != "sass")):
                 return None
         version = _pick_version(release, feed)
         if version is None:
@@ -446,7 +455,8 @@ class Matrix:
         return Recommendation(
             release=release, feed=feed, version=version, torch_variant=variant,
             command=_install_command(release, feed, version, with_extras=variant is None),
-            reason=_reason(release, feed, version, want_cuda, torch_rel, variant, cov),
+            reason=_reason(release, feed, version, want_cuda, torch_rel, variant, cov,
+                           kernels.gpus if kernels is not None else ()),
             alternative=alternative, kernels=cov,
         )
 
@@ -464,21 +474,29 @@ class Matrix:
         return None
 
 
+_Tier = Literal["sass", "ptx", "unknown", "any"]
+
+
 @dataclass(frozen=True)
 class _KernelWish:
     """A GPU the recommendation must run on: its compute capability, the wheel platform, the driver."""
 
-    gpu: tuple[int, int]
+    gpus: tuple[tuple[int, int], ...]  # compute capabilities, at least one
     platform: str
     driver_cuda: str | None
 
     def coverage(self, release: Release) -> Coverage | None:
-        """How the GPU runs the release's wheel for the platform; None when the matrix does not know."""
+        """How the GPUs run the release's wheel for the platform (the worst of them); None when the matrix
+        does not know."""
         kernels = release.kernels_for(self.platform)
         if kernels is None:
             return None
-        return coverage(self.gpu, kernels.archs, ptx_isa=kernels.ptx_isa, driver_cuda=self.driver_cuda,
-                        isolated=kernels.isolated)
+        covs = [coverage(g, kernels.archs, ptx_isa=kernels.ptx_isa, driver_cuda=self.driver_cuda,
+                         isolated=kernels.isolated) for g in self.gpus]
+        return min(covs, key=lambda c: _VERDICT_RANK[c.verdict])
+
+
+_VERDICT_RANK = {"none": 0, "ptx-driver-too-old": 1, "isolated": 2, "ptx": 3, "sass": 4}
 
 
 def wheel_platform(platform: str | None, machine: str | None = None) -> str:
@@ -573,7 +591,8 @@ def _install_command(release: Release, feed: Feed | None, version: str, *, with_
 
 
 def _reason(release: Release, feed: Feed | None, version: str, want_cuda: tuple[int, int | None] | None,
-            torch_rel: TorchRelease | None, variant: TorchVariant | None, cov: Coverage | None = None) -> str:
+            torch_rel: TorchRelease | None, variant: TorchVariant | None, cov: Coverage | None = None,
+            gpus: tuple[tuple[int, int], ...] = ()) -> str:
     cuda = feed.cuda if feed else release.cuda
     cudnn_major = feed.cudnn_major if feed else release.cudnn_major
     where = f"the CUDA {feed.cuda} feed ({feed.index_url})" if feed else "PyPI (the default build)"
@@ -593,7 +612,11 @@ def _reason(release: Release, feed: Feed | None, version: str, want_cuda: tuple[
         parts.append(f"it carries native code for {cov.sm} ({', '.join(cov.sass)})")
     elif cov is not None:
         parts.append(f"it has no native code for {cov.sm}: the driver JIT-compiles its PTX "
-                     f"({', '.join(cov.ptx)}) at first use, which takes minutes once and is then cached")
+                     f"({', '.join(cov.ptx)}) at first use, so the first runs are slow (the results are cached)")
+    elif gpus:
+        sms = ", ".join(f"sm_{g[0]}{g[1]}" for g in gpus)
+        parts.append(f"the matrix does not record which GPUs this build has kernels for, and no build it does "
+                     f"know fits with kernels for {sms}: check the GPU with `ortdoctor check` after installing")
     if release.python:
         parts.append(f"wheels exist for Python {', '.join(release.python)}")
     return "; ".join(parts) + "."
