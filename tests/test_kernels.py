@@ -6,9 +6,16 @@ the GPUs are the issue's: B200 (10.0), V100 (7.0), H200 (9.0), RTX 5090 (12.0), 
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import zipfile
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from ortdoctor.decide.kernels import (
     Target,
@@ -21,7 +28,11 @@ from ortdoctor.decide.kernels import (
     sm_name,
 )
 from ortdoctor.decide.matrix.load import load_matrix
-from ortdoctor.decide.matrix.model import wheel_platform
+from ortdoctor.decide.matrix.model import MatrixError, PlatformArchs, wheel_platform
+from ortdoctor.decide.matrix.validate import validate
+from tests.support.fatbins import fatbin_containers, library, make_pe
+
+REPO = Path(__file__).resolve().parents[1]
 
 MATRIX = load_matrix(None)
 
@@ -277,3 +288,78 @@ def test_windows_1_29_to_1_31_have_sm_90a_in_hopper_only_kernels() -> None:
         assert coverage(H200, k.archs, ptx_isa=k.ptx_isa, isolated=k.isolated).verdict == "isolated"
     assert MATRIX.kernel_releases(H200, platform="win_amd64")[0].version == "1.28.0"
     assert MATRIX.kernel_releases(H200)[0].version == "1.31.1"
+
+
+# --------------------------------------------------------------------------------------------------
+# The matrix's schema for them, and scripts/read_wheel.py's output pasted into it
+# --------------------------------------------------------------------------------------------------
+def _document() -> dict[str, Any]:
+    from ortdoctor.decide.matrix.load import default_matrix_path
+
+    doc: dict[str, Any] = yaml.safe_load(Path(default_matrix_path()).read_text(encoding="utf-8"))
+    return doc
+
+
+def _row(doc: dict[str, Any], line: str) -> dict[str, Any]:
+    row: dict[str, Any] = next(r for r in doc["releases"] if r["line"] == line)
+    return row
+
+
+@pytest.mark.parametrize(("line", "change", "message"), [
+    ("1.31", {"archs": ["sm_75", "sm90"]}, "archs[1]: expected a kernel target"),
+    ("1.31", {"archs": ["sm_75", "sm_75"]}, "duplicate target sm_75"),
+    ("1.31", {"archs": ["sm_75", "compute_75"]}, "ptx_isa: missing"),
+    ("1.31", {"ptx_isa": "9.0"}, "ptx_isa: given, but the archs list no PTX"),
+    ("1.26", {"ptx_isa": 8.7}, "expected a quoted string"),
+    ("1.31", {"isolated": ["sm_100a"]}, "isolated[0]: 'sm_100a' is not an arch-specific target"),
+    ("1.31", {"platform_archs": {"macos_arm64": {"archs": [], "source": "x.whl"}}}, "unknown wheel platform"),
+    ("1.31", {"platform_archs": {"win_amd64": {"archs": ["sm_75"]}}}, "win_amd64.source: missing required key"),
+    ("1.31", {"platform_archs": {"win_amd64": {"archs": ["sm_75"], "source": "x.zip"}}}, "must name the .whl"),
+    ("1.10", {"archs": ["sm_75"]}, "name it in archs_source"),
+])
+def test_the_validator_refuses_bad_architecture_facts(line: str, change: dict[str, Any], message: str) -> None:
+    doc = _document()
+    _row(doc, line).update(change)
+    with pytest.raises(MatrixError, match=re.escape(message)):
+        validate("<test>", doc)
+
+
+def _wheel(tmp: Path, name: str, member: str, data: bytes) -> Path:
+    wheel = tmp / name
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr(f"onnxruntime_gpu-{name.split('-')[1]}.dist-info/METADATA", "Metadata-Version: 2.1\n")
+        zf.writestr(member, data)
+    return wheel
+
+
+def _read_wheel(wheel: Path) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "read_wheel.py"), str(wheel)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    facts: dict[str, Any] = yaml.safe_load(proc.stdout)
+    return facts
+
+
+def test_read_wheel_output_pastes_into_the_matrix(tmp_path: Path) -> None:
+    linux = _wheel(tmp_path, "onnxruntime_gpu-1.99.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+                   "onnxruntime/capi/libonnxruntime_providers_cuda.so", library("sass_ptx_zstd").read_bytes())
+    facts = _read_wheel(linux)
+    assert (facts["archs"], facts["ptx_isa"]) == (["sm_75", "sm_86", "compute_86"], "9.0")
+    body = b"".join(fatbin_containers(library("arch_specific").read_bytes()))
+    dll = make_pe([(b".text", b"\xc3" * 64), (b".nv_fatb", body)])
+    win = _wheel(tmp_path, "onnxruntime_gpu-1.99.0-cp311-cp311-win_amd64.whl",
+                 "onnxruntime/capi/onnxruntime_providers_cuda.dll", dll)
+    win_facts = _read_wheel(win)
+    assert win_facts["platform_archs"] == {"win_amd64": {
+        "archs": ["sm_90a", "sm_120a", "compute_90a"], "ptx_isa": "9.0", "source": win.name}}
+    doc = _document()
+    row = _row(doc, "1.31")
+    row.update({k: facts[k] for k in ("archs", "ptx_isa")})
+    row["platform_archs"] = win_facts["platform_archs"]
+    release = next(r for r in validate("<test>", doc).releases if r.line == "1.31")
+    assert release.kernels_for() == PlatformArchs(("sm_75", "sm_86", "compute_86"), "9.0", release.source_ref)
+    win_archs = release.kernels_for("win_amd64")
+    assert win_archs is not None
+    assert coverage(H200, win_archs.archs, ptx_isa=win_archs.ptx_isa).verdict == "sass"
+    assert coverage(RTX5090, win_archs.archs, ptx_isa=win_archs.ptx_isa).verdict == "sass"
+    assert coverage(B200, win_archs.archs, ptx_isa=win_archs.ptx_isa).verdict == "none"

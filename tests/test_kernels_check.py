@@ -192,6 +192,8 @@ def test_isolated_targets_from_the_fatbin_layout() -> None:
     linux = replace(info, target_sets=(
         (("sm_90a",), 292), (("sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a"), 217), (("sm_120a",), 9)))
     assert isolated_targets(linux) == ()
+    only_specific = replace(info, target_sets=((("sm_90a", "compute_90a"), 3), (("sm_120a",), 2)))
+    assert isolated_targets(only_specific) == ()
 
 
 # --------------------------------------------------------------------------------------------------

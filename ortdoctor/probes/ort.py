@@ -73,12 +73,13 @@ def read_kernels(path: str) -> ProviderKernels:
 
 def isolated_targets(info: FatbinInfo) -> tuple[str, ...]:
     """Targets found only in containers that hold nothing but arch-specific (``a``) targets, in ``archs``
-    order: kernels for one GPU alone, which the build's general kernels do not back."""
+    order: kernels for one GPU alone, which the build's general kernels do not back. Empty for a build
+    without general kernels (every container arch-specific: a build for those GPUs only)."""
     general: set[str] = set()
     for targets, _count in info.target_sets:
         if not all(t.endswith("a") for t in targets):
             general.update(targets)
-    return tuple(a for a in info.archs if a not in general)
+    return tuple(a for a in info.archs if a not in general) if general else ()
 
 
 def add_kernels(ort: OrtInfo) -> OrtInfo:

@@ -161,6 +161,7 @@ class Release:
     archs: tuple[str, ...] = ()
     ptx_isa: str | None = None
     archs_source: str = ""  # the wheel file archs were read from, where it is not source_ref
+    isolated: tuple[str, ...] = ()  # targets of archs only single-GPU kernels carry (see PlatformArchs)
     # The same for the other platforms' wheels of the line: "win_amd64", "linux_aarch64".
     platform_archs: dict[str, PlatformArchs] = field(default_factory=dict)
     known_bad: tuple[KnownBad, ...] = ()
@@ -184,7 +185,7 @@ class Release:
         where the matrix does not know them."""
         if platform == LINUX_X86_64:
             source = self.archs_source or self.source_ref
-            return PlatformArchs(self.archs, self.ptx_isa, source) if self.archs else None
+            return PlatformArchs(self.archs, self.ptx_isa, source, self.isolated) if self.archs else None
         return self.platform_archs.get(platform)
 
 

@@ -308,15 +308,19 @@ class _Validator:
             raise self.fail(f"{key}.ptx_isa", "given, but the archs list no PTX (compute_XY)")
         return archs, ptx_isa
 
+    def isolated(self, obj: dict[Any, Any], archs: tuple[str, ...], key: str) -> tuple[str, ...]:
+        isolated = self.strings(obj.get("isolated"), f"{key}.isolated")
+        for i, name in enumerate(isolated):
+            if name not in archs or not name.endswith("a"):
+                raise self.fail(f"{key}.isolated[{i}]", f"{name!r} is not an arch-specific target of the archs")
+        return isolated
+
     def platform_archs(self, value: Any, key: str) -> PlatformArchs:
         obj = self.mapping(value, key)
         self.unknown_keys(obj, ("archs", "ptx_isa", "isolated", "source"), key)
         self.req(obj, "archs", key)
         archs, ptx_isa = self.archs(obj, key)
-        isolated = self.strings(obj.get("isolated"), f"{key}.isolated")
-        for i, name in enumerate(isolated):
-            if name not in archs or not name.endswith("a"):
-                raise self.fail(f"{key}.isolated[{i}]", f"{name!r} is not an arch-specific target of the archs")
+        isolated = self.isolated(obj, archs, key)
         source = self.string(self.req(obj, "source", key), f"{key}.source")
         if not source.endswith(".whl"):
             raise self.fail(f"{key}.source", "must name the .whl file read")
@@ -326,7 +330,7 @@ class _Validator:
         obj = self.mapping(value, key)
         allowed = ("line", "versions", "cuda", "cudnn_major", "cudnn", "source", "source_ref", "python",
                    "torch", "feeds", "provider_needed", "pybind_needed_cuda", "extras", "archs",
-                   "ptx_isa", "archs_source", "platform_archs", "known_bad", "notes", "wheels", "requires",
+                   "ptx_isa", "archs_source", "isolated", "platform_archs", "known_bad", "notes", "wheels", "requires",
                    "tensorrt_needed", "pypi")
         self.unknown_keys(obj, allowed, key)
         line = self.string(self.req(obj, "line", key), f"{key}.line")
@@ -388,6 +392,7 @@ class _Validator:
             archs=archs,
             ptx_isa=ptx_isa,
             archs_source=archs_source,
+            isolated=self.isolated(obj, archs, key),
             platform_archs=platform_archs,
             known_bad=self.each(obj.get("known_bad") or [], f"{key}.known_bad", self.known_bad),
             notes=self.strings(obj.get("notes"), f"{key}.notes"),
