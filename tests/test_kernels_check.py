@@ -335,6 +335,14 @@ def test_check_passes_gpus_with_native_kernels(nvml_dir: Path, key: str) -> None
 
 
 @pytest.mark.realwheels
+def test_check_reads_no_fatbin_without_gpus(nvml_dir: Path) -> None:
+    _real()
+    _, rep = check(nvml_dir)
+    assert rep["ort"]["kernels"] is None
+    assert "gpu-arch-unsupported" not in ids(rep)
+
+
+@pytest.mark.realwheels
 def test_check_all_devices_on_a_mixed_host(nvml_dir: Path) -> None:
     _real()
     _, default = check(nvml_dir, *MIXED)

@@ -50,8 +50,8 @@ def collect_environment(
         fs_root: root for /proc, /dev, /etc and the default library directories (tests).
         ld_cache_path: the ld.so cache (default ``<fs_root>/etc/ld.so.cache``).
         maps_path: the maps file for already-mapped libraries.
-        query_driver: False skips NVML (the driver is reported as not queried) and the reading of the
-            CUDA provider's kernel architectures, which only matter against the GPUs.
+        query_driver: False skips NVML (the driver is reported as not queried). The CUDA provider's
+            kernel architectures are read only when NVML lists GPUs.
         on_probe: called as ``on_probe("ort", OrtInfo)`` as soon as the onnxruntime probe (the first,
             and a cheap one) is done, then ``on_probe("driver", DriverInfo)``: ``check`` starts its smoke
             child there, so the child runs while the other probes do.
@@ -66,10 +66,6 @@ def collect_environment(
     ort = probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index, kernels=False)
     if on_probe is not None:
         on_probe("ort", ort)
-    if query_driver:
-        # The kernel architectures matter only against the GPUs, and are read after the smoke child
-        # started; the preload path (no driver query) never pays for them.
-        ort = add_kernels(ort)
 
     cache_path = ld_cache_path if ld_cache_path is not None else os.path.join(fs_root, "etc", "ld.so.cache")
     system = probe_system(env, ld_cache_path=cache_path)
@@ -78,6 +74,10 @@ def collect_environment(
     else:
         driver = DriverInfo(available=False, error="not queried", cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
                             nvidia_visible_devices=env.get("NVIDIA_VISIBLE_DEVICES"))
+    if driver.devices:
+        # The kernel architectures matter only against GPUs: read once NVML has listed some (after the
+        # smoke child started); the preload path (no driver query) and GPU-less hosts never pay for them.
+        ort = add_kernels(ort)
     if on_probe is not None:
         on_probe("driver", driver)
     return Environment(
