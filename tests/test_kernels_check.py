@@ -415,3 +415,16 @@ def test_matrix_uses_the_detected_gpus(nvml_dir: Path) -> None:
     plain = json.loads(matrix_cli("--cuda", "13", "--gpu", "none", "--json", nvml=nvml_dir, spec=b200).stdout)
     assert plain["recommendation"]["version"] == "1.31.1"
     assert "gpus" not in plain["query"]
+
+
+def test_the_install_command_for_a_cpu_build_has_kernels_for_the_gpu() -> None:
+    from tests.test_diagnose import ort_cpu
+
+    for key, version in (("B200", "1.28.0"), ("H200", None)):
+        env = replace(env_with(gpu(key)), ort=ort_cpu())
+        f = get(findings(env), "ort-cpu-only")
+        assert f is not None
+        if version:
+            assert f'onnxruntime-gpu[cuda,cudnn]=={version}"' in (f.fix or "")
+        else:
+            assert '"onnxruntime-gpu[cuda,cudnn]==1.31.1"' in (f.fix or "")
