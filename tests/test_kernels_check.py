@@ -390,6 +390,22 @@ def test_matrix_recommends_a_wheel_with_kernels_for_the_gpu_given() -> None:
         == "1.31.1"
 
 
+def test_matrix_ort_lists_the_architectures_read_from_the_wheels() -> None:
+    proc = matrix_cli("--ort", "1.31.1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    release = json.loads(proc.stdout)["release"]
+    assert release["archs"] == ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a"]
+    assert release["ptx_isa"] is None
+    assert release["kernels"]["linux_x86_64"] == {
+        "archs": release["archs"], "ptx_isa": None, "isolated": [],
+        "source": "onnxruntime_gpu-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl"}
+    assert release["kernels"]["linux_aarch64"]["archs"] == ["sm_89", "sm_90a", "sm_120a", "sm_121a"]
+    assert release["kernels"]["win_amd64"]["isolated"] == ["sm_90a"]
+    text = matrix_cli("--ort", "1.20.2").stdout
+    assert "kernels (linux_x86_64): SASS sm_52, sm_60, sm_61, sm_70, sm_75, sm_80; PTX compute_52, compute_60, " \
+           "compute_61, compute_70, compute_75, compute_80 (ISA 8.2, CUDA 12.2)" in text
+
+
 def test_matrix_says_when_no_wheel_has_kernels_for_the_gpu() -> None:
     proc = matrix_cli("--cuda", "13", "--gpu", "7.0")
     assert proc.returncode == 1

@@ -140,6 +140,9 @@ def render_recommendation(rec: Recommendation, cuda: str | None, torch: str | No
 def _release_dict(matrix: Matrix, release: Release, feed: Feed | None = None) -> dict[str, Any]:
     data: dict[str, Any] = to_jsonable(release)
     data["cuda_major"] = release.cuda_major
+    # every platform's kernel targets with the wheel they were read from, the Linux x86_64 one included
+    data["kernels"] = {platform: to_jsonable(release.kernels_for(platform))
+                       for platform in ("linux_x86_64", *release.platform_archs)}
     return data
 
 
