@@ -163,7 +163,8 @@ def _try_fast_path() -> bool:
         return False
     # Libraries the first run saw mapped as a side effect (cuDNN maps a sub-library when its version
     # is asked) are reported only if they are mapped now too.
-    kept, dropped = [], []
+    kept: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
     for x in result_json["loaded"]:
         (kept if x["loaded_by"] is None or str(x["inode"]) in inodes else dropped).append(x)
     result_json["loaded"] = kept

@@ -239,8 +239,10 @@ def test_ort_not_installed_on_a_cuda_12_driver_recommends_the_cuda_12_feed() -> 
     assert rec is not None
     assert (rec.feed.cuda if rec.feed else rec.release.cuda).startswith("12.")  # a CUDA 12 build
     assert f.fix is not None
-    assert f.fix.startswith(rec.command)
-    assert recommended_install(env, MATRIX).startswith(rec.command)
+    # the command names the inspected interpreter, and installs exactly what the matrix recommends
+    assert f.fix.startswith("/venv/bin/python -m " + rec.command)
+    assert f.steps == rec.steps
+    assert recommended_install(env, MATRIX).startswith("/venv/bin/python -m " + rec.command)
 
 
 def test_ort_not_installed_but_recorded_means_files_were_removed() -> None:
@@ -248,7 +250,7 @@ def test_ort_not_installed_but_recorded_means_files_were_removed() -> None:
     f = one(run(healthy_env(ort=OrtInfo(installed=False, distributions=(dist,)))), "ort-not-installed")
     assert "files are gone" in f.detail
     assert f.fix is not None
-    assert f.fix.startswith("pip uninstall -y onnxruntime-gpu")
+    assert f.fix.startswith("/venv/bin/python -m pip uninstall -y onnxruntime-gpu && ")
 
 
 def test_installed_gpu_build_is_not_reported_missing_or_cpu() -> None:
@@ -351,7 +353,9 @@ def test_cuda_lib_missing_required_is_an_error_naming_the_wheel() -> None:
     assert f.severity == "error"
     assert "libcurand.so.10" in f.detail
     assert f.fix is not None
-    assert "nvidia-curand" in f.fix
+    # 1.31.1's own extras bring every library of the build (curand included), pinned to the build
+    assert f.fix.startswith('/venv/bin/python -m pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"')
+    assert [s.args for s in f.steps] == [("onnxruntime-gpu[cuda,cudnn]==1.31.1",)]
 
 
 def test_cuda_lib_missing_lazy_only_is_a_warning() -> None:
@@ -362,7 +366,7 @@ def test_cuda_lib_missing_lazy_only_is_a_warning() -> None:
 def test_cudnn_missing_is_an_error_even_though_lazily_loaded() -> None:
     f = one(run(plan=full_plan(cudnn=lib("cudnn", "libcudnn.so.9", None, required=False))), "cuda-lib-missing")
     assert f.severity == "error"
-    assert "nvidia-cudnn-cu13" in (f.fix or "")
+    assert '"onnxruntime-gpu[cuda,cudnn]==1.31.1"' in (f.fix or "")
 
 
 def test_libcuda_in_the_plan_is_left_to_the_driver_checks() -> None:
@@ -378,7 +382,7 @@ def test_cuda_major_mismatch_names_the_soname_and_both_fixes() -> None:
     assert "libcudart.so.13" in f.detail
     assert "libcudart.so.12" in f.detail
     assert f.fix is not None
-    assert "nvidia-cuda-runtime" in f.fix
+    assert '"onnxruntime-gpu[cuda,cudnn]==1.31.1"' in f.fix  # the whole CUDA 13 set in one command
     assert CU12_FEED in f.fix
     assert "cuda-lib-missing" not in ids(found)
     assert "cuda-major-mismatch" not in ids(run())
@@ -390,7 +394,7 @@ def test_cudnn_major_mismatch() -> None:
     f = one(found, "cudnn-major-mismatch")
     assert f.severity == "error"
     assert "libcudnn.so.8" in f.detail
-    assert "nvidia-cudnn-cu13" in (f.fix or "")
+    assert '"onnxruntime-gpu[cuda,cudnn]==1.31.1"' in (f.fix or "")
     assert "cuda-major-mismatch" not in ids(found)
 
 

@@ -61,7 +61,7 @@ def test_hook_warns_once_with_id_and_fix(tmp_path: Path):
     category, message = got["warnings"][0]
     assert category == "OrtdoctorWarning"
     assert message.startswith("ortdoctor [cuda-lib-missing]")
-    assert "Fix: pip install" in message
+    assert f'Fix: {sys.executable} -m pip install "onnxruntime-gpu[cuda,cudnn]' in message
 
 
 def test_hook_strict_raises(tmp_path: Path):

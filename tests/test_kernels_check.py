@@ -87,8 +87,10 @@ def test_b200_has_no_kernels_in_1_31_1() -> None:
     assert "cudaErrorNoKernelImageForDevice" in f.detail
     fix = f.fix or ""
     # the newest release with native code for sm_100 on the same CUDA major (1.27.0 is known bad)
-    assert 'pip install "onnxruntime-gpu[cuda,cudnn]==1.28.0"  (1.28.0: native code sm_100a' in fix
+    assert '/venv/bin/python -m pip install "onnxruntime-gpu[cuda,cudnn]==1.28.0"  (1.28.0: native code sm_100a' in fix
     assert "CMAKE_CUDA_ARCHITECTURES=100" in fix
+    # the same as package steps, with the inspected interpreter
+    assert [(s.verb, s.args) for s in f.steps] == [("install", ("onnxruntime-gpu[cuda,cudnn]==1.28.0",))]
 
 
 def test_v100_has_no_kernels_in_1_31_1() -> None:
@@ -157,7 +159,8 @@ def test_old_releases_ptx_is_reported_as_jit_coverage() -> None:
     h200 = get(findings(env_with(gpu("H200"), kernels=None, version="1.20.2", cuda="12.2")), "gpu-arch-ptx-jit")
     assert h200 is not None
     # native code for sm_90 exists from 1.21 on; 1.31.1 is the newest that this CUDA 13 driver runs
-    assert 'For native code on sm_90: pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"' in (h200.fix or "")
+    assert 'For native code on sm_90: /venv/bin/python -m pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"' \
+        in (h200.fix or "")
     # V100 has native code in 1.20.2
     assert get(findings(env_with(gpu("V100"), kernels=None, version="1.20.2", cuda="12.2")), "gpu-arch-ptx-jit") is None
 

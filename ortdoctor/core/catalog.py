@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ortdoctor.core.facts import Finding, Severity
+from ortdoctor.core.facts import Finding, PackageStep, Severity
 
 _ORT_ISSUES = "https://github.com/microsoft/onnxruntime/issues/"
 _CUDA_EP_DOCS = "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html"
@@ -252,6 +252,19 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "or install the library its error names.",
         modes=(2,),
         produced_by="preload",
+    ),
+    CatalogEntry(
+        id="lib-file-damaged",
+        severity="error",
+        title="a library file is not the one its wheel installed",
+        cause="The file's size differs from the size in its wheel's RECORD: an interrupted download or "
+        "copy, a full disk, or a file replaced by hand. A truncated library does not fail cleanly: the "
+        "loader maps it, and the first page past its end kills the process with SIGBUS.",
+        evidence="Each chosen library's size against its NVIDIA wheel's RECORD (a stat, no read).",
+        fix="Reinstall that wheel, pinned to its installed version: "
+        "`python -m pip install --force-reinstall --no-deps NAME==VERSION`.",
+        modes=(2,),
+        produced_by="check",
     ),
     CatalogEntry(
         id="lib-not-mapped",
@@ -907,9 +920,11 @@ def make(
     *,
     severity: Severity | None = None,
     title: str | None = None,
+    steps: tuple[PackageStep, ...] = (),
 ) -> Finding:
     """A Finding for a catalogued id; title and severity default to the catalog's, fix to its template
-    (``fix=""``: this finding has nothing to fix)."""
+    (``fix=""``: this finding has nothing to fix). ``steps`` are the package commands of the fix, for
+    ``ortdoctor fix`` (the ``fix`` text shows them for the inspected interpreter)."""
     e = CATALOG[finding_id]
     return Finding(
         id=finding_id,
@@ -917,6 +932,7 @@ def make(
         title=title or e.title,
         detail=detail,
         fix=(fix or None) if fix is not None else e.fix,
+        steps=steps,
     )
 
 

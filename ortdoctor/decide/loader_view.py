@@ -11,12 +11,24 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from ortdoctor.core.facts import Candidate, ElfInfo, Environment, LibraryPlan, SearchDir
+from ortdoctor.core.facts import Candidate, ElfInfo, Environment, LibraryPlan, Plan, SearchDir
 from ortdoctor.decide.names import version_from_filename
 
-__all__ = ["SOURCE_WORDS", "LoaderPick", "compact_sonames", "default_loader_copy", "loader_dirs", "loader_visible",
-           "same_file"]
+__all__ = [
+    "SOURCE_WORDS",
+    "LibraryRow",
+    "LoaderPick",
+    "compact_sonames",
+    "default_loader_copy",
+    "is_sublibrary",
+    "library_row",
+    "library_rows",
+    "loader_dirs",
+    "loader_visible",
+    "same_file",
+]
 
 def compact_sonames(names: Sequence[str]) -> list[str]:
     """``libcudnn.so.9`` plus its sub-libraries as one item: the list stays readable."""
@@ -115,8 +127,8 @@ def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None =
     if isinstance(provider, ElfInfo):
         origin = os.path.dirname(provider.path)
         for entry in (*provider.runpath, *(() if provider.runpath else provider.rpath)):
-            d = entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
-            if os.path.isabs(d) and (hit := in_dir(d, "the CUDA provider's RUNPATH")):
+            expanded = entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+            if os.path.isabs(expanded) and (hit := in_dir(expanded, "the CUDA provider's RUNPATH")):
                 return hit
     for path in sys_.ldconfig.get(lp.soname, ())[:1]:
         for c in cands:
@@ -128,3 +140,59 @@ def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None =
         if d.exists and d.path and (hit := in_dir(d.path, "default directory")):
             return hit
     return None
+
+
+# --------------------------------------------------------------------------------------------------
+# The library table of a report: one row per planned library, each decision made here once
+# --------------------------------------------------------------------------------------------------
+RowStatus = Literal["ok", "warn", "fail", "info"]
+RowState = Literal["skipped", "sublibrary-absent", "other-major", "not-found", "loader-takes-other",
+                   "needs-preload", "found"]
+
+
+@dataclass(frozen=True)
+class LibraryRow:
+    """What a report says about one planned library: its mark and why, decided once for every renderer."""
+
+    plan: LibraryPlan
+    status: RowStatus
+    state: RowState
+    loader_visible: bool | None  # the chosen file is on the loader's own search path (None: nothing chosen)
+    default_loader: LoaderPick | None  # the copy the loader takes without a preload, when it is another
+
+    @property
+    def sublibrary(self) -> bool:
+        return is_sublibrary(self.plan)
+
+
+def is_sublibrary(lp: LibraryPlan) -> bool:
+    """A cuDNN sub-library (dlopen'd by libcudnn itself; the set differs between cuDNN releases)."""
+    name = lp.name.lower()
+    return name.startswith(("cudnn_", "cudnn-"))
+
+
+def library_row(env: Environment, lp: LibraryPlan) -> LibraryRow:
+    if lp.skipped:
+        return LibraryRow(lp, "info", "skipped", None, None)
+    if lp.chosen is None:
+        if is_sublibrary(lp):
+            return LibraryRow(lp, "info", "sublibrary-absent", None, None)
+        essential = lp.required or lp.name.lower() == "cudnn"
+        return LibraryRow(lp, "fail" if essential else "warn", "other-major" if lp.other_major else "not-found",
+                          None, None)
+    pick = default_loader_copy(env, lp)
+    visible = loader_visible(env, lp.soname, lp.chosen)
+    if pick is not None and not pick.same_as_chosen:
+        # the loader finds a copy on its own, just not this one (the finding says what to do)
+        same = bool(pick.version) and pick.version == lp.chosen.version
+        return LibraryRow(lp, "ok" if same else "warn", "loader-takes-other", visible, pick)
+    if pick is not None or visible:
+        return LibraryRow(lp, "ok", "found", visible, None)
+    return LibraryRow(lp, "warn", "needs-preload", visible, None)
+
+
+def library_rows(env: Environment, plan: Plan | None) -> tuple[LibraryRow, ...]:
+    """The report's library table (the driver's own libcuda is the driver section's, not a row)."""
+    if plan is None:
+        return ()
+    return tuple(library_row(env, lp) for lp in plan.libraries if not lp.soname.lower().startswith("libcuda.so"))

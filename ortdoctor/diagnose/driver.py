@@ -11,8 +11,11 @@ from ortdoctor.core.facts import (
     Device,
     DriverError,
     Finding,
+    PackageStep,
+    Severity,
 )
 from ortdoctor.decide.devices import CudaDevice, DeviceMap, describe, map_devices
+from ortdoctor.decide.fixes import gpu_install, step
 from ortdoctor.decide.names import major_of
 from ortdoctor.diagnose.context import (
     DATACENTER_HINTS,
@@ -195,26 +198,27 @@ def _check_driver_version(ctx: Ctx) -> list[Finding]:
     upgrade = (f"Upgrade the driver to >= {minimum or branch}: "
                + ("NVIDIA's installer (https://www.nvidia.com/Download/index.aspx)" if ctx.os_name == "windows"
                   else f"sudo apt-get install nvidia-driver-{branch}, then reboot"))
-    alt = build_for_major(ctx, drv_major) if drv_major is not None else None
-    fix = upgrade + (f"\nor keep this driver and install a build for CUDA {drv_major}: {alt}" if alt else "")
+    alt = build_for_major(ctx, drv_major) if drv_major is not None else ()
+    fix = upgrade + (f"\nor keep this driver and install a build for CUDA {drv_major}: {ctx.run(*alt)}" if alt else "")
     return [make("driver-too-old", detail, fix)]
 
 
-def build_for_major(ctx: Ctx, major: int) -> str | None:
-    """The command that installs an onnxruntime-gpu built for CUDA ``major`` (a feed of the installed
-    release line, else the matrix's recommendation)."""
+def build_for_major(ctx: Ctx, major: int) -> tuple[PackageStep, ...]:
+    """The steps that install an onnxruntime-gpu built for CUDA ``major``: the same version from the feed
+    that has it for that major, else the matrix's recommendation; () when none exists."""
     ort = ctx.env.ort
-    if ctx.match is not None:
+    if ctx.match is not None and ort.version:
         for feed in ctx.match.release.feeds:
             if major_of(feed.cuda) == major:
                 if feed.index_url is None:
-                    return f'pip install "onnxruntime-gpu=={ort.version}"'
-                return (f"pip uninstall -y onnxruntime-gpu && {FEED_PREREQS} && pip install --no-cache-dir "
-                        f"onnxruntime-gpu=={ort.version} --index-url {feed.index_url}")
+                    return (gpu_install(ctx.matrix, ort.version),)
+                return (step("uninstall", "-y", "onnxruntime-gpu"), step("install", *FEED_PREREQS),
+                        step("install", "--no-cache-dir", f"onnxruntime-gpu=={ort.version}", "--index-url",
+                             feed.index_url))
     rec = ctx.matrix.recommend(str(major), None)
-    if rec is None:
-        return None
-    return f"pip uninstall -y onnxruntime-gpu && {rec.command}"
+    if rec is None or not rec.steps:
+        return ()
+    return (step("uninstall", "-y", "onnxruntime-gpu"), *rec.steps)
 
 
 def _check_compat_libs(ctx: Ctx) -> list[Finding]:
@@ -227,7 +231,7 @@ def _check_compat_libs(ctx: Ctx) -> list[Finding]:
         return []
     names = [d.name for d in env.driver.devices]
     consumer = [n for n in names if not any(h in n for h in DATACENTER_HINTS)]
-    severity = "error" if consumer else "warning"
+    severity: Severity = "error" if consumer else "warning"
     detail = (f"Forward-compatibility libcuda on the library path: {', '.join(compat)}; GPUs: "
               f"{', '.join(names) or 'none'}.")
     if consumer:
@@ -238,7 +242,11 @@ def _check_compat_libs(ctx: Ctx) -> list[Finding]:
 def _check_arch(ctx: Ctx, target: Sequence[CudaDevice], visible: Sequence[CudaDevice]) -> list[Finding]:
     """Kernels for each GPU: :func:`ortdoctor.diagnose.kernels.check_kernels` (``gpu-arch-unsupported``,
     ``gpu-arch-ptx-jit``)."""
-    return check_kernels(ctx, target, visible, others_fix=_others_fix, cuda12_build=lambda: build_for_major(ctx, 12))
+    def cuda12_build() -> str | None:
+        steps = build_for_major(ctx, 12)
+        return ctx.run(*steps) if steps else None
+
+    return check_kernels(ctx, target, visible, others_fix=_others_fix, cuda12_build=cuda12_build)
 
 
 def _gpu(c: CudaDevice) -> str:

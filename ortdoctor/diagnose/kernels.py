@@ -164,7 +164,10 @@ def _unsupported(ctx: Ctx, build: BuildKernels, bad: Sequence[CudaDevice], visib
     if others:
         fixes.append(others)
     hard = any((cov := covered[c]) is not None and cov.verdict != "isolated" for c in bad)
-    return make("gpu-arch-unsupported", "\n".join(lines), "\n".join(fixes), severity=None if hard else "warning")
+    # The package steps of the fix: the best release for the GPU, when all of them share one architecture.
+    best = _candidates(ctx, ccs[0]) if len(ccs) == 1 else []
+    return make("gpu-arch-unsupported", "\n".join(lines), "\n".join(fixes), severity=None if hard else "warning",
+                steps=best[0].steps if best else ())
 
 
 def _why(build: BuildKernels, covs: Sequence[Coverage | None]) -> str:
@@ -203,7 +206,8 @@ def _install_line(ctx: Ctx, k: KernelRelease, lead: str) -> str:
     drv_major = major_of(ctx.env.driver.cuda_version)
     needs = f"; needs a driver for CUDA {k.release.cuda_major}" if drv_major is not None and \
         k.release.cuda_major > drv_major else ""
-    return f"{lead}{k.command}  ({k.version}: {how}; built for CUDA {k.release.cuda}{needs})"
+    command = ctx.run(*k.steps) if k.steps else k.command
+    return f"{lead}{command}  ({k.version}: {how}; built for CUDA {k.release.cuda}{needs})"
 
 
 def _release_fixes(ctx: Ctx, cc: tuple[int, int]) -> list[str]:

@@ -17,6 +17,7 @@ from ortdoctor.report.model import Report, verdict_of
 
 if TYPE_CHECKING:
     from ortdoctor.decide.matrix.model import Matrix
+    from ortdoctor.probes.host import HostInfo
 
 __all__ = ["SmokeMode", "run_check"]
 
@@ -177,7 +178,7 @@ def run_check(
         from ortdoctor.doctor.model import check_model
 
         t = time.perf_counter()
-        model_report = check_model(model, input_shapes=shapes, device_id=device_id, cuda_graph=model_cuda_graph,
+        model_report = check_model(os.fspath(model), input_shapes=shapes, device_id=device_id, cuda_graph=model_cuda_graph,
                                    timeout=model_timeout, env=None if environ is None else dict(environ), import_path=import_path,
                                    driver=env.driver, provider_options=model_provider_options)
         findings = sorted([*findings, *model_report.findings], key=_severity_rank)
@@ -199,7 +200,14 @@ def run_check(
         all_devices=all_devices,
         device_smokes=device_smokes,
         model=model_report,
+        host=_probe_host(environ),
     )
+
+
+def _probe_host(environ: Mapping[str, str] | None) -> HostInfo:
+    from ortdoctor.probes.host import probe_host
+
+    return probe_host(os.environ if environ is None else environ)
 
 
 def _smoke_request(request: Any, *, device_id: int, directory: str | None, matrix: Any,

@@ -232,7 +232,7 @@ def check_msvc_runtime() -> list[str]:
     missing = []
     for dll in MSVC_RUNTIME_DLLS:
         try:
-            ctypes.WinDLL(dll)  # type: ignore[attr-defined]
+            ctypes.WinDLL(dll)
         except OSError:
             missing.append(dll)
     return missing
@@ -251,7 +251,7 @@ def add_dll_directories(dirs: Iterable[str]) -> list[str]:
         return added
     for d in dirs:
         try:
-            _dll_dir_handles.append(os.add_dll_directory(d))  # type: ignore[attr-defined]
+            _dll_dir_handles.append(os.add_dll_directory(d))
             added.append(d)
         except OSError:
             continue

@@ -18,6 +18,7 @@ from ortdoctor.core.facts import DriverInfo, Environment
 from ortdoctor.formats.distinfo import DistIndex
 from ortdoctor.formats.procmaps import mapped_paths
 from ortdoctor.probes.driver import probe_driver
+from ortdoctor.probes.interpreter import Interpreter
 from ortdoctor.probes.nvidia_wheels import probe_nvidia_wheels
 from ortdoctor.probes.ort import add_kernels, probe_ort
 from ortdoctor.probes.platform import probe_python
@@ -38,6 +39,7 @@ def collect_environment(
     maps_path: str = "/proc/self/maps",
     query_driver: bool = True,
     on_probe: Callable[[str, Any], None] | None = None,
+    interpreter: Interpreter | None = None,
 ) -> Environment:
     """Run every probe and return the whole :class:`~ortdoctor.core.facts.Environment`.
 
@@ -53,12 +55,16 @@ def collect_environment(
         query_driver: False skips NVML (the driver is reported as not queried). The CUDA provider's
             kernel architectures are read only when NVML lists GPUs.
         on_probe: called as ``on_probe("ort", OrtInfo)`` as soon as the onnxruntime probe (the first,
-            and a cheap one) is done, then ``on_probe("driver", DriverInfo)``: ``check`` starts its smoke
-            child there, so the child runs while the other probes do.
+            and a cheap one) is done: ``check`` starts its smoke child there, so the child runs while the
+            other probes do.
+        interpreter: the interpreter to inspect (``--python``; default: this one); its ``sys.path`` is the
+            default ``sys_path``.
     """
-    path = list(sys.path if sys_path is None else sys_path)
+    if sys_path is None:
+        sys_path = interpreter.path if interpreter is not None else sys.path
+    path = list(sys_path)
     env = os.environ if environ is None else environ
-    python = probe_python(sys_path=path, environ=env, fs_root=fs_root)
+    python = probe_python(sys_path=path, environ=env, fs_root=fs_root, interpreter=interpreter)
     sites = python.site_dirs if site_dirs is None else tuple(os.path.abspath(d) for d in site_dirs)
     if site_dirs is not None:
         python = dataclasses.replace(python, site_dirs=sites)
@@ -78,8 +84,6 @@ def collect_environment(
         # The kernel architectures matter only against GPUs: read once NVML has listed some (after the
         # smoke child started); the preload path (no driver query) and GPU-less hosts never pay for them.
         ort = add_kernels(ort)
-    if on_probe is not None:
-        on_probe("driver", driver)
     return Environment(
         python=python,
         ort=ort,

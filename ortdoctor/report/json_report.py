@@ -1,4 +1,4 @@
-"""The report as the JSON of the contract (docs/report-contract.md, ``schema_version`` 1).
+"""The report as the JSON of the contract (docs/report-contract.md, ``schema_version`` 2).
 
 The contract's fields come first and keep their names; extra fields (the full environment facts,
 each library's loader visibility, timings) are additions, never renames. The result contains only
@@ -11,12 +11,14 @@ import json
 from typing import Any
 
 from ortdoctor._version import __version__
-from ortdoctor.core.facts import Candidate, Environment, Finding, LibraryPlan, to_jsonable
+from ortdoctor.core.facts import Candidate, Environment, Finding, to_jsonable
+from ortdoctor.decide.devices import DeviceMap
+from ortdoctor.decide.loader_view import LibraryRow
 from ortdoctor.report.model import Report
 
 __all__ = ["SCHEMA_VERSION", "dumps", "to_json"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the "host" object
 
 
 def dumps(report: Report) -> str:
@@ -33,9 +35,10 @@ def to_json(report: Report) -> dict[str, Any]:
         "python": _python(env),
         "ort": _ort(env, report.recommendation),
         "torch": _torch(env),
-        "driver": _driver(env, report.device_map),
+        "driver": _driver(env, report.devices),
         "libraries": _libraries(report),
         "smoke": _smoke(report),
+        "host": _host(report),
         # additions beyond the contract's minimum
         # `check --all-devices`: one entry per CUDA ordinal (null when only one device was checked)
         "smoke_devices": [d.to_json() for d in report.device_smokes] if report.all_devices else None,
@@ -48,6 +51,12 @@ def to_json(report: Report) -> dict[str, Any]:
         "matrix": report.matrix_path,
         "timings_ms": dict(report.timings_ms),
     }
+
+
+def _host(report: Report) -> dict[str, Any] | None:
+    from ortdoctor.probes.host import host_json
+
+    return host_json(report.host, (d.uuid for d in report.env.driver.devices)) if report.host else None
 
 
 def finding_json(f: Finding) -> dict[str, Any]:
@@ -113,11 +122,8 @@ def _torch(env: Environment) -> dict[str, Any] | None:
     return {"version": t.version, "cuda": t.cuda, "cudnn": t.cudnn, "lib_dir": t.lib_dir, "location": t.location}
 
 
-def _driver(env: Environment, device_map: Any = None) -> dict[str, Any]:
-    from ortdoctor.decide.devices import map_devices
-
+def _driver(env: Environment, dmap: DeviceMap) -> dict[str, Any]:
     d = env.driver
-    dmap = device_map if device_map is not None else map_devices(d)
     visible = [c.device for c in dmap.devices if c.device is not None]
     why = dmap.visibility_note
     return {
@@ -157,9 +163,8 @@ def _candidate(c: Candidate) -> dict[str, Any]:
     return {"path": c.path, "source": c.source, "version": c.version, "rejected": c.rejected}
 
 
-def _library(lp: LibraryPlan, env: Environment) -> dict[str, Any]:
-    from ortdoctor.decide.loader_view import loader_visible
-
+def _library(row: LibraryRow) -> dict[str, Any]:
+    lp = row.plan
     chosen = lp.chosen
     return {
         "name": lp.name,
@@ -173,14 +178,12 @@ def _library(lp: LibraryPlan, env: Environment) -> dict[str, Any]:
         # finds the chosen file on its own (False: it loads only when preloaded)
         "other_major": [_candidate(c) for c in lp.other_major],
         "skipped": lp.skipped,
-        "loader_visible": loader_visible(env, lp.soname, chosen) if chosen else None,
+        "loader_visible": row.loader_visible,
     }
 
 
 def _libraries(report: Report) -> list[dict[str, Any]]:
-    if report.plan is None:
-        return []
-    return [_library(lp, report.env) for lp in report.plan.libraries]
+    return [_library(row) for row in report.libraries]
 
 
 def _smoke(report: Report) -> dict[str, Any]:

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ortdoctor._version import __version__
-from ortdoctor.core.facts import Finding, LibraryPlan
+from ortdoctor.core.facts import Finding
+from ortdoctor.decide.loader_view import SOURCE_WORDS, LibraryRow
 from ortdoctor.report.model import Report
 from ortdoctor.report.text import format_timings
 
@@ -201,17 +202,17 @@ def _facts(report: Report, md: _Md) -> list[str]:
             detail += f", cuDNN {t.cudnn}"
         rows.append(_row("PyTorch", md.text(f"{t.version} ({detail}) ") + md.code(t.location)))
 
-    d = env.driver
-    if d.available:
-        rows.append(_row("NVIDIA driver", md.text(f"{d.version} (CUDA {d.cuda_version or '?'})")))
+    drv = env.driver
+    if drv.available:
+        rows.append(_row("NVIDIA driver", md.text(f"{drv.version} (CUDA {drv.cuda_version or '?'})")))
     else:
-        reason = d.error or (d.error_kind.value if d.error_kind else "not available")
+        reason = drv.error or (drv.error_kind.value if drv.error_kind else "not available")
         rows.append(_row("NVIDIA driver", md.text(f"not usable: {reason}")))
-    for dev in d.devices:
+    for dev in drv.devices:
         mem = f", {dev.memory_total_mib} MiB" if dev.memory_total_mib is not None else ""
         rows.append(_row(f"GPU {dev.index}", md.text(f"{dev.name} (sm {dev.compute_capability or '?'}{mem})")))
-    for key, value in (("CUDA_VISIBLE_DEVICES", d.cuda_visible_devices),
-                       ("NVIDIA_VISIBLE_DEVICES", d.nvidia_visible_devices)):
+    for key, value in (("CUDA_VISIBLE_DEVICES", drv.cuda_visible_devices),
+                       ("NVIDIA_VISIBLE_DEVICES", drv.nvidia_visible_devices)):
         if value is not None:
             rows.append(_row(key, md.code(value)))
 
@@ -228,23 +229,23 @@ def _facts(report: Report, md: _Md) -> list[str]:
     return [*rows, ""]
 
 
-def _library_mark(lp: LibraryPlan, report: Report) -> tuple[str, str]:
-    from ortdoctor.decide.loader_view import SOURCE_WORDS, default_loader_copy, loader_visible
+_MARKS = {"ok": "✔", "warn": "⚠", "fail": "✘", "info": "ℹ"}
 
-    if lp.skipped:
-        return "ℹ", f"skipped: {lp.skipped}"
-    if lp.chosen is None:
-        essential = lp.required or lp.name.lower() == "cudnn"
-        what = "only another major" if lp.other_major else "not found"
-        return ("✘" if essential else "⚠"), what
-    pick = default_loader_copy(report.env, lp)
-    if pick is not None and not pick.same_as_chosen:
-        same = bool(pick.version) and pick.version == lp.chosen.version
-        word = SOURCE_WORDS.get(pick.source, pick.source)
-        return ("✔" if same else "⚠"), f"default loader: {word} {pick.version or 'version unknown'}"
-    if pick is not None or loader_visible(report.env, lp.soname, lp.chosen):
-        return "✔", ""
-    return "⚠", "needs preload"
+
+def _library_note(row: LibraryRow) -> str:
+    lp = row.plan
+    pick = row.default_loader
+    if row.state == "skipped":
+        return f"skipped: {lp.skipped}"
+    if row.state == "other-major":
+        return "only another major"
+    if row.state in ("not-found", "sublibrary-absent"):
+        return "not found"
+    if row.state == "loader-takes-other" and pick is not None:
+        return f"default loader: {SOURCE_WORDS.get(pick.source, pick.source)} {pick.version or 'version unknown'}"
+    if row.state == "needs-preload":
+        return "needs preload"
+    return ""
 
 
 def _libraries(report: Report, md: _Md) -> list[str]:
@@ -256,8 +257,9 @@ def _libraries(report: Report, md: _Md) -> list[str]:
         head += f", --directory {plan.directory!r}"
     out = [f"**Libraries** ({md.text(head)})", "",
            "| | library | soname | version | source | path | note |", "|---|---|---|---|---|---|---|"]
-    for lp in plan.libraries:
-        mark, note = _library_mark(lp, report)
+    for row in report.libraries:
+        lp = row.plan
+        mark, note = _MARKS[row.status], _library_note(row)
         if not lp.required:
             note = ", ".join(x for x in (note, "loaded lazily") if x)
         c = lp.chosen

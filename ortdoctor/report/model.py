@@ -12,10 +12,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ortdoctor.core.exitcodes import FAIL, OK, USAGE
 from ortdoctor.core.facts import Environment, Finding, Plan, to_jsonable
+from ortdoctor.decide.devices import DeviceMap, map_devices
+from ortdoctor.decide.loader_view import LibraryRow, library_rows
 
-if TYPE_CHECKING:  # `check` without --model does not load the model-check modules
+if TYPE_CHECKING:  # `check` without --model or a smoke session does not load these modules
+    from ortdoctor.probes.host import HostInfo
     from ortdoctor.prove.model_check.inspect import ModelInspection
     from ortdoctor.prove.model_check.placement import Placement
+    from ortdoctor.prove.smoke.devices import DeviceSmoke
+    from ortdoctor.prove.smoke.runner import SmokeResult
 
 Verdict = Literal["ok", "warn", "fail"]
 
@@ -30,17 +35,32 @@ class Report:
     env: Environment
     plan: Plan | None
     matrix_path: str | None
-    smoke: Any = None  # ortdoctor.prove.smoke.SmokeResult, or None when it did not run
+    smoke: SmokeResult | None = None  # None when it did not run
     smoke_skipped: str | None = None  # why the smoke session did not run
     device_id: int = 0
     directory: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     # What to install on this machine when no GPU build is installed (None when one is).
     recommendation: str | None = None
-    device_map: Any = None  # ortdoctor.decide.devices.DeviceMap: CUDA ordinal -> NVML device
+    device_map: DeviceMap | None = None  # CUDA ordinal -> NVML device; derived from env when not given
     all_devices: bool = False  # `check --all-devices`: every visible GPU was checked
-    device_smokes: tuple[Any, ...] = ()  # ortdoctor.prove.smoke.devices.DeviceSmoke per ordinal (--all-devices)
-    model: Any = None  # ortdoctor.prove.model_check.ModelReport (`check --model`)
+    device_smokes: tuple[DeviceSmoke, ...] = ()  # one per CUDA ordinal (--all-devices)
+    model: ModelReport | None = None  # `check --model`
+    # The library table, each row's mark decided once (derived from env and plan when not given).
+    libraries: tuple[LibraryRow, ...] = ()
+    host: HostInfo | None = None  # which machine this report is from (reports of a fleet merge on it)
+
+    def __post_init__(self) -> None:
+        # Derived views, computed once here so that no renderer decides them again.
+        if self.device_map is None:
+            object.__setattr__(self, "device_map", map_devices(self.env.driver))
+        if not self.libraries and self.plan is not None:
+            object.__setattr__(self, "libraries", library_rows(self.env, self.plan))
+
+    @property
+    def devices(self) -> DeviceMap:
+        assert self.device_map is not None  # set in __post_init__
+        return self.device_map
 
 
 def verdict_of(findings: Iterable[Finding]) -> Verdict:

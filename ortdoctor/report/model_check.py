@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ortdoctor.prove.model_check.placement import CUDA_EP, MEMCPY_OPS, Placement
 from ortdoctor.report.model import ModelReport
 
@@ -48,10 +50,10 @@ def render_model(report: ModelReport) -> str:
 def _placement_line(p: Placement) -> str:
     """The share and the counts from the same numbers: compute nodes per provider, the Memcpy nodes
     onnxruntime inserted counted apart (they are neither the model's work nor a sign of it)."""
-    compute = {}
+    compute: dict[str, int] = {}
     for ep, n in p.nodes_by_provider.items():
-        copies = sum(k for op, k in p.op_types_by_provider.get(ep, {}).items() if op in MEMCPY_OPS)
-        compute[ep] = max(n - copies, 0)
+        memcpy = sum(k for op, k in p.op_types_by_provider.get(ep, {}).items() if op in MEMCPY_OPS)
+        compute[ep] = max(n - memcpy, 0)
     total = sum(compute.values())
     cuda = compute.get(CUDA_EP, 0)
     share = f"{cuda / total:.0%}" if total else "?"
@@ -61,7 +63,7 @@ def _placement_line(p: Placement) -> str:
     return f"{share} of nodes on the CUDA EP ({total} compute node{'s' * (total != 1)}: {counts}{copies})"
 
 
-def _run_line(run: dict) -> str:
+def _run_line(run: dict[str, Any]) -> str:
     if run.get("problems"):
         return "not run: " + "; ".join(run["problems"])
     parts = []

@@ -12,7 +12,8 @@ import textwrap
 from collections.abc import Sequence
 
 from ortdoctor._version import __version__
-from ortdoctor.core.facts import Finding, LibraryPlan
+from ortdoctor.core.facts import ElfInfo, Finding
+from ortdoctor.decide.loader_view import SOURCE_WORDS, LibraryRow
 from ortdoctor.report.model import Report
 
 __all__ = ["format_timings", "render"]
@@ -141,7 +142,7 @@ def _ort(report: Report, s: _Style, debug: bool) -> list[str]:
 
     ort = report.env.ort
     if not ort.installed:
-        rec = report.recommendation or 'pip install "onnxruntime-gpu[cuda,cudnn]"'
+        rec = report.recommendation or "see the fix below"
         return [_row("onnxruntime", FAIL, "not installed", s), " " * _LABEL + f"for this machine: {s.bold(rec)}"]
     dists = [d for d in ort.distributions if not d.name.lower().startswith("onnxruntime-genai")]
     if is_cuda_build(ort):
@@ -165,7 +166,8 @@ def _ort(report: Report, s: _Style, debug: bool) -> list[str]:
             owner = {True: "files on disk", False: "overwritten", None: "?"}[d.owns_files_on_disk]
             out.append(" " * _LABEL + s.dim(f"{d.name} {d.version}: {owner} ({_home(d.dist_info)})"))
         if ort.cuda_provider is not None:
-            needed = getattr(ort.cuda_provider, "needed", None) or getattr(ort.cuda_provider, "imports", ())
+            p = ort.cuda_provider
+            needed = p.needed if isinstance(p, ElfInfo) else p.imports
             out.append(" " * _LABEL + s.dim("CUDA provider needs: " + ", ".join(needed)))
     return out
 
@@ -183,7 +185,6 @@ def _torch(report: Report, s: _Style) -> list[str]:
 
 
 def _driver(report: Report, s: _Style, debug: bool) -> list[str]:
-    from ortdoctor.decide.devices import map_devices
 
     d = report.env.driver
     ids = {f.id for f in report.findings}
@@ -193,7 +194,7 @@ def _driver(report: Report, s: _Style, debug: bool) -> list[str]:
     driver_bad = ids & {"driver-too-old", "cuda-compat-on-unsupported-hw"}
     out = [_row("Driver/GPU", FAIL if "driver-too-old" in driver_bad else (WARN if driver_bad else OK),
                 f"driver {d.version} (CUDA {d.cuda_version or '?'})", s)]
-    dmap = report.device_map if report.device_map is not None else map_devices(d)
+    dmap = report.devices
     why = dmap.visibility_note
     if not d.devices:
         out.append(" " * _LABEL + s.red(f"{FAIL} no GPU visible"))
@@ -219,31 +220,29 @@ def _driver(report: Report, s: _Style, debug: bool) -> list[str]:
     return out
 
 
-def _lib_mark(lp: LibraryPlan, report: Report) -> tuple[str, str]:
-    from ortdoctor.decide.loader_view import SOURCE_WORDS, default_loader_copy, loader_visible
+_MARKS = {"ok": OK, "warn": WARN, "fail": FAIL, "info": INFO}
 
-    if lp.skipped:
-        return INFO, f"skipped ({lp.skipped})"
+
+def _lib_text(row: LibraryRow, report: Report) -> str:
+    lp = row.plan
+    if row.state == "skipped":
+        return f"skipped ({lp.skipped})"
+    if row.state == "sublibrary-absent":
+        return "not in this cuDNN (loaded only if its release has it)"
+    if row.state == "other-major":
+        return "only another major: " + ", ".join(os.path.basename(c.path) for c in lp.other_major[:3])
     if lp.chosen is None:
-        if _is_sub(lp):
-            return INFO, "not in this cuDNN (loaded only if its release has it)"
-        essential = lp.required or lp.name.lower() == "cudnn"
-        if lp.other_major:
-            return (FAIL if essential else WARN), "only another major: " + ", ".join(
-                os.path.basename(c.path) for c in lp.other_major[:3])
-        return (FAIL if essential else WARN), "not found"
+        return "not found"
     where = f"{lp.chosen.source}  {_short(lp.chosen.path, report, False)}"
     if lp.chosen.version:
         where = f"{lp.chosen.version}  " + where
-    pick = default_loader_copy(report.env, lp)
-    if pick is not None and not pick.same_as_chosen:
-        # the loader finds a copy on its own, just not this one: say which (the finding says what to do)
-        same = bool(pick.version) and pick.version == lp.chosen.version
+    pick = row.default_loader
+    if row.state == "loader-takes-other" and pick is not None:
         word = SOURCE_WORDS.get(pick.source, pick.source)
-        return (OK if same else WARN), where + f"  (default loader: {word} {pick.version or 'version unknown'})"
-    if pick is not None or loader_visible(report.env, lp.soname, lp.chosen):
-        return OK, where
-    return WARN, where + "  (needs preload)"
+        return where + f"  (default loader: {word} {pick.version or 'version unknown'})"
+    if row.state == "needs-preload":
+        return where + "  (needs preload)"
+    return where
 
 
 def _libraries(report: Report, s: _Style, debug: bool) -> list[str]:
@@ -254,15 +253,16 @@ def _libraries(report: Report, s: _Style, debug: bool) -> list[str]:
     if plan.directory is not None:
         head += f"; --directory {plan.directory!r}"
     out = [_row("Libraries", "", head, s)]
-    libs = [lp for lp in plan.libraries if not lp.soname.lower().startswith("libcuda.so")]
-    subs = [lp for lp in libs if _is_sub(lp)]
+    rows = list(report.libraries)
+    subs = [row.plan for row in rows if row.sublibrary]
     if not debug:
         # The cuDNN sub-libraries follow the main library: one summary line unless --debug.
-        libs = [lp for lp in libs if not _is_sub(lp)]
-    name_w = max((len(lp.name) for lp in libs), default=0) + 2
-    so_w = max((len(lp.soname) for lp in libs), default=0) + 2
-    for lp in libs:
-        mark, text = _lib_mark(lp, report)
+        rows = [row for row in rows if not row.sublibrary]
+    name_w = max((len(row.plan.name) for row in rows), default=0) + 2
+    so_w = max((len(row.plan.soname) for row in rows), default=0) + 2
+    for row in rows:
+        lp = row.plan
+        mark, text = _MARKS[row.status], _lib_text(row, report)
         kind = "" if lp.required else s.dim(" lazy")
         out.append(f"  {s.mark(mark)} {lp.name.ljust(name_w)}{lp.soname.ljust(so_w)}{text}{kind}")
         if debug:
@@ -279,10 +279,6 @@ def _libraries(report: Report, s: _Style, debug: bool) -> list[str]:
             text += " (cuDNN loads those of its own release)"
         out.append(s.dim(f"  {INFO} {text}; --debug lists them"))
     return out
-
-
-def _is_sub(lp: LibraryPlan) -> bool:
-    return lp.name.lower().startswith("cudnn_") or lp.name.lower().startswith("cudnn-")
 
 
 def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:

@@ -31,6 +31,7 @@ _INT_KEYS = "__int_keys__"
 _CLASSES: dict[str, type[Any]] = {
     cls.__name__: cls for cls in (model.LibSpec, model.CudaMajor, model.CudnnMajor, model.Feed, model.KnownBad,
                                   model.PlatformArchs, model.Release, model.TorchVariant, model.TorchRelease,
+                                  model.PackageRow,
                                   model.Matrix)
 }
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -426,7 +426,8 @@ def _read_dim(buf: memoryview, span: tuple[int, int]) -> int | str | None:
     """Dimension{dim_value=1, dim_param=2}: a fixed size, a symbol, or None (unknown)."""
     for number, wire, value in _fields(buf, *span):
         if number == 1 and wire == _VARINT:
-            return value if value < (1 << 63) else value - (1 << 64)
+            dim = int(value)
+            return dim if dim < (1 << 63) else dim - (1 << 64)
         if number == 2 and wire == _LEN:
             return _text(buf, value)
     return None

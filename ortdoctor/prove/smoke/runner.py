@@ -341,9 +341,9 @@ def judge(
 
     ok = bool(data.get("ok"))
     providers = tuple(str(p) for p in data.get("providers") or ())
-    error = data.get("error")
+    message: str | None = str(data["error"]) if data.get("error") is not None else None
     ort_version = data.get("ort_version")
-    text = "\n".join([stderr, error or "", *[str(w) for w in data.get("warnings") or ()]])
+    text = "\n".join([stderr, message or "", *[str(w) for w in data.get("warnings") or ()]])
     if ok:
         finding = None
     elif _fell_back(data, providers):
@@ -351,13 +351,13 @@ def judge(
     else:
         finding = "smoke-failed"
     if not ok and data.get("stage") == "import":
-        error = f"onnxruntime could not be imported in the smoke child: {error}"
+        message = f"onnxruntime could not be imported in the smoke child: {_import_error(message, stderr)}"
     return SmokeResult(
         ran=True,
         ok=ok,
         providers=providers,
         device_id=data.get("device_id", request.device_id),
-        error=error,
+        error=message,
         finding_id=finding,
         evidence=tuple(_evidence(log_lines)) if not ok else tuple(log_lines[:20]),
         timings_ms={k: float(v) for k, v in (data.get("timings_ms") or {}).items()},
@@ -374,6 +374,21 @@ def judge(
         duration_ms=duration_ms,
         message_text="" if ok else text,
     )
+
+
+def _import_error(message: str | None, stderr: str) -> str:
+    """The import error as the user needs it: an exception whose own text is empty (NumPy 2's ABI
+    failure raises a bare ``ImportError:`` after printing its explanation) gets the lines it printed."""
+    text = (message or "").strip()
+    _kind, sep, said = text.partition(":")
+    if len((said if sep else text).strip()) >= 8:
+        return text
+    # the first paragraph printed before the traceback is the explanation
+    paragraphs = [p.strip() for p in strip_ansi(stderr).split("\n\n") if p.strip()]
+    prose = [" ".join(p.split()) for p in paragraphs if "Traceback (most recent call last)" not in p][:2]
+    if not prose:
+        return text or "no message"
+    return (text + " " if text else "") + " ".join(prose)
 
 
 def _fell_back(data: dict[str, Any], providers: tuple[str, ...]) -> bool:
