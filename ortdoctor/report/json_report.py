@@ -22,7 +22,8 @@ SCHEMA_VERSION = 2  # 2: the "host" object
 
 
 def dumps(report: Report) -> str:
-    return json.dumps(to_json(report), indent=2, ensure_ascii=False)
+    # ASCII with \u escapes: valid JSON on any console encoding (cp1252, latin-1), decoded by every parser
+    return json.dumps(to_json(report), indent=2)
 
 
 def to_json(report: Report) -> dict[str, Any]:
