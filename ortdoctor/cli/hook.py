@@ -26,7 +26,7 @@ def _nothing_to_preload(site_dir: str | None) -> str | None:
     report = run_check(smoke=False, sys_path=None if site_dir is None else [*sys.path, site_dir])
     if report.env.ort.is_gpu_build:
         return None
-    lines = [f"ortdoctor hook install: no CUDA build of onnxruntime is installed here, so the hook would have "
+    lines = ["ortdoctor hook install: no CUDA build of onnxruntime is installed here, so the hook would have "
              "nothing to preload and would warn at every interpreter start."]
     for f in report.findings:
         if f.severity == "error" and f.id.startswith("ort-"):
