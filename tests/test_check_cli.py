@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support import fake_nvml, testenvs
+from tests.support.report_schema import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +37,7 @@ def run_check(*envs: str, args: tuple[str, ...] = ("--json", "--no-smoke"), extr
 def report_of(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert "Traceback" not in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stdout
-    data: dict[str, Any] = json.loads(proc.stdout)
+    data: dict[str, Any] = validate(json.loads(proc.stdout))
     return data
 
 
@@ -288,6 +289,6 @@ def test_a_console_that_is_not_utf8_gets_ascii_marks_not_a_crash(encoding: str) 
         assert proc.returncode == 1, err
         assert "internal error" not in err
         if "--json" in args:
-            assert json.loads(out)["verdict"] == "fail"
+            assert validate(json.loads(out))["verdict"] == "fail"
         else:
             assert "x FAIL: onnxruntime 1.31.1 cannot use the GPU here" in out
