@@ -347,7 +347,9 @@ def test_failed_smoke_shows_the_classified_cause_not_a_cut_message(machine: Mach
     assert "RuntimeError" not in smoke_block
     assert "cuda_execution_provider_info" not in smoke_block
     assert "session 36.5 ms" in smoke_block
-    assert "FromProviderOptions" in by_id(found, "smoke-failed").detail  # the raw text stays in the finding
+    # the cause carries ORT's line; no second error only says "the smoke session failed"
+    assert "cudaGetDeviceCount" in by_id(found, "no-gpu-visible").detail
+    assert "smoke-failed" not in [f.id for f in found]
 
 
 def test_preload_of_the_system_toolkit_warns_that_torch_uses_other_files(machine: Machine) -> None:
