@@ -416,10 +416,15 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
         out += ["", s.bold("Problems: ") + "only the model's (listed under Model above)"]
     elif report.verdict == "ok":
         out += ["", s.green("No problems found.")]
-    if notes:
-        out += ["", s.bold("Notes") + s.dim(" (ortdoctor explain ID, or --debug, for detail)")]
+    if notes and debug:
+        out += ["", s.bold("Notes")]
         for f in notes:
-            out += _finding(f, s) if debug else [f"{s.mark(INFO)} {f.title}  {s.dim('[' + f.id + ']')}"]
+            out += _finding(f, s)
+    elif notes:
+        # one line: notes explain, they do not block; -v (or `explain ID`) shows each in full
+        ids = ", ".join(f.id for f in notes)
+        out += ["", textwrap.fill(f"{INFO} {len(notes)} note{'s' if len(notes) > 1 else ''}: {ids}  (-v shows them; "
+                                  "ortdoctor explain ID)", _WIDTH, subsequent_indent="  ", break_on_hyphens=False)]
     return out
 
 
