@@ -409,7 +409,9 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     notes = [f for f in report.findings if f.severity == "info" and f not in model_findings]
     out: list[str] = []
     if problems:
-        out += ["", s.bold(f"Problems ({_counts(problems)})")]
+        theirs = [f for f in model_findings if f.severity != "info"]
+        more = f"; {_counts(theirs)} of the model's above" if theirs else ""
+        out += ["", s.bold(f"Problems ({_counts(problems)}{more})")]
         for f in problems:
             out += _finding(f, s)
     elif model_findings and report.verdict != "ok":
