@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.facts import Match
-from ortdoctor.decide import gpu_arch, packages, tensorrt_versions
+from ortdoctor.decide import gpu_names, packages, tensorrt_versions
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.diagnose import fixes
 from ortdoctor.diagnose.stack import Stack
@@ -955,10 +955,10 @@ def _invalid_ordinal(d: Decider, hit: Hit) -> Match:
 
 def _arch(d: Decider, hit: Hit) -> Match:
     stack = d.stack
-    sm = gpu_arch.sm_from_text(hit.evidence) or None
+    sm = gpu_names.sm_from_text(hit.evidence) or None
     family = None
     if sm is None and stack.gpu:
-        named = gpu_arch.sm_of_name(stack.gpu)
+        named = gpu_names.sm_of_name(stack.gpu)
         if named:
             sm, family = named
     carried = ""
