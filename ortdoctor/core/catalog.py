@@ -13,9 +13,8 @@ environment at hand; the catalog's ``fix`` is the template a person can apply by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ortdoctor.core.facts import Finding, PackageStep, Severity
+from ortdoctor.core.record import record
 
 _ORT_ISSUES = "https://github.com/microsoft/onnxruntime/issues/"
 _CUDA_EP_DOCS = "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html"
@@ -24,7 +23,7 @@ _MODEL_DOCS = "https://onnxruntime.ai/docs/get-started/with-python.html"
 _QUANT_DOCS = "https://onnxruntime.ai/docs/performance/model-optimizations/quantization.html"
 
 
-@dataclass(frozen=True)
+@record
 class CatalogEntry:
     id: str
     severity: Severity  # the default; the diagnosis may lower or raise it with the evidence at hand

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
+
+from ortdoctor.core.record import record
 
 Severity = Literal["error", "warning", "info"]
 
@@ -21,7 +23,7 @@ Source = Literal["loaded", "directory", "torch", "nvidia-wheel", "conda", "cuda-
 # --------------------------------------------------------------------------------------------------
 # Binaries
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class ElfInfo:
     """What the dynamic section of one ELF shared object says (see :mod:`ortdoctor.formats.elf`)."""
 
@@ -34,7 +36,7 @@ class ElfInfo:
     runpath: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class PeInfo:
     """The import table of one Windows DLL (see :mod:`ortdoctor.formats.pe`)."""
 
@@ -46,7 +48,7 @@ class PeInfo:
 # --------------------------------------------------------------------------------------------------
 # Python and platform
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class PythonInfo:
     version: str  # "3.11.7"
     executable: str
@@ -75,7 +77,7 @@ class PythonInfo:
 # --------------------------------------------------------------------------------------------------
 # onnxruntime family
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class OrtDistribution:
     """One installed distribution that owns files under ``onnxruntime/`` (or ``onnxruntime_genai/``)."""
 
@@ -92,7 +94,7 @@ class OrtDistribution:
     problems: tuple[str, ...] = ()  # "RECORD missing", "METADATA unreadable: ..." ...
 
 
-@dataclass(frozen=True)
+@record
 class ProviderKernels:
     """The GPU architectures a CUDA library carries kernels for, read from its fatbin headers (see
     :mod:`ortdoctor.formats.fatbin`): the truth for any build, PyPI wheel or local."""
@@ -110,7 +112,7 @@ class ProviderKernels:
     error: str | None = None  # the headers could not be read: why (archs is then empty)
 
 
-@dataclass(frozen=True)
+@record
 class OrtInfo:
     installed: bool
     distributions: tuple[OrtDistribution, ...] = ()
@@ -136,7 +138,7 @@ class OrtInfo:
 # --------------------------------------------------------------------------------------------------
 # PyTorch
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class TorchInfo:
     version: str  # "2.11.0+cu130"
     cuda: str | None  # "13.0"; None for a CPU build
@@ -149,7 +151,7 @@ class TorchInfo:
 # --------------------------------------------------------------------------------------------------
 # NVIDIA wheels
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class NvidiaWheel:
     name: str  # "nvidia-cuda-runtime", "nvidia-cudnn-cu13"
     version: str
@@ -165,7 +167,7 @@ class NvidiaWheel:
 # --------------------------------------------------------------------------------------------------
 # System search locations
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class SearchDir:
     """One directory the loader or ortdoctor may search, annotated for the report."""
 
@@ -178,7 +180,7 @@ class SearchDir:
     note: str | None = None  # "empty entry = current directory", "CUDA 12 toolkit", ...
 
 
-@dataclass(frozen=True)
+@record
 class SystemInfo:
     conda_prefix: str | None = None
     cuda_home: str | None = None
@@ -204,7 +206,7 @@ class DriverError(str, enum.Enum):
     OTHER = "other"
 
 
-@dataclass(frozen=True)
+@record
 class Device:
     index: int  # NVML index (physical order)
     name: str
@@ -215,7 +217,7 @@ class Device:
     compute_mode: str | None = None  # "default", "exclusive-process", "prohibited"
 
 
-@dataclass(frozen=True)
+@record
 class DriverInfo:
     available: bool
     version: str | None = None  # "580.159.04"
@@ -233,7 +235,7 @@ class DriverInfo:
 # --------------------------------------------------------------------------------------------------
 # The whole environment
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class Environment:
     python: PythonInfo
     ort: OrtInfo
@@ -248,7 +250,7 @@ class Environment:
 # --------------------------------------------------------------------------------------------------
 # Findings
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class PackageStep:
     """One package command of a fix: ``pip install``/``pip uninstall`` with these arguments, run by the
     inspected interpreter (``ortdoctor fix --yes`` runs them; the finding's ``fix`` text shows them)."""
@@ -257,7 +259,7 @@ class PackageStep:
     args: tuple[str, ...]  # requirement specs and options, in order
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     id: str  # stable kebab-case slug, documented in docs/findings.md
     severity: Severity
@@ -267,7 +269,7 @@ class Finding:
     steps: tuple[PackageStep, ...] = ()  # the package commands of the fix, when it is one
 
 
-@dataclass(frozen=True)
+@record
 class Match:
     """One recognised failure in a text (see :mod:`ortdoctor.diagnose.classify`)."""
 
@@ -310,7 +312,7 @@ def to_jsonable(value: Any) -> Any:
 # --------------------------------------------------------------------------------------------------
 # The resolver's plan (see :mod:`ortdoctor.decide.resolver`)
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class Candidate:
     """One file that could satisfy a soname, with where it came from and why it was not taken."""
 
@@ -320,7 +322,7 @@ class Candidate:
     rejected: str | None = None  # None for the chosen candidate and for acceptable alternatives
 
 
-@dataclass(frozen=True)
+@record
 class LibraryPlan:
     name: str  # component key from the matrix: "cudart", "cublas", "cublasLt", "cudnn", "cudnn_graph", ...
     soname: str  # "libcudart.so.13" (Windows: the DLL name)
@@ -332,7 +334,7 @@ class LibraryPlan:
     skipped: str | None = None  # why it is not to be loaded at all ("--no-cudnn")
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     cuda_major: int | None
     cudnn_major: int | None

@@ -10,10 +10,10 @@ to a CPU flavour (a CPU wheel installed over a GPU one leaves the provider libra
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
 
 from ortdoctor.core.facts import ElfInfo, OrtInfo
+from ortdoctor.core.record import record
 from ortdoctor.decide.matrix.model import Matrix, Release
 from ortdoctor.decide.names import major_of
 
@@ -29,7 +29,7 @@ _CUDNN = re.compile(r"^(?:libcudnn\.so\.(\d+)|cudnn64_(\d+)\.dll)$", re.IGNORECA
 Source = Literal["build-info", "provider", "matrix", "default"]
 
 
-@dataclass(frozen=True)
+@record
 class BuildMajors:
     cuda: int | None
     cudnn: int | None

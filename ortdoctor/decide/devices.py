@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ortdoctor.core.facts import Device
+from ortdoctor.core.record import record
 
 __all__ = ["CudaDevice", "DeviceMap", "describe", "map_devices", "parse_visible_devices"]
 
 _MIG_LEGACY = re.compile(r"^MIG-(GPU-[0-9A-Fa-f-]+)/\d+/\d+$")
 
 
-@dataclass(frozen=True)
+@record
 class CudaDevice:
     """One device CUDA enumerates in this environment, and the NVML device behind it."""
 
@@ -77,7 +77,7 @@ class CudaDevice:
         }
 
 
-@dataclass(frozen=True)
+@record
 class DeviceMap:
     """CUDA's view of the GPUs: ordinal -> NVML device, what is hidden, and why."""
 

@@ -14,14 +14,14 @@ Notes (severity ``info``) are not fixed: they describe, they do not break anythi
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from ortdoctor.core.facts import Finding, PackageStep
+from ortdoctor.core.record import record
 
 __all__ = ["FixPlan", "plan_fix"]
 
 
-@dataclass(frozen=True)
+@record
 class FixPlan:
     steps: tuple[PackageStep, ...]  # what to run, in order
     fixed: tuple[Finding, ...]  # the findings whose fix is these steps

@@ -21,9 +21,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from ortdoctor.core.facts import Environment, LibraryPlan, NvidiaWheel, PackageStep, Plan, PythonInfo
+from ortdoctor.core.record import record
 from ortdoctor.decide.matrix.model import LibSpec, Matrix, Release
 
 __all__ = ["GPU_PACKAGE", "Installer", "gpu_install", "library_fix", "library_specs", "ort_gpu_spec", "pin_series",
@@ -50,7 +50,7 @@ def step(verb: str, *args: str) -> PackageStep:
     return PackageStep(verb, tuple(args))  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
+@record
 class Installer:
     """How to run pip for the inspected interpreter."""
 

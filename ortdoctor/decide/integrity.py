@@ -9,14 +9,14 @@ against its wheel's RECORD first (a ``stat`` per file; hashes would cost a read 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from ortdoctor.core.facts import Environment, NvidiaWheel
+from ortdoctor.core.record import record
 
 __all__ = ["Damage", "damage_of"]
 
 
-@dataclass(frozen=True)
+@record
 class Damage:
     path: str
     expected: int  # bytes, as RECORD says

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
+
+from ortdoctor.core.record import record
 
 __all__ = [
     "CUDA_FLOOR",
@@ -79,7 +80,7 @@ Verdict = Literal["sass", "ptx", "ptx-driver-too-old", "isolated", "none"]
 _TARGET_RE = re.compile(r"(sm|compute)_(\d{2,3})([af]?)")
 
 
-@dataclass(frozen=True, order=True)
+@record(order=True)
 class Target:
     """One kernel target as nvcc's ``-gencode`` spells it: ``sm_90a`` (SASS) or ``compute_90`` (PTX)."""
 
@@ -154,7 +155,7 @@ def _ptx_jits(t: Target, cc: tuple[int, int]) -> bool:
     return (t.major, t.minor) <= cc
 
 
-@dataclass(frozen=True)
+@record
 class Coverage:
     """How one GPU runs a build's kernels (see :func:`coverage`)."""
 

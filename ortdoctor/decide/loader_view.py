@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from ortdoctor.core.facts import Candidate, ElfInfo, Environment, LibraryPlan, Plan, SearchDir
+from ortdoctor.core.record import record
 from ortdoctor.decide.names import version_from_filename
 
 __all__ = [
@@ -76,7 +76,7 @@ SOURCE_WORDS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class LoaderPick:
     """The file the dynamic loader maps for a soname when nothing preloads it."""
 
@@ -150,7 +150,7 @@ RowState = Literal["skipped", "sublibrary-absent", "other-major", "not-found", "
                    "needs-preload", "found"]
 
 
-@dataclass(frozen=True)
+@record
 class LibraryRow:
     """What a report says about one planned library: its mark and why, decided once for every renderer."""
 

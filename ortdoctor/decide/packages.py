@@ -10,8 +10,7 @@ The functions are small on purpose: each answers one question a fix needs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ortdoctor.core.record import record
 from ortdoctor.decide.matrix.model import LibSpec, Matrix, Release
 
 __all__ = [
@@ -58,7 +57,7 @@ def cuda_majors_with_wheels(matrix: Matrix) -> tuple[int, ...]:
     return tuple(sorted((m for m, c in matrix.cuda_majors.items() if c.wheel_packages), reverse=True))
 
 
-@dataclass(frozen=True)
+@record
 class LibraryOwner:
     """A CUDA or cuDNN major whose library set has a file of this name."""
 
@@ -94,7 +93,7 @@ def current_cuda_majors(matrix: Matrix) -> frozenset[int]:
     return frozenset({newest.cuda_major, *(f.cuda_major for f in newest.feeds)})
 
 
-@dataclass(frozen=True)
+@record
 class PypiLine:
     """A run of consecutive release lines whose PyPI onnxruntime-gpu wheel uses one CUDA major."""
 

@@ -21,9 +21,10 @@ import os
 import posixpath
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ortdoctor.core.facts import Environment, Source
+from ortdoctor.core.record import record
 from ortdoctor.decide.matrix.model import LibSpec
 from ortdoctor.decide.names import component_stems, major_of, stem_major
 
@@ -41,7 +42,7 @@ class DirectoryError(RuntimeError, ValueError):
 # --------------------------------------------------------------------------------------------------
 # Directory index: the one place that touches the file system
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class DirListing:
     """One directory as listed, with what makes it unsafe to load from."""
 
@@ -131,7 +132,7 @@ def index_dirs(
 # --------------------------------------------------------------------------------------------------
 # Search tiers
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class SearchTier:
     source: Source
     dirs: tuple[str, ...]  # absolute directories, in order
@@ -139,7 +140,7 @@ class SearchTier:
     rejected: tuple[tuple[str, str], ...] = ()  # (entry, reason) entries never searched
 
 
-@dataclass(frozen=True)
+@record
 class _Query:
     """What every tier function is asked."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ortdoctor.core.facts import (
@@ -13,6 +12,7 @@ from ortdoctor.core.facts import (
     PackageStep,
     Plan,
 )
+from ortdoctor.core.record import record
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.decide.names import major_of
 from ortdoctor.formats.distinfo import normalize
@@ -37,7 +37,7 @@ DATACENTER_HINTS = ("Tesla", "A100", "A30", "A10", "A40", "H100", "H200", "H800"
                      "GB200", "L4", "L40", "V100", "T4", "A2", "A16")
 
 
-@dataclass(frozen=True)
+@record
 class Ctx:
     env: Environment
     plan: Plan | None

@@ -11,10 +11,10 @@ that runs only through PTX is an info note: the driver JIT-compiles the kernels 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Finding
+from ortdoctor.core.record import record
 from ortdoctor.decide.devices import CudaDevice, describe
 from ortdoctor.decide.kernels import (
     TEGRA,
@@ -39,7 +39,7 @@ _NO_KERNEL = ("ORT creates the session, then fails at the first CUDA kernel (oft
               "cudaErrorNoKernelImageForDevice: no kernel image is available for execution on the device.")
 
 
-@dataclass(frozen=True)
+@record
 class BuildKernels:
     """The kernel targets of the installed build and where they were read."""
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+
+from ortdoctor.core.record import record
 
 __all__ = ["BINDINGS", "Stack", "StackScanner"]
 
@@ -80,7 +81,7 @@ _GPU_NAME = re.compile(r"\b(?:NVIDIA\s+)?(?:GeForce\s+|Tesla\s+|Quadro\s+)?(?:RT
                        r"H\d00|V100|T4|L4|L40S?|GB10|Orin)[\w -]{0,30}", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
+@record
 class Stack:
     """What a text says about where it came from. ``binding``/``os`` are ``"unknown"`` when it is silent."""
 

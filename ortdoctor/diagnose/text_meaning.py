@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.facts import Match
+from ortdoctor.core.record import record
 from ortdoctor.decide import gpu_names, packages, tensorrt_versions
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.diagnose import fixes
@@ -24,7 +24,7 @@ from ortdoctor.diagnose.text_observe import Hit, Scanner
 __all__ = ["BY_CODE", "Context", "Decider"]
 
 
-@dataclass(frozen=True)
+@record
 class Context:
     """What is known about the build the text came from (from the text itself or the environment)."""
 
@@ -63,7 +63,7 @@ def _py_extra(stack: Stack, sentence: str) -> str:
     return "" if stack.known else f" Python: {sentence}"
 
 
-@dataclass(frozen=True)
+@record
 class _Lib:
     """A CUDA or cuDNN library named in a text, and the majors it may belong to."""
 

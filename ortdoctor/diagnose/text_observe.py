@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ortdoctor.core.record import record
 from ortdoctor.diagnose.stack import StackScanner
 from ortdoctor.diagnose.textlines import normalise, windows
 
@@ -121,7 +122,7 @@ class Scanner:
 Observer = Callable[[Scanner, "re.Match[str]", str], None]
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     needles: tuple[str, ...]  # cheap lower-case prefilter: one must occur in the line
     pattern: re.Pattern[str]

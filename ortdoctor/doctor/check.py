@@ -10,10 +10,10 @@ import dataclasses
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ortdoctor.core.facts import Finding
+from ortdoctor.core.record import record
 from ortdoctor.report.model import Report, verdict_of
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ __all__ = ["CheckOptions", "SmokeMode", "run_check"]
 SmokeMode = bool | Literal["auto"]
 
 
-@dataclass(frozen=True)
+@record
 class CheckOptions:
     """What one check is asked: which environment (the probes' roots), how to prove it, and the model.
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import IO, Any
 
+from ortdoctor.core.record import record
 from ortdoctor.decide.fix_plan import FixPlan, plan_fix
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.doctor.check import CheckOptions, run_check
@@ -26,14 +26,14 @@ STEP_TIMEOUT_S = 3600.0
 Runner = Callable[[Sequence[str], "IO[str] | None"], int]
 
 
-@dataclass(frozen=True)
+@record
 class StepRun:
     argv: tuple[str, ...]
     returncode: int  # -1: it could not be started, or ran past its timeout
     error: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class FixResult:
     before: Report
     plan: FixPlan

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any, Literal
+
+from ortdoctor.core.record import record
 
 __all__ = [
     "FAILING",
@@ -42,7 +44,7 @@ class NotAReport(ValueError):
     """A JSON object that is not the report of ``ortdoctor check --json``."""
 
 
-@dataclass(frozen=True)
+@record
 class NodeFinding:
     id: str
     severity: str  # "error" | "warning" | "info"
@@ -51,7 +53,7 @@ class NodeFinding:
     fix: str | None
 
 
-@dataclass(frozen=True)
+@record
 class Versions:
     """The facts that may differ between nodes, each as the text a person compares (None: unknown)."""
 
@@ -70,7 +72,7 @@ class Versions:
         return [(f.name, getattr(self, f.name)) for f in fields(self)]
 
 
-@dataclass(frozen=True)
+@record
 class NodeResult:
     """One node: its report's essentials, or why there is no report."""
 
@@ -92,7 +94,7 @@ class NodeResult:
         return tuple(sorted({f.id for f in self.findings if f.severity in ("error", "warning")}))
 
 
-@dataclass(frozen=True)
+@record
 class FindingGroup:
     """One finding id across the fleet, with the nodes that have it."""
 
@@ -105,14 +107,14 @@ class FindingGroup:
     fix_variants: int = 1
 
 
-@dataclass(frozen=True)
+@record
 class DriftValue:
     value: str
     nodes: tuple[str, ...]
     failing: int  # how many of those nodes failed
 
 
-@dataclass(frozen=True)
+@record
 class Drift:
     """One fact with more than one value across the fleet."""
 
@@ -124,7 +126,7 @@ class Drift:
     only_on_failing: tuple[str, ...] = ()  # values no passing node has, while passing nodes exist
 
 
-@dataclass(frozen=True)
+@record
 class OutcomeGroup:
     """Nodes that ended the same way: the same status and the same error and warning ids."""
 
@@ -134,7 +136,7 @@ class OutcomeGroup:
     reason: str | None = None  # for nodes without a report: the (first) reason
 
 
-@dataclass(frozen=True)
+@record
 class FleetReport:
     nodes: tuple[NodeResult, ...]
     findings: tuple[FindingGroup, ...] = ()

@@ -17,6 +17,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ortdoctor.core.record import record
 from ortdoctor.formats.regular_file import open_regular
 
 __all__ = [
@@ -42,7 +43,7 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-@dataclass(frozen=True)
+@record
 class DistRef:
     """A distribution known by its ``.dist-info`` directory name only (nothing parsed yet)."""
 
@@ -52,14 +53,14 @@ class DistRef:
     dist_info: str  # absolute path of the .dist-info directory
 
 
-@dataclass(frozen=True)
+@record
 class RecordEntry:
     path: str  # as written in RECORD, relative to the site directory ("/" separated)
     hash: str | None  # "sha256=<urlsafe base64 without padding>" or None
     size: int | None
 
 
-@dataclass(frozen=True)
+@record
 class Distribution:
     """One parsed distribution: METADATA headers and RECORD."""
 

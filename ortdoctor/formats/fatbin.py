@@ -40,6 +40,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
+from ortdoctor.core.record import record
 from ortdoctor.formats.regular_file import open_regular, read_at
 
 __all__ = ["FatbinError", "FatbinInfo", "KernelImage", "read_fatbin"]
@@ -73,7 +74,7 @@ class FatbinError(ValueError):
     """The file's fatbin headers cannot be read (the message says why)."""
 
 
-@dataclass(frozen=True, order=True)
+@record(order=True)
 class KernelImage:
     """One kind of kernel image: SASS or PTX for one architecture, as the fatbin headers say."""
 
@@ -85,7 +86,7 @@ class KernelImage:
     count: int = 1  # how many fatbin entries carry this image (one per translation unit, typically)
 
 
-@dataclass(frozen=True)
+@record
 class FatbinInfo:
     """The kernel images a library carries (see :func:`read_fatbin`)."""
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 import os
 import struct
-from dataclasses import dataclass
+
+from ortdoctor.core.record import record
 
 MAGIC = b"\x93NUMPY"
 _MAX_HEADER = 1 << 20
@@ -28,7 +29,7 @@ class NpyError(ValueError):
     """Not a .npy file, or a header this reader does not understand."""
 
 
-@dataclass(frozen=True)
+@record
 class NpyHeader:
     dtype: str  # "int64"; the raw descr ("<c8", "|O") for types outside the table
     shape: tuple[int, ...]

@@ -8,12 +8,13 @@ device and inode that identify the file even when two paths name it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+from ortdoctor.core.record import record
 
 __all__ = ["MappedObject", "mapped_objects", "mapped_paths"]
 
 
-@dataclass(frozen=True)
+@record
 class MappedObject:
     """One file mapped into the process, as /proc/<pid>/maps shows it."""
 

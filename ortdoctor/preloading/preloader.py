@@ -30,6 +30,7 @@ from ortdoctor.core.facts import (
     Source,
     to_jsonable,
 )
+from ortdoctor.core.record import record
 from ortdoctor.decide.build import is_cuda_build
 from ortdoctor.decide.fixes import Installer, gpu_install, library_fix, step
 from ortdoctor.decide.integrity import Damage, damage_of
@@ -70,7 +71,7 @@ class PreloadError(RuntimeError):
         self.result = result
 
 
-@dataclass(frozen=True)
+@record
 class LoadedLib:
     name: str
     soname: str
@@ -88,13 +89,13 @@ class LoadedLib:
     loaded_by: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class SkippedLib:
     name: str
     reason: str
 
 
-@dataclass(frozen=True)
+@record
 class FailedLib:
     name: str
     soname: str

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from ortdoctor.core.record import record
 from ortdoctor.formats.regular_file import NotRegularFile, open_regular
 
 __all__ = ["RAY_NODE_ID_ENV", "HostInfo", "host_json", "probe_host"]
@@ -29,7 +29,7 @@ _K8S_POD_VARS = ("POD_NAME", "MY_POD_NAME", "K8S_POD_NAME")
 _K8S_NAMESPACE_VARS = ("POD_NAMESPACE", "MY_POD_NAMESPACE", "K8S_POD_NAMESPACE")
 
 
-@dataclass(frozen=True)
+@record
 class HostInfo:
     """Where one report was made. Every field may be None: a laptop has no Slurm job."""
 

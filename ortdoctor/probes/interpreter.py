@@ -15,7 +15,8 @@ import subprocess
 import sys
 import sysconfig
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from ortdoctor.core.record import record
 
 __all__ = ["Interpreter", "InterpreterError", "describe", "this_interpreter"]
 
@@ -33,7 +34,7 @@ class InterpreterError(ValueError):
     """``--python`` names something that is not a working Python interpreter (the message says why)."""
 
 
-@dataclass(frozen=True)
+@record
 class Interpreter:
     executable: str
     version: str

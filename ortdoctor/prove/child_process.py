@@ -24,8 +24,9 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import IO, Any
+
+from ortdoctor.core.record import record
 
 HEAD_BYTES = 256 * 1024  # kept from the start of each stream
 TAIL_BYTES = 768 * 1024  # kept from the end of each stream
@@ -145,7 +146,7 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-@dataclass(frozen=True)
+@record
 class Finished:
     """A child that exited, died or was killed, with its (bounded) output."""
 

@@ -18,10 +18,10 @@ import html
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from ortdoctor._version import __version__
 from ortdoctor.core.facts import Finding
+from ortdoctor.core.record import record
 from ortdoctor.decide.loader_view import SOURCE_WORDS, LibraryRow
 from ortdoctor.report.model import Report
 from ortdoctor.report.text import format_timings
@@ -39,7 +39,7 @@ _GENERIC_USERS = frozenset({
 _MARK = {"error": "✘", "warning": "⚠", "info": "ℹ"}
 
 
-@dataclass(frozen=True)
+@record
 class Redactor:
     """Replaces home directories with ``~`` and user names with ``<user>`` in a piece of text."""
 

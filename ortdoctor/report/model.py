@@ -7,11 +7,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ortdoctor.core.exitcodes import FAIL, OK, USAGE
 from ortdoctor.core.facts import Environment, Finding, Plan, to_jsonable
+from ortdoctor.core.record import record
 from ortdoctor.decide.devices import DeviceMap, map_devices
 from ortdoctor.decide.loader_view import LibraryRow, library_rows
 
@@ -29,7 +30,7 @@ Verdict = Literal["ok", "warn", "fail"]
 Outcome = Literal["works", "works-with-preload", "cannot-work"]
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     """Everything one `check` found; :mod:`ortdoctor.report.json_report` turns it into the contract's JSON and
     :mod:`ortdoctor.report.text` into the human report."""
@@ -89,7 +90,7 @@ def verdict_of(findings: Iterable[Finding]) -> Verdict:
     return "ok"
 
 
-@dataclass(frozen=True)
+@record
 class ModelReport:
     path: str
     inspection: ModelInspection

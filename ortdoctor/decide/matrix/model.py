@@ -9,10 +9,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from ortdoctor.core.facts import PackageStep
+from ortdoctor.core.record import record
 from ortdoctor.decide.kernels import CUDA_FLOOR, Coverage, coverage
 
 TYPE_CHECKING = False
@@ -59,7 +60,7 @@ class MatrixError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True)
+@record
 class LibSpec:
     """One shared library of a CUDA or cuDNN major."""
 
@@ -76,7 +77,7 @@ class LibSpec:
     sublibrary_of: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class CudaMajor:
     major: int  # 11, 12, 13
     libraries: tuple[LibSpec, ...]  # in dependency (load) order
@@ -91,7 +92,7 @@ class CudaMajor:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class CudnnMajor:
     major: int  # 8, 9
     libraries: tuple[LibSpec, ...]  # libcudnn.so.9 then its sub-libraries
@@ -100,7 +101,7 @@ class CudnnMajor:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Feed:
     """Where a build of a release for a CUDA major lives when it is not the PyPI default."""
 
@@ -118,7 +119,7 @@ class Feed:
         return int(self.cuda.split(".")[0])
 
 
-@dataclass(frozen=True)
+@record
 class KnownBad:
     version: str  # "1.27.0"
     problem: str
@@ -132,7 +133,7 @@ LINUX_X86_64 = "linux_x86_64"
 ARCH_PLATFORMS = ("win_amd64", "linux_aarch64")
 
 
-@dataclass(frozen=True)
+@record
 class PlatformArchs:
     """The GPU architectures one wheel's CUDA provider carries kernels for, read from its fatbin headers."""
 
@@ -143,7 +144,7 @@ class PlatformArchs:
     isolated: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Release:
     line: str  # "1.31" (a release line: every 1.31.x)
     versions: tuple[str, ...]  # known patch releases on PyPI: ("1.31.0", "1.31.1")
@@ -191,7 +192,7 @@ class Release:
         return self.platform_archs.get(platform)
 
 
-@dataclass(frozen=True)
+@record
 class ReleaseMatch:
     release: Release
     exact: bool  # the version itself is listed in release.versions
@@ -199,7 +200,7 @@ class ReleaseMatch:
     note: str  # says which line was used and why
 
 
-@dataclass(frozen=True)
+@record
 class TorchVariant:
     cuda: str  # "12.4"; "cpu" for the CPU build
     tag: str  # "cu124"
@@ -217,7 +218,7 @@ class TorchVariant:
         return int(self.cudnn.split(".")[0]) if self.cudnn else None
 
 
-@dataclass(frozen=True)
+@record
 class TorchRelease:
     version: str  # "2.4"
     variants: tuple[TorchVariant, ...]
@@ -225,7 +226,7 @@ class TorchRelease:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class KernelRelease:
     """A PyPI release whose wheel carries kernels for one GPU (see :meth:`Matrix.kernel_releases`)."""
 
@@ -236,7 +237,7 @@ class KernelRelease:
     steps: tuple[PackageStep, ...] = ()  # the same as package steps (run by the right interpreter)
 
 
-@dataclass(frozen=True)
+@record
 class Recommendation:
     release: Release
     feed: Feed | None  # None: the PyPI default wheel
@@ -254,7 +255,7 @@ class Recommendation:
 
 
 
-@dataclass(frozen=True)
+@record
 class PackageRow:
     """A package a fix may name, with the versions PyPI has (none: it must never be named)."""
 
@@ -264,7 +265,7 @@ class PackageRow:
     note: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Matrix:
     path: str
     releases: tuple[Release, ...]  # newest first
@@ -509,7 +510,7 @@ class Matrix:
 _Tier = Literal["sass", "ptx", "unknown", "any"]
 
 
-@dataclass(frozen=True)
+@record
 class _KernelWish:
     """A GPU the recommendation must run on: its compute capability, the wheel platform, the driver."""
 

@@ -33,8 +33,9 @@ pure; :func:`compare_outputs` runs in the child, where numpy is at hand.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from ortdoctor.core.record import record
 
 CPU_EP = "CPUExecutionProvider"
 
@@ -46,7 +47,7 @@ QUANTIZED_BOUND = 5e-2
 QUANTIZED = "int8"
 
 
-@dataclass(frozen=True)
+@record
 class Tolerance:
     bound: float  # largest allowed max|a-b| / max|b|; 0.0 means exact
     basis: str  # why, in words a report can print

@@ -7,10 +7,12 @@ without an import cycle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from ortdoctor.core.record import record
 
 
-@dataclass(frozen=True)
+@record
 class InputInfo:
     name: str
     dtype: str | None  # "float32"; None for non-tensor inputs
@@ -22,7 +24,7 @@ class InputInfo:
         return self.shape is None or bool(self.dynamic_dims)
 
 
-@dataclass(frozen=True)
+@record
 class TensorInfo:
     """An initializer, or the value of a Constant node: its element type and dimensions (no data)."""
 
@@ -39,7 +41,7 @@ class TensorInfo:
         return count
 
 
-@dataclass(frozen=True)
+@record
 class GraphNode:
     """One node of the top-level graph, as written in the file (before any onnxruntime optimisation)."""
 
@@ -53,7 +55,7 @@ class GraphNode:
     constant: TensorInfo | None = None  # a Constant node's value
 
 
-@dataclass(frozen=True)
+@record
 class ModelGraph:
     """The top-level graph's structure: what static analyses (shape subgraphs, embedding tables) need."""
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ortdoctor.core.record import record
 from ortdoctor.prove.model_check.graph import GraphNode, InputInfo, ModelGraph, TensorInfo
 from ortdoctor.prove.model_check.shape_subgraph import shape_only_names
 
@@ -66,7 +67,7 @@ class _Malformed(Exception):
 # --------------------------------------------------------------------------------------------------
 # Result types
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class ExternalRef:
     tensor: str
     location: str  # as written in the model (relative to the model's directory)
@@ -76,7 +77,7 @@ class ExternalRef:
     problem: str | None = None  # "outside the model directory", "file shorter than offset+length"
 
 
-@dataclass(frozen=True)
+@record
 class ModelInspection:
     path: str
     file_bytes: int = 0

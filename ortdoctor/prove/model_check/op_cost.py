@@ -17,9 +17,9 @@ the file alone and order nodes well enough to say which CPU-placed node to fix f
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Literal
 
+from ortdoctor.core.record import record
 from ortdoctor.prove.model_check.graph import GraphNode, ModelGraph
 
 OpClass = Literal["matmul", "attention", "normalisation", "elementwise", "data", "other"]
@@ -85,7 +85,7 @@ def op_class(op_type: str) -> OpClass:
     return _BY_OP.get(op_type, "other")
 
 
-@dataclass(frozen=True)
+@record
 class Cost:
     """A node's place in the ranking: its class, the weight elements it reads, its graph position."""
 
@@ -126,9 +126,9 @@ def costs(nodes: Iterable[Mapping[str, str]], graph: ModelGraph | None) -> list[
     """
     by_name = {n.name: n for n in graph.nodes if n.name} if graph is not None else {}
     out: list[Cost] = []
-    for record in nodes:
-        name = record.get("name") or ""
-        op = record["op_type"]
+    for placed in nodes:
+        name = placed.get("name") or ""
+        op = placed["op_type"]
         node = by_name.get(name)
         weights = weight_elements(node, graph) if node is not None and graph is not None else 0
         index = node.index if node is not None else 1 << 30

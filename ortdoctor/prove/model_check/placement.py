@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ortdoctor.core.record import record
 from ortdoctor.prove.model_check.graph import GraphNode, ModelGraph
 from ortdoctor.prove.model_check.inspect import QUANTIZED_OPS, ModelInspection
 from ortdoctor.prove.model_check.op_cost import op_class, weight_elements
@@ -35,7 +36,7 @@ SHAPE_OPS = frozenset({
 
 
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class Placement:
     """Where the nodes ran, as onnxruntime reported it."""
 

@@ -16,9 +16,9 @@ import json
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from ortdoctor.core.record import record
 from ortdoctor.prove import child_process
 
 CHILD_MODULE = "ortdoctor.prove.model_check.child"
@@ -32,7 +32,7 @@ RESULT_MARKER = "ORTDOCTOR-MODEL-CHECK-RESULT "
 STAGE_MARKER = "ORTDOCTOR-MODEL-CHECK-STAGE "
 
 
-@dataclass(frozen=True)
+@record
 class ChildOutcome:
     result: dict[str, Any] | None  # the child's JSON answer, None when it gave none
     returncode: int | None  # None when it was killed for the timeout

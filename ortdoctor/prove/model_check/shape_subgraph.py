@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
+from ortdoctor.core.record import record
 from ortdoctor.prove.model_check.graph import GraphNode, InputInfo, ModelGraph, TensorInfo
 
 #: onnxruntime's kSmallInitializerThreshold: initializers up to this many elements count as "small".
@@ -106,7 +107,7 @@ Reason = Literal["shape-source", "from-shape", "feeds-shape"]
 # --------------------------------------------------------------------------------------------------
 # 1. Shape-only nodes
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class ShapeOnlyNode:
     index: int  # position in the graph's node list
     name: str  # may be "" (some exporters leave nodes unnamed)
@@ -199,7 +200,7 @@ def shape_only_names(graph: ModelGraph) -> frozenset[str]:
 # --------------------------------------------------------------------------------------------------
 # 2. Embedding tables
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class EmbeddingTable:
     input: str  # the graph input whose values index the table
     node: str  # the Gather (or EmbedLayerNormalization) node's name
@@ -284,7 +285,7 @@ Kind = Literal["token_ids", "token_type_ids", "position_ids", "attention_mask", 
 Values = Literal["randint", "normal", "uniform", "fill", "arange"]
 
 
-@dataclass(frozen=True)
+@record
 class Defaults:
     """The sizes chosen for dynamic axes."""
 
@@ -296,7 +297,7 @@ class Defaults:
     audio_frames: int = 3000  # Whisper's 30 s of 10 ms frames (its encoder accepts exactly this)
 
 
-@dataclass(frozen=True)
+@record
 class SyntheticInput:
     """How to make one input: ``values`` says how, ``low``/``high`` bound random values (high excluded),
     ``fill`` is the constant for ``"fill"``, ``low`` the first position for ``"arange"`` (along the last axis)."""
@@ -316,7 +317,7 @@ class SyntheticInput:
                 "values": self.values, "low": self.low, "high": self.high, "fill": self.fill, "note": self.note}
 
 
-@dataclass(frozen=True)
+@record
 class SyntheticPlan:
     inputs: tuple[SyntheticInput, ...]
     dims: dict[str, int] = field(default_factory=dict)  # symbolic dimension -> the size chosen
@@ -331,8 +332,9 @@ class SyntheticPlan:
                 "problems": list(self.problems)}
 
 
+# Defaults is a frozen @record (immutable, safe as a default), which ruff cannot tell from the decorator.
 def propose_inputs(graph: ModelGraph, *, shapes: Mapping[str, Sequence[int]] | None = None,
-                   defaults: Defaults = Defaults()) -> SyntheticPlan:
+                   defaults: Defaults = Defaults()) -> SyntheticPlan:  # noqa: B008
     """Valid synthetic inputs for every graph input; ``shapes`` (``--input-shape``) wins where given.
 
     A size given for one input also fixes its symbolic dimensions for the others (``input_ids=2x32``

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from ortdoctor.core.record import record
 from ortdoctor.prove.model_check.graph import InputInfo, ModelGraph
 from ortdoctor.prove.model_check.inspect import QUANTIZED_OPS
 from ortdoctor.prove.model_check.shape_subgraph import SyntheticPlan, embedding_tables
@@ -35,7 +35,7 @@ DEFAULT_MAX_SEQUENCE = 512
 _POSITION_TABLE_WORDS = ("position_embeddings", "position_embedding", "wpe", "pos_embed", "positional")
 
 
-@dataclass(frozen=True)
+@record
 class InputProfile:
     name: str
     roles: tuple[Role | None, ...]  # None for a fixed dimension
@@ -48,7 +48,7 @@ class InputProfile:
                 "max": list(self.max)}
 
 
-@dataclass(frozen=True)
+@record
 class TrtAdvice:
     profiles: tuple[InputProfile, ...]  # one per input with a dynamic dimension
     cache_path: str

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
+from ortdoctor.core.record import record
 from ortdoctor.decide.devices import CudaDevice, DeviceMap
 from ortdoctor.prove.smoke.runner import SmokeRequest, SmokeResult, run_smoke
 
@@ -17,7 +17,7 @@ __all__ = ["DEFAULT_MAX_PARALLEL", "DeviceSmoke", "default_parallelism", "run_de
 DEFAULT_MAX_PARALLEL = 8
 
 
-@dataclass(frozen=True)
+@record
 class DeviceSmoke:
     """The smoke session on one CUDA ordinal (``cuda`` is None for an ordinal CUDA does not have)."""
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import sys
 from array import array
-from dataclasses import dataclass
+
+from ortdoctor.core.record import record
 
 IR_VERSION = 8
 OPSET = 13
@@ -106,7 +107,7 @@ def bias_values(n: int) -> list[float]:
     return [((j % 5) - 2) / 4.0 for j in range(n)]
 
 
-@dataclass(frozen=True)
+@record
 class SmokeModel:
     n: int
     data: bytes  # the serialised ModelProto

@@ -18,10 +18,11 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ortdoctor.core.facts import Match
+from ortdoctor.core.record import record
 from ortdoctor.formats.ortlog import ort_log_lines, strip_ansi
 from ortdoctor.prove import child_process
 from ortdoctor.prove.smoke.child import RESULT_PREFIX, STAGE_PREFIX
@@ -40,7 +41,7 @@ STAGE_WORDS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class SmokeRequest:
     device_id: int = 0
     provider_options: dict[str, str] = field(default_factory=dict)  # passed to the CUDA EP as-is
@@ -84,7 +85,7 @@ class SmokeRequest:
         }
 
 
-@dataclass(frozen=True)
+@record
 class SmokeResult:
     ran: bool
     ok: bool
