@@ -924,8 +924,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "`AttributeError: _ARRAY_API not found` / `numpy.core.multiarray failed to import` while importing "
         "onnxruntime's pybind module: onnxruntime 1.18.0 and older were built against NumPy 1.",
         evidence="The error text; the installed numpy and onnxruntime versions.",
-        fix="<python> -m pip install 'numpy<2' (with the same Python that runs the program), or upgrade "
-        "onnxruntime to a release built against NumPy 2.",
+        fix='python -m pip install "numpy<2" (with the Python that runs the program), or upgrade onnxruntime '
+        "to 1.19 or newer (built against NumPy 2).",
         docs=("https://github.com/hacksider/Deep-Live-Cam/issues/1108", _ORT_ISSUES + "21063"),
         produced_by="explain",
     ),

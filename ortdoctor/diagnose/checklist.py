@@ -89,6 +89,6 @@ def diagnose(
     if gpu_build:
         found += check_multiprocessing(ctx)
     found = merge_plan_findings(found, plan)
-    found = merge_smoke(found, smoke)
+    found = merge_smoke(found, smoke, ctx.installer)
     found = merge_device_smokes(found, ctx, smoke, device_smokes)
     return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
