@@ -308,7 +308,7 @@ def to_jsonable(value: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------------------------
-# The resolver's plan (see :mod:`ortdoctor.decide.resolver`)
+# The resolver's plan (see :mod:`ortdoctor.decide.resolve`)
 # --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Candidate:

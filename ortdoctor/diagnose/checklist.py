@@ -1,6 +1,7 @@
 """The diagnosis: facts + plan + matrix -> findings, each with what was seen, why it matters and the fix.
 
-A pure function of its inputs: it reads no files, imports nothing heavy and never touches a GPU, so
+A function of its inputs: it opens no files (it only stats the chosen libraries against their RECORD sizes
+and resolves links), imports nothing heavy and never touches a GPU, so
 every finding is tested with an :class:`~ortdoctor.core.facts.Environment` built by hand. The order of the
 checks follows the order in which a person has to repair things (the package first, then the driver,
 then the libraries); the result is sorted by severity, keeping that order inside each severity.
