@@ -54,6 +54,8 @@ def _usage_error(message: str) -> None:
 @click.option("--directory", default=None,
               help='Where the libraries would be preloaded from: "" = the NVIDIA wheels, or a path '
               "(onnxruntime.preload_dlls semantics).")
+@click.option("--allow-unsafe-dirs", is_flag=True, help="Accept world-writable or foreign-owned library "
+              "directories for the plan (as `preload --allow-unsafe-dirs`; they are still reported).")
 @click.option("--device-id", type=click.IntRange(min=0), default=0, show_default=True,
               help="GPU to check and run the smoke session on (counted after CUDA_VISIBLE_DEVICES).")
 @click.option("--provider-option", "provider_options", multiple=True, metavar="KEY=VALUE",
@@ -87,6 +89,7 @@ def command(
     no_smoke: bool,
     matrix_file: str | None,
     directory: str | None,
+    allow_unsafe_dirs: bool,
     device_id: int,
     provider_options: tuple[str, ...],
     iobinding: bool,
@@ -140,7 +143,7 @@ def command(
         click.echo("ortdoctor: inspecting…", err=True)
     try:
         report = run_check(matrix_path=matrix_file, smoke=False if no_smoke else "auto", python=interpreter,
-                           directory=directory, device_id=device_id, all_devices=all_devices,
+                           directory=directory, allow_unsafe_dirs=allow_unsafe_dirs, device_id=device_id, all_devices=all_devices,
                            smoke_provider_options=options, smoke_iobinding=iobinding, smoke_cuda_graph=cuda_graph,
                            smoke_placement=placement, smoke_timeout=timeout,
                            model=model_path, input_shapes=shapes, model_cuda_graph=cuda_graph,
