@@ -236,7 +236,7 @@ def preload(
         MatrixError: ``$ORTDOCTOR_MATRIX`` names a file that cannot be used.
         PreloadError: ``strict=True`` and something failed.
     """
-    environment = env if env is not None else collect_environment(query_driver=False)
+    environment = env if env is not None else collect_environment(query_driver=False, plugins=False)
     if directory:  # a missing directory is a usage error, whatever else is installed
         explicit = resolve_directory(directory, environment)
         if not os.path.isdir(explicit):

@@ -14,14 +14,16 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ortdoctor.core.facts import DriverInfo, Environment
+from ortdoctor.core.facts import DriverInfo, Environment, PluginEpInfo
 from ortdoctor.formats.distinfo import DistIndex
 from ortdoctor.formats.procmaps import mapped_paths
 from ortdoctor.probes.driver import probe_driver
 from ortdoctor.probes.nvidia_wheels import probe_nvidia_wheels
 from ortdoctor.probes.ort import probe_ort
 from ortdoctor.probes.platform import probe_python
+from ortdoctor.probes.plugin_eps import probe_plugin_eps
 from ortdoctor.probes.system import probe_system
+from ortdoctor.probes.tensorrt import probe_tensorrt
 from ortdoctor.probes.torch import probe_torch
 
 __all__ = ["collect_environment"]
@@ -38,6 +40,7 @@ def collect_environment(
     maps_path: str = "/proc/self/maps",
     query_driver: bool = True,
     on_probe: Callable[[str, Any], None] | None = None,
+    plugins: bool = True,
 ) -> Environment:
     """Run every probe and return the whole :class:`~ortdoctor.core.facts.Environment`.
 
@@ -54,6 +57,7 @@ def collect_environment(
         on_probe: called as ``on_probe("ort", OrtInfo)`` as soon as the onnxruntime probe (the first,
             and a cheap one) is done, then ``on_probe("driver", DriverInfo)``: ``check`` starts its smoke
             child there, so the child runs while the other probes do.
+        plugins: False skips the plugin-EP probe and the build-info read (the preload does not need them).
     """
     path = list(sys.path if sys_path is None else sys_path)
     env = os.environ if environ is None else environ
@@ -83,4 +87,6 @@ def collect_environment(
         system=system,
         driver=driver,
         mapped=mapped_paths(maps_path),
+        tensorrt=probe_tensorrt(index=index, system=system, fs_root=fs_root, os_name=python.os),
+        plugins=probe_plugin_eps(index=index, ort=ort) if plugins else PluginEpInfo(),
     )
