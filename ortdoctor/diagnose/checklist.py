@@ -23,9 +23,10 @@ from ortdoctor.diagnose.driver import check_driver
 from ortdoctor.diagnose.environment import check_multiprocessing, check_nvidia_stubs, check_search_path
 from ortdoctor.diagnose.libraries import check_libraries, check_torch_copies
 from ortdoctor.diagnose.merge import merge_device_smokes, merge_plan_findings, merge_smoke
-from ortdoctor.diagnose.neighbours import check_siblings, check_tensorrt, check_torch
+from ortdoctor.diagnose.neighbours import check_siblings, check_torch
 from ortdoctor.diagnose.package import check_import, check_package, check_platform, check_release
 from ortdoctor.diagnose.smoke import classify_smoke
+from ortdoctor.diagnose.tensorrt import check_cuda_plugin_ep, check_plugin_eps, check_tensorrt
 from ortdoctor.prove.smoke.devices import DeviceSmoke
 from ortdoctor.prove.smoke.runner import SmokeResult
 
@@ -77,7 +78,10 @@ def diagnose(
         found += check_torch(ctx)
         found += check_torch_copies(ctx)
         found += check_siblings(ctx)
-        found += check_tensorrt(ctx)
+        found += check_tensorrt(ctx, smoke)
+        found += check_cuda_plugin_ep(ctx)
+    if ort.installed:
+        found += check_plugin_eps(ctx)
     found += check_search_path(ctx)
     found += check_nvidia_stubs(ctx)
     if gpu_build:

@@ -107,6 +107,10 @@ class SmokeResult:
     checks: dict[str, Any] = field(default_factory=dict)  # iobinding, cuda_graph_replay, ...
     output_tail: str = ""  # the child's last lines (stderr, then stdout) when something went wrong
     duration_ms: float | None = None
+    ep: str = "CUDAExecutionProvider"  # the provider the session was asked to run on
+    # plugin EP libraries the child registered (name, library, ok, error) and onnxruntime.get_ep_devices()
+    plugin_eps: tuple[dict[str, Any], ...] = ()
+    ep_devices: tuple[dict[str, Any], ...] = ()
     # the text the diagnosis classifies into causes (ORT's messages); not part of the JSON
     message_text: str = field(default="", repr=False, compare=False)
 
@@ -141,6 +145,9 @@ class SmokeResult:
             "checks": dict(self.checks),
             "output_tail": self.output_tail or None,
             "duration_ms": self.duration_ms,
+            "ep": self.ep,
+            "plugin_eps": [dict(p) for p in self.plugin_eps],
+            "ep_devices": [dict(d) for d in self.ep_devices],
         }
 
 
@@ -327,6 +334,7 @@ def judge(
         return SmokeResult(
             ran=True,
             ok=False,
+            ep=request.ep,
             device_id=request.device_id,
             error=error,
             finding_id="smoke-failed",
@@ -373,6 +381,9 @@ def judge(
         output_tail="" if ok else _tail(stdout, stderr),
         duration_ms=duration_ms,
         message_text="" if ok else text,
+        ep=str(data.get("ep") or request.ep),
+        plugin_eps=tuple(p for p in data.get("plugin_eps") or () if isinstance(p, dict)),
+        ep_devices=tuple(d for d in data.get("ep_devices") or () if isinstance(d, dict)),
     )
 
 
