@@ -56,8 +56,13 @@ def _usage_error(message: str) -> None:
               "(onnxruntime.preload_dlls semantics).")
 @click.option("--device-id", type=click.IntRange(min=0), default=0, show_default=True,
               help="GPU to check and run the smoke session on (counted after CUDA_VISIBLE_DEVICES).")
+@click.option("--provider", type=click.Choice(["cuda", "tensorrt"]), default="cuda", show_default=True,
+              help="The execution provider the smoke session proves. tensorrt: TensorrtExecutionProvider alone (CPU "
+              "fallback disabled), TensorRT preloaded after the CUDA set, the engine cache in a temporary directory, "
+              "built then reused by a second session.")
 @click.option("--provider-option", "provider_options", multiple=True, metavar="KEY=VALUE",
-              help="CUDA EP option for the smoke session, passed as-is (repeatable).")
+              help="Option of that execution provider for the smoke session, passed as-is (repeatable), e.g. "
+              "trt_fp16_enable=1.")
 @click.option("--iobinding", is_flag=True, help="Smoke session: bind inputs and outputs as CUDA OrtValues.")
 @click.option("--cuda-graph", is_flag=True, help="Smoke session: capture and replay a CUDA graph.")
 @click.option("--verbose", is_flag=True, help="Smoke session: show the per-node provider assignment.")
@@ -79,6 +84,7 @@ def command(
     matrix_file: str | None,
     directory: str | None,
     device_id: int,
+    provider: str,
     provider_options: tuple[str, ...],
     iobinding: bool,
     cuda_graph: bool,
@@ -97,10 +103,15 @@ def command(
     fmt = "json" if as_json else (fmt or "text")
     options = _provider_options(provider_options)
     smoke_request = None
+    tensorrt = provider == "tensorrt"
+    if tensorrt and timeout == 60.0:
+        timeout = 300.0  # building a TensorRT engine, twice with the cache, takes longer than a CUDA session
     if not no_smoke and (options or iobinding or cuda_graph or verbose or timeout != 60.0 or directory is not None
-                         or device_id):
+                         or device_id or tensorrt):
+        extra = {"ep": "TensorrtExecutionProvider", "tensorrt": True} if tensorrt else {}
         smoke_request = _smoke_request(device_id=device_id, directory=directory, provider_options=options,
-                                       iobinding=iobinding, cuda_graph=cuda_graph, verbose=verbose, timeout=timeout)
+                                       iobinding=iobinding, cuda_graph=cuda_graph, verbose=verbose, timeout=timeout,
+                                       **extra)
     shapes: dict[str, tuple[int, ...]] = {}
     if input_shapes and model_path is None:
         _usage_error("--input-shape needs --model")

@@ -448,11 +448,13 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         title="the installed TensorRT is older than the one onnxruntime was built with",
         cause="The TensorRT EP is built against one TensorRT minor (1.22: 10.9, 1.24: 10.14, from the "
         "documentation and release notes); a library of the same major but an older minor may lack functions "
-        "the provider calls.",
-        evidence="The installed TensorRT version against the matrix's documented build minor of the release.",
+        "the provider calls, and loading the provider then fails with `undefined symbol: <function>`.",
+        evidence="The installed TensorRT version against the matrix's documented build minor of the release; "
+        "in an error text, `libonnxruntime_providers_tensorrt.so: undefined symbol: ...`.",
         fix='pip install "tensorrt-cu12==10.*" --extra-index-url https://pypi.nvidia.com  (the newest of the major)',
         modes=(20,),
         docs=(_TRT_EP_DOCS,),
+        produced_by="check, smoke, explain",
     ),
     CatalogEntry(
         id="plugin-ep-cuda-major-mismatch",

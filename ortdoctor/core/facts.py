@@ -32,6 +32,9 @@ class ElfInfo:
     needed: tuple[str, ...] = ()
     rpath: tuple[str, ...] = ()
     runpath: tuple[str, ...] = ()
+    # RPATH/RUNPATH has an empty entry ("a:" or "a::b"), which glibc searches as the current directory
+    # (measured with glibc 2.36); rpath and runpath above leave it out
+    search_path_has_cwd: bool = False
 
 
 @dataclass(frozen=True)

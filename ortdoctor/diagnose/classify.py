@@ -253,9 +253,24 @@ def _tensorrt(line: str, details: dict[str, str] | None = None) -> Match:
         "get_available_providers() straight through tries it, fails, and falls back, which buries any "
         "CUDA failure that follows.",
         "Ask for providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install the "
-        "TensorRT the build needs (pip install tensorrt-cu13 / tensorrt-cu12) with its lib dir loadable.",
+        'TensorRT major the build links, pinned: pip install "tensorrt-cu13==10.*" --extra-index-url '
+        "https://pypi.nvidia.com (tensorrt-cu12==10.* for CUDA 12 builds), then `ortdoctor preload --tensorrt`.",
         _evidence(line),
         details or {},
+    )
+
+
+def _tensorrt_symbol(m: re.Match[str], line: str, ctx: Context) -> Match:
+    return Match(
+        "tensorrt-older-than-build",
+        f"The TensorRT provider library found TensorRT but not the function {m.group(1)} in it.",
+        "The TensorRT libraries that were loaded are older than (or another build than) the TensorRT "
+        "onnxruntime's TensorRT EP was built with, so a function the provider calls is missing.",
+        'Install the newest TensorRT of the major the provider links: pip install "tensorrt-cu13==10.*" '
+        "--extra-index-url https://pypi.nvidia.com (tensorrt-cu12==10.* for CUDA 12 builds); `ortdoctor check` "
+        "names the version it was built with.",
+        _evidence(line),
+        {"symbol": m.group(1)},
     )
 
 
@@ -580,13 +595,18 @@ _RULES: tuple[_Rule, ...] = (
         ),
     ),
     _Rule(
+        ("undefined symbol",),
+        re.compile(r"providers_tensorrt\.so(?: with error)?:.*?undefined symbol: (\w+)", re.IGNORECASE),
+        _tensorrt_symbol,
+    ),
+    _Rule(
         ("tensorrtexecutionprovider", "tensorrt libraries"),
         re.compile(
             r"Failed to create TensorrtExecutionProvider|Please install TensorRT libraries"
             r"|libonnxruntime_providers_tensorrt\.so with error",
             re.IGNORECASE,
         ),
-        lambda m, line, ctx: _tensorrt(line),
+        lambda m, line, ctx: None if "undefined symbol" in line else _tensorrt(line),
     ),
     _Rule(
         ("failed to allocate memory",),
@@ -731,6 +751,10 @@ def classify(
                 seen.add(key)
                 on_line.add(match.finding_id)
                 found.append(match)
+    if any(m.finding_id == "tensorrt-older-than-build" for m in found):
+        # TensorRT was found and loaded, only a function was missing: ORT's generic "Please install
+        # TensorRT libraries" wrapper around that error does not mean TensorRT is absent.
+        found = [m for m in found if m.finding_id != "tensorrt-unavailable"]
     causes = [m for m in found if not m.consequence]
     return causes + [m for m in found if m.consequence]
 

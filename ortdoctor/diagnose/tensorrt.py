@@ -225,15 +225,21 @@ def _bundled(ctx: Ctx, pkg: PluginEpPackage) -> list[Finding]:
             lines.append(f"A file named {soname} sits beside libraries whose RUNPATH has $ORIGIN: they load the "
                          "bundled copy when no other is loaded first.")
         else:
-            needers = ", ".join(users) or "none of its libraries"
+            plain = [u for u in users if u not in runpaths]
+            how = (f"{', '.join(plain)} (DT_NEEDED {soname}, no RUNPATH)" if plain else
+                   f"the libraries that need {soname} reach it only through RUNPATH")
             lines.append(f"Nothing in the package loads that file: its Python code does not name it, no file there is "
-                         f"named {soname}, and {needers} (DT_NEEDED {soname}) "
-                         + ("have no RUNPATH" if not runpaths else "find it only through RUNPATH")
-                         + f"; registering the plugin takes {soname} from the normal search: the copy already "
-                         "loaded, else LD_LIBRARY_PATH, then the ld.so cache.")
+                         f"named {soname}, and {how}: registering the plugin takes {soname} from the normal search, "
+                         "the copy already loaded, else LD_LIBRARY_PATH, then the ld.so cache.")
         for user, paths in runpaths.items():
             lines.append(f"{user}'s RUNPATH names {':'.join(paths)}: where that directory exists, it takes "
                          f"{soname} from there.")
+        cwd = [os.path.basename(x.path) for x in pkg.libraries if isinstance(x, ElfInfo) and x.search_path_has_cwd
+               and soname in x.needed]
+        if cwd:
+            severity = "warning"
+            lines.append(f"{', '.join(cwd)}'s RUNPATH has an empty entry, which the loader searches as the current "
+                         f"directory: a {soname} in the working directory is taken when no copy is loaded first.")
         if other is None:
             severity = "warning"
             lines.append(f"No other {soname} is installed (no NVIDIA wheel, nothing in LD_LIBRARY_PATH or the "

@@ -22,6 +22,13 @@ from ortdoctor.preloading import loader
 __all__ = ["load_tensorrt"]
 
 
+def _best(measured: str | None, planned: str | None) -> str | None:
+    """The file's or distribution's version (10.16.1.11) when the library's own answer (10.16.1) agrees."""
+    if measured and planned and planned.startswith(measured.rsplit(".", 1)[0] + "."):
+        return planned if len(planned) > len(measured) else measured
+    return measured or planned
+
+
 def _missing(tplan: TensorrtPlan) -> Finding:
     need = tplan.need
     if tplan.other_major:
@@ -97,6 +104,6 @@ def load_tensorrt(
             continue
         spec = specs.get(lp.name)
         measured = loader.library_version(got.handle, spec.version_function if spec else None)
-        record(lp.name, lp.soname, lp.chosen.path, lp.chosen.source, measured or lp.chosen.version,
+        record(lp.name, lp.soname, lp.chosen.path, lp.chosen.source, _best(measured, lp.chosen.version),
                got.mapped.path if got.mapped else None, got.mapped.inode if got.mapped else None, lp.required,
                measured)

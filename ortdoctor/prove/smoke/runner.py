@@ -37,6 +37,7 @@ STAGE_WORDS = {
     "session": "while creating the CUDA session",
     "run": "while running the model",
     "done": "after the run",
+    "plugins": "while registering the plugin EP libraries",
 }
 
 
@@ -67,6 +68,10 @@ class SmokeRequest:
     # For tests and benchmarks on machines without a GPU: run the same child on another provider
     # ("CPUExecutionProvider"). A smoke result from it proves nothing about the GPU.
     ep: str = "CUDAExecutionProvider"
+    # Preload TensorRT too (`check --provider tensorrt` sets it with ep="TensorrtExecutionProvider").
+    tensorrt: bool = False
+    # Register the installed plugin EP libraries and list onnxruntime.get_ep_devices() after the session.
+    plugins: bool = True
 
     def to_child(self) -> dict[str, Any]:
         return {
@@ -81,6 +86,8 @@ class SmokeRequest:
             "n": self.n,
             "runs": self.runs,
             "ep": self.ep,
+            "tensorrt": self.tensorrt,
+            "plugins": self.plugins,
         }
 
 
