@@ -80,7 +80,8 @@ def check_tensorrt(ctx: Ctx, smoke: SmokeResult | None = None) -> list[Finding]:
             severity="error" if requested else None))
     lacks = list(plan.missing)
     if not any(r.startswith(f"libnvinfer_builder_resource.so.{need.major}") for r in chosen.builder_resources):
-        lacks.append(f"libnvinfer_builder_resource.so.{chosen.version or f'{need.major}.x.y'} (engine building "
+        short = ".".join(chosen.version.split(".")[:3]) if chosen.version else f"{need.major}.x.y"
+        lacks.append(f"libnvinfer_builder_resource.so.{short} (engine building "
                      "dlopens it: `createInferBuilder: Error Code 6: API Usage Error (Unable to load library: "
                      "libnvinfer_builder_resource.so...)`)")
     if lacks:

@@ -204,17 +204,23 @@ def probe_tensorrt(
     for directory in _searched_dirs(system.ld_library_path):
         installs += scan_directory(directory, "LD_LIBRARY_PATH")
     cached = [i for d in _cache_dirs(system.ldconfig) for i in scan_directory(d, "ld.so.cache")]
-    if any(i.directory.startswith(_SYSTEM_PREFIXES) for i in cached):
+    if any(_is_system_dir(i.directory, fs_root) for i in cached):
         status = _read_dpkg(os.path.join(fs_root, "var", "lib", "dpkg", "status"))
         packages = parse_dpkg_tensorrt(status) if status else {}
-        cached = [_with_dpkg(i, packages) for i in cached]
+        cached = [_with_dpkg(i, packages) if _is_system_dir(i.directory, fs_root) else i for i in cached]
     installs += cached
     return TensorrtInfo(installs=tuple(_dedupe(installs)), distributions=tuple(dists))
 
 
+def _is_system_dir(directory: str, fs_root: str) -> bool:
+    """A directory apt installs into (under ``fs_root``, the probes' root in tests)."""
+    rel = "/" + os.path.relpath(directory, fs_root) if fs_root not in ("", "/") else directory
+    return rel.startswith(tuple(p + "/" for p in _SYSTEM_PREFIXES)) or rel in _SYSTEM_PREFIXES
+
+
 def _with_dpkg(install: TensorrtInstall, packages: Mapping[int, tuple[str, str, int, str]]) -> TensorrtInstall:
     hit = packages.get(install.major)
-    if hit is None or not install.directory.startswith(_SYSTEM_PREFIXES):
+    if hit is None:
         return install
     version, package, cuda, raw = hit
     return TensorrtInstall(
