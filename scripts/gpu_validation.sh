@@ -55,7 +55,7 @@ say "2b. The CPU package uninstalled"
 run "$PY -m pip uninstall -y onnxruntime"
 run "PYTHONPATH=$ORTGPU:$ROOT $OD check"
 json s2b-check "PYTHONPATH=$ORTGPU:$ROOT $OD check --json"
-run "PYTHONPATH=$ORTGPU:$ROOT $OD check --debug --verbose"
+run "PYTHONPATH=$ORTGPU:$ROOT $OD check --debug --placement"
 
 say "3. Two copies of CUDA 13 and cuDNN 9: what plain onnxruntime maps, what ortdoctor maps, torch after"
 cat >"$OUT/maps.py" <<'EOF'
@@ -114,7 +114,7 @@ run "PYTHONPATH=$ORTGPU:$ROOT $OD check --provider-option use_tf32=0 --debug"
 say "6b. Every device; the per-node placement"
 run "PYTHONPATH=$ORTGPU:$ROOT $OD check --all-devices --no-smoke --quiet"
 json s6-alldev "PYTHONPATH=$ORTGPU:$ROOT $OD check --all-devices --json"
-run "PYTHONPATH=$ORTGPU:$ROOT $OD check --verbose"
+run "PYTHONPATH=$ORTGPU:$ROOT $OD check --placement"
 run "PYTHONPATH=$ORTGPU:$ROOT $OD check --format markdown"
 
 say "6c. The pytest plugin on a working GPU"

@@ -467,10 +467,11 @@ README_TAIL = """
 ## Placement on a GPU: not known here
 
 This machine has no GPU: only the CPU EP ran. Which nodes onnxruntime's CUDA EP keeps on the CPU
-(`GetCpuPreferredNodes`, after its own constant folding and fusions) is to be checked on a GPU machine,
-e.g. `ortdoctor check --model tests/data/models/bert_optimum.onnx --input-shape input_ids=1x16
---input-shape attention_mask=1x16 --input-shape token_type_ids=1x16 --json`, comparing the CPU nodes
-with `ortdoctor.prove.model_check.shape_subgraph.shape_only_names()`.
+(`GetCpuPreferredNodes`, after its own constant folding and fusions) is checked on a GPU machine by
+`scripts/model_check_gpu.sh`: `ortdoctor check --model` on every fixture with no flags, and
+`scripts/compare_cpu_nodes.py`, which compares onnxruntime's own `VerifyEachNodeIsAssignedToAnEp` log
+with `ortdoctor.prove.model_check.shape_subgraph.shape_only_names()`. Here, `tests/support/ort_fallback.py`
+applies the same rule to the file's graph (the tests check that it stays inside the shape-only nodes).
 """
 
 

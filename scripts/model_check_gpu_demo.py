@@ -10,7 +10,7 @@ What a working CUDA EP should show (issue 10's "done when"):
   loop       -> model-control-flow-blocks-cuda-graph (warning here: the script asks for CUDA graphs
                 on the loop model, so model-cuda-graph-refused quotes ORT's refusal too);
   shape      -> Shape/Gather/Unsqueeze/Concat on the CPU with kind "shape".
-Each is also run once with random inputs on the CUDA EP and on the CPU EP (run.cuda / run.cpu).
+Each is also run with valid inputs on the CPU EP and then the CUDA EP, outputs compared (run.cpu / run.ep / run.outputs).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ Usage:
 
 For each wheel, one at a time: ``pip download`` it, hash it, read METADATA and the build-info files out
 of the zip, extract only the CUDA and TensorRT provider libraries to a temporary directory, read their
-fatbin headers (:mod:`ortdoctor.formats.fatbin`), DT_NEEDED (:mod:`ortdoctor.elf`) or PE imports
-(:mod:`ortdoctor.pe`), then delete everything. A wheel is ~150-300 MB and its CUDA provider up to 750 MB
+fatbin headers (:mod:`ortdoctor.formats.fatbin`), DT_NEEDED (:mod:`ortdoctor.formats.elf`) or PE imports
+(:mod:`ortdoctor.formats.pe`), then delete everything. A wheel is ~150-300 MB and its CUDA provider up to 750 MB
 unpacked, so nothing is kept. Results already in the JSON file are kept; a wheel is read again only when
 named on the command line.
 """

@@ -78,7 +78,8 @@ def test_cuda_13_build_with_only_the_cuda_12_runtime_wheel() -> None:
     f = finding(rep, "cuda-major-mismatch")
     assert "libcudart.so.13" in f["detail"]
     assert "nvidia-cuda-runtime-cu12" in f["detail"]
-    assert "nvidia-cuda-runtime" in f["fix"]
+    # one command brings the whole CUDA 13 set, with the inspected interpreter's pip
+    assert f'{sys.executable} -m pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"' in f["fix"]
     assert rep["verdict"] == "fail"
 
 
@@ -115,7 +116,7 @@ def test_no_onnxruntime_human_report_says_what_to_install() -> None:
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "not installed" in proc.stdout
-    assert "for this machine: pip install" in proc.stdout
+    assert f"for this machine: {sys.executable} -m pip install" in proc.stdout
     assert "\033[" not in proc.stdout  # not a terminal: no colour
 
 
@@ -124,7 +125,7 @@ def test_contract_shape() -> None:
     for key in ("schema_version", "ortdoctor_version", "verdict", "findings", "python", "ort", "torch", "driver",
                 "libraries", "smoke"):
         assert key in rep
-    assert rep["schema_version"] == 1
+    assert rep["schema_version"] == 2
     for f in rep["findings"]:
         assert set(f) >= {"id", "severity", "title", "detail", "fix"}
     assert set(rep["python"]) >= {"version", "executable", "platform", "libc"}

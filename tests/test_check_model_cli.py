@@ -63,7 +63,7 @@ def test_float_model_json(good: dict[str, Path]) -> None:
     assert "ort-cpu-only" in ids
     assert rep["verdict"] == "fail"
     assert proc.returncode == 1
-    assert rep["schema_version"] == 1  # the contract's blocks are all still there
+    assert rep["schema_version"] == 2  # the contract's blocks are all still there
     assert rep["smoke"]["ran"] is False
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,47 @@ _FRAGMENTS = [
 @given(st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=20), max_size=40))
 def test_classify_never_raises_on_near_misses(parts: list[str]) -> None:
     classify("".join(parts), cuda_major=13, cudnn_major=9, ort_version="1.27.0")
+
+
+# --------------------------------------------------------------------------------------------------
+# Every line is read
+# --------------------------------------------------------------------------------------------------
+_CAUSE = ("Failed to load library libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared "
+          "object file: No such file or directory")
+
+
+def test_a_cause_after_thirty_thousand_lines_is_found() -> None:
+    info = "2024-08-13 13:20:05.140879087 [I:onnxruntime:, inference_session.cc:1234 Initialize] loading\n"
+    assert finding_ids(info * 30_000 + _CAUSE) == ["cuda-lib-missing"]
+
+
+def test_a_cause_inside_a_megabyte_long_line_is_found() -> None:
+    assert finding_ids("x" * 500_000 + " " + _CAUSE + " " + "y" * 500_000) == ["cuda-lib-missing"]
+
+
+def test_lines_are_streamed_from_any_iterable() -> None:
+    from ortdoctor.diagnose.classify import classify_lines
+
+    def lines() -> Iterator[str]:
+        for _ in range(25_000):
+            yield "progress 42%"
+        yield _CAUSE
+
+    assert [m.finding_id for m in classify_lines(lines())] == ["cuda-lib-missing"]
+
+
+def test_a_message_a_terminal_wrapped_is_one_message() -> None:
+    from tests.support.explain_corpus import load_corpus
+
+    # entry 045 pasted "... Failed to create" at the end of one line and "CUDAExecutionProvider." on the next
+    text = next(e.text for e in load_corpus() if e.name.startswith("045-"))
+    assert "Failed to create \nCUDAExecutionProvider" in text
+    assert "cuda-ep-fell-back-to-cpu" in finding_ids(text)
+
+
+def test_utf16_text_shown_as_spaced_characters_is_read() -> None:
+    from tests.support.explain_corpus import load_corpus
+
+    text = next(e.text for e in load_corpus() if e.name.startswith("142-"))  # "L o a d L i b r a r y ..."
+    assert "L o a d L i b r a r y" in text
+    assert finding_ids(text) == ["cuda-lib-missing"]

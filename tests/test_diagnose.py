@@ -239,8 +239,10 @@ def test_ort_not_installed_on_a_cuda_12_driver_recommends_the_cuda_12_feed() -> 
     assert rec is not None
     assert (rec.feed.cuda if rec.feed else rec.release.cuda).startswith("12.")  # a CUDA 12 build
     assert f.fix is not None
-    assert f.fix.startswith(rec.command)
-    assert recommended_install(env, MATRIX).startswith(rec.command)
+    # the command names the inspected interpreter, and installs exactly what the matrix recommends
+    assert f.fix.startswith("/venv/bin/python -m " + rec.command)
+    assert f.steps == rec.steps
+    assert recommended_install(env, MATRIX).startswith("/venv/bin/python -m " + rec.command)
 
 
 def test_ort_not_installed_but_recorded_means_files_were_removed() -> None:
@@ -248,7 +250,7 @@ def test_ort_not_installed_but_recorded_means_files_were_removed() -> None:
     f = one(run(healthy_env(ort=OrtInfo(installed=False, distributions=(dist,)))), "ort-not-installed")
     assert "files are gone" in f.detail
     assert f.fix is not None
-    assert f.fix.startswith("pip uninstall -y onnxruntime-gpu")
+    assert f.fix.startswith("/venv/bin/python -m pip uninstall -y onnxruntime-gpu && ")
 
 
 def test_installed_gpu_build_is_not_reported_missing_or_cpu() -> None:
@@ -351,7 +353,9 @@ def test_cuda_lib_missing_required_is_an_error_naming_the_wheel() -> None:
     assert f.severity == "error"
     assert "libcurand.so.10" in f.detail
     assert f.fix is not None
-    assert "nvidia-curand" in f.fix
+    # 1.31.1's own extras bring every library of the build (curand included), pinned to the build
+    assert f.fix.startswith('/venv/bin/python -m pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"')
+    assert [s.args for s in f.steps] == [("onnxruntime-gpu[cuda,cudnn]==1.31.1",)]
 
 
 def test_cuda_lib_missing_lazy_only_is_a_warning() -> None:
@@ -362,7 +366,7 @@ def test_cuda_lib_missing_lazy_only_is_a_warning() -> None:
 def test_cudnn_missing_is_an_error_even_though_lazily_loaded() -> None:
     f = one(run(plan=full_plan(cudnn=lib("cudnn", "libcudnn.so.9", None, required=False))), "cuda-lib-missing")
     assert f.severity == "error"
-    assert "nvidia-cudnn-cu13" in (f.fix or "")
+    assert '"onnxruntime-gpu[cuda,cudnn]==1.31.1"' in (f.fix or "")
 
 
 def test_libcuda_in_the_plan_is_left_to_the_driver_checks() -> None:
@@ -378,7 +382,7 @@ def test_cuda_major_mismatch_names_the_soname_and_both_fixes() -> None:
     assert "libcudart.so.13" in f.detail
     assert "libcudart.so.12" in f.detail
     assert f.fix is not None
-    assert "nvidia-cuda-runtime" in f.fix
+    assert '"onnxruntime-gpu[cuda,cudnn]==1.31.1"' in f.fix  # the whole CUDA 13 set in one command
     assert CU12_FEED in f.fix
     assert "cuda-lib-missing" not in ids(found)
     assert "cuda-major-mismatch" not in ids(run())
@@ -390,7 +394,7 @@ def test_cudnn_major_mismatch() -> None:
     f = one(found, "cudnn-major-mismatch")
     assert f.severity == "error"
     assert "libcudnn.so.8" in f.detail
-    assert "nvidia-cudnn-cu13" in (f.fix or "")
+    assert '"onnxruntime-gpu[cuda,cudnn]==1.31.1"' in (f.fix or "")
     assert "cuda-major-mismatch" not in ids(found)
 
 
@@ -696,13 +700,18 @@ def test_ld_library_path_unsafe_entries() -> None:
     assert "lib: relative" in f.detail
     assert "/tmp/libs: world-writable" in f.detail
     assert CU13 not in f.detail
+    assert f.fix is not None
+    assert f.fix.startswith(f'export LD_LIBRARY_PATH="{CU13}:{CUDNN}"')  # the variable without the unsafe ones
     assert "ld-library-path-unsafe" not in ids(run())
 
 
 def test_nvidia_wheel_stub() -> None:
     stub = NvidiaWheel("nvidia-cublas-cu13", "0.0.1", SITE)
     f = one(run(healthy_env(nvidia_wheels=(stub,))), "nvidia-wheel-stub")
-    assert "pip uninstall -y nvidia-cublas-cu13 && pip install nvidia-cublas" == f.fix
+    # with this interpreter's pip (the test matrix has no package table, so no series pin)
+    assert "/venv/bin/python -m pip uninstall -y nvidia-cublas-cu13 && /venv/bin/python -m pip install nvidia-cublas" == f.fix
+    real_matrix = diagnose(healthy_env(nvidia_wheels=(stub,)), full_plan(), load_matrix())
+    assert one(real_matrix, "nvidia-wheel-stub").fix.endswith('-m pip install "nvidia-cublas==13.*"')
     real = NvidiaWheel("nvidia-cublas", "13.1.0.3", SITE, (CU13,), ("libcublas.so.13",), 13)
     assert "nvidia-wheel-stub" not in ids(run(healthy_env(nvidia_wheels=(real,))))
 
@@ -781,3 +790,24 @@ def test_catalog_entries_are_complete(fid: str) -> None:
     assert e.evidence
     assert e.fix
     assert e.severity in ("error", "warning", "info")
+
+
+def test_nvml_without_libcuda_cannot_run_a_session() -> None:
+    """A container started with NVIDIA_DRIVER_CAPABILITIES=utility: nvidia-smi works, CUDA does not."""
+    found = run(healthy_env(driver=driver_ok(libcuda=())))
+    f = one(found, "libcuda-missing")
+    assert f.severity == "error"
+    assert "NVML works" in f.detail
+    assert "libcuda-missing" not in ids(run())
+
+
+def test_libraries_only_a_preload_finds_are_a_note_when_the_hook_is_installed() -> None:
+    from ortdoctor.report.model import Report, verdict_of
+
+    bare = healthy_env(system=SystemInfo())
+    hooked = dataclasses.replace(bare, python=dataclasses.replace(bare.python, hook_pth=f"{SITE}/ortdoctor_hook.pth"))
+    for env, severity, outcome in ((bare, "warning", "works-with-preload"), (hooked, "info", "works")):
+        found = run(env)
+        assert one(found, "cuda-lib-not-loadable").severity == severity
+        report = Report(verdict_of(found), tuple(found), env, full_plan(), None)
+        assert report.outcome == outcome

@@ -19,12 +19,17 @@ def _run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+def _first_block(out: str) -> str:
+    """The output from the first match on (a "Read as: ..." line about the text's stack may come first)."""
+    return out[out.index("\n[") + 1:] if not out.startswith("[") and "\n[" in out else out
+
+
 @pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
 def test_each_corpus_text_on_stdin_is_explained(path: Path) -> None:
     expect, text = load_case(path)
     code, out, _ = _run("-", "--no-here", stdin=text)
     assert code == 0
-    assert out.startswith(f"[{expect}]")
+    assert _first_block(out).startswith(f"[{expect}]")
     assert "Why:" in out
     assert "Fix:" in out
     assert "Seen:" in out
@@ -43,7 +48,7 @@ def test_json_output(path: Path) -> None:
 def test_text_as_an_argument() -> None:
     code, out, _ = _run("--no-here", "CUDA failure 101: invalid device ordinal")
     assert code == 0
-    assert out.startswith("[invalid-device-ordinal]")
+    assert _first_block(out).startswith("[invalid-device-ordinal]")
 
 
 @pytest.mark.parametrize("fid", sorted(CATALOG))
@@ -60,11 +65,66 @@ def test_local_id_is_documented() -> None:
     assert "Fix:" in out
 
 
-def test_nothing_recognised_exits_1() -> None:
+def test_nothing_recognised_exits_1_and_says_what_to_paste() -> None:
     code, out, err = _run("-", "--no-here", stdin="everything is fine\n")
     assert code == 1
     assert out == ""
-    assert "no known" in err
+    assert "nothing in this text was recognised" in err
+    assert "Paste the whole output" in err
+    assert "ortdoctor explain -" in err
+
+
+@pytest.mark.parametrize("stdin", ["", "\n\n  \t\n"])
+def test_empty_stdin_is_an_input_error(stdin: str) -> None:
+    code, out, err = _run("-", "--no-here", stdin=stdin)
+    assert code == 2
+    assert out == ""
+    assert "stdin was empty" in err
+
+
+def test_an_unknown_id_says_so_with_the_nearest_ids() -> None:
+    code, out, err = _run("driver-mising", "--no-here")
+    assert code == 2
+    assert out == ""
+    assert "'driver-mising' is not a known finding id" in err
+    assert "driver-missing" in err
+    assert "explain --list" in err
+
+
+def test_list_gives_every_id_with_its_title() -> None:
+    code, out, _ = _run("--list")
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == len(CATALOG)
+    for fid, entry in CATALOG.items():
+        assert any(ln.split()[0] == fid and ln.rstrip().endswith(entry.title) for ln in lines), fid
+    code, out, _ = _run("--list", "--json")
+    assert code == 0
+    assert {row["id"] for row in json.loads(out)} == set(CATALOG)
+
+
+def test_the_stack_the_text_shows_is_said_and_in_the_json() -> None:
+    text = ("Microsoft.ML.OnnxRuntime.OnnxRuntimeException: [ErrorCode:RuntimeException] LoadLibrary failed with "
+            'error 126 "" when trying to load "D:\\app\\runtimes\\win-x64\\native\\onnxruntime_providers_cuda.dll"')
+    code, out, _ = _run("--no-here", text)
+    assert code == 0
+    assert out.startswith("Read as: C# (Microsoft.ML.OnnxRuntime), Windows")
+    assert "pip install" not in out
+    code, out, _ = _run("--no-here", "--json", text)
+    data = json.loads(out)
+    assert data["stack"]["binding"] == "csharp"
+    assert data["stack"]["os"] == "windows"
+    assert data["matches"][0]["packages"] == []
+
+
+def test_a_log_longer_than_any_old_cap_is_read_to_its_end() -> None:
+    # 17 MB in 2,100 long lines (the old reader stopped at 16 MB of stdin and 20,000 lines): the cause is last
+    filler = ("x" * 8_000 + "\n") * 2_100
+    cause = "Failed to load library libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared object file"
+    code, out, _ = _run("-", "--no-here", stdin=filler + cause + "\n")
+    assert code == 0
+    assert "[cuda-lib-missing]" in out
+    assert "libcudnn.so.9" in out
 
 
 def test_no_argument_is_a_usage_error() -> None:

@@ -72,6 +72,7 @@ class Machine:
         self.targets = self.toolkit / "targets/x86_64-linux/lib"
         self.cuda = root / "usr/local/cuda"
         self.syslib = root / "lib/x86_64-linux-gnu"
+        self.python = root / "venv/bin/python3"
 
 
 def _link(path: Path, target: str) -> None:
@@ -288,7 +289,7 @@ def test_shadowed_cpu_package_in_the_venv(machine: Machine) -> None:
     assert "flips" in f.detail
     assert "pip sees both" in f.detail
     assert f.fix is not None
-    assert f.fix.startswith("pip uninstall -y onnxruntime  #")
+    assert f.fix.startswith(f"{machine.python} -m pip uninstall -y onnxruntime  #")
     assert "onnxruntime-gpu" not in f.fix.split("#")[0]
     assert "also installed, shadowed: onnxruntime 1.30.0" in text
 
@@ -302,7 +303,7 @@ def test_shadowed_gpu_package_in_a_target_dir(machine: Machine) -> None:
     f = by_id(diagnose(replace(env, ort=ort), None, MATRIX), "ort-multiple-packages")
     assert f.severity == "error"
     assert f.fix is not None
-    assert f.fix.startswith("pip uninstall -y onnxruntime  #")
+    assert f.fix.startswith(f"{machine.python} -m pip uninstall -y onnxruntime  #")
     assert f"takes onnxruntime-gpu 1.31.1 from {machine.target}" in f.fix
 
 

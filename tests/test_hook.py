@@ -61,7 +61,7 @@ def test_hook_warns_once_with_id_and_fix(tmp_path: Path):
     category, message = got["warnings"][0]
     assert category == "OrtdoctorWarning"
     assert message.startswith("ortdoctor [cuda-lib-missing]")
-    assert "Fix: pip install" in message
+    assert f'Fix: {sys.executable} -m pip install "onnxruntime-gpu[cuda,cudnn]' in message
 
 
 def test_hook_strict_raises(tmp_path: Path):
@@ -212,3 +212,10 @@ def test_fast_path_ignores_a_cache_file_others_can_write(tmp_path: Path):
     assert run_child(code, pythonpath=[site], env=env).stdout.strip() == "False"
     entry.chmod(0o666)
     assert run_child(code, pythonpath=[site], env=env).stdout.strip() == "True"
+
+
+def test_the_pth_name_is_the_one_the_probe_looks_for() -> None:
+    from ortdoctor.preloading.hook_install import PTH_NAME
+    from ortdoctor.probes.platform import HOOK_PTH
+
+    assert PTH_NAME == HOOK_PTH

@@ -185,7 +185,7 @@ def test_github_actions_steps(bin_dir: Path, tmp_path: Path) -> None:
 
     assert codes == {"ortdoctor check": 1, "ortdoctor report in the job summary": 0}
     report = json.loads((tmp_path / "ortdoctor.json").read_text())  # written although the gate failed
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert report["verdict"] == "fail"
     assert report["findings"][0]["id"] == "driver-missing"
     assert uploaded == [tmp_path / "ortdoctor.json"]

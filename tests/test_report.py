@@ -36,7 +36,7 @@ def test_verdict_of() -> None:
 def test_json_has_the_contract_fields() -> None:
     rep = make_report(healthy_env(driver=driver_none(), system=SystemInfo()), full_plan())
     data = json.loads(dumps(rep))
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["verdict"] == "fail"
     assert data["findings"][0]["id"] == "driver-missing"
     assert set(data["findings"][0]) == {"id", "severity", "title", "detail", "fix"}

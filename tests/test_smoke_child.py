@@ -51,7 +51,7 @@ def test_verbose_placement_comes_from_onnxruntime_itself() -> None:
     assert isinstance(placement, dict)
     assert sorted(placement["CPUExecutionProvider"]) == ["Gemm (smoke_matmul/MatMulAddFusion)", "Relu (smoke_relu)"]
     quiet = _child({"ep": "CPUExecutionProvider", "preload": False, "runs": 1})
-    assert "node_placement" not in quiet  # only asked for with --verbose
+    assert "node_placement" not in quiet  # only asked for with --placement
 
 
 @pytest.mark.realwheels

@@ -167,7 +167,7 @@ def test_real_cpu_wheel_is_ort_cpu_only() -> None:
 @pytest.mark.parametrize("iobinding", [False, True])
 def test_the_whole_success_path_on_the_cpu_provider(iobinding: bool) -> None:
     # The CUDA path cannot succeed here; the same child on the CPU EP proves timings, numbers and the
-    # --verbose node placement as the real onnxruntime reports it.
+    # --placement node placement as the real onnxruntime reports it.
     r = run_smoke(SmokeRequest(env=_env("ort-cpu"), timeout=120, verbose=True, iobinding=iobinding,
                                ep="CPUExecutionProvider"))
     assert (r.ok, r.finding_id, r.error) == (True, None, None)

@@ -63,9 +63,15 @@ def _usage_error(message: str) -> None:
 @click.option("--provider-option", "provider_options", multiple=True, metavar="KEY=VALUE",
               help="Option of that execution provider for the smoke session, passed as-is (repeatable), e.g. "
               "trt_fp16_enable=1.")
-@click.option("--iobinding", is_flag=True, help="Smoke session: bind inputs and outputs as CUDA OrtValues.")
+@click.option("--iobinding", is_flag=True, help="Smoke session, and the --model run: bind inputs and outputs as "
+              "CUDA OrtValues (as Optimum and other clients do).")
 @click.option("--cuda-graph", is_flag=True, help="Smoke session: capture and replay a CUDA graph.")
-@click.option("--verbose", is_flag=True, help="Smoke session: show the per-node provider assignment.")
+@click.option("--placement", is_flag=True, help="Smoke session: show the per-node provider assignment.")
+@click.option("--verbose", "-v", is_flag=True, help="More detail: every candidate, full paths, timings (as --debug, "
+              "without tracebacks).")
+@click.option("--python", "python_path", type=click.Path(dir_okay=False), default=None, metavar="PATH",
+              help="Inspect this interpreter's environment (as pip --python and uv --python do): for an "
+              "ortdoctor installed by pipx or uv tool, or a venv that is not activated.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Seconds the smoke session may take (also the model check's, whose default is 120).")
 @click.option("--all-devices", is_flag=True,
@@ -73,7 +79,10 @@ def _usage_error(message: str) -> None:
 @click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
               help="Also check this ONNX model: where each node runs on the CUDA EP, and why not on the GPU.")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=1x3x224x224",
-              help="With --model: run it once with random inputs of this shape (repeatable).")
+              help="With --model: this input's shape for the test run (repeatable; default: chosen from the model).")
+@click.option("--input", "model_inputs", multiple=True, metavar="NAME=FILE.npy",
+              help="With --model: this input's values from a numpy.save file (repeatable; default: valid "
+              "synthetic values).")
 def command(
     as_json: bool,
     fmt: str | None,
@@ -88,11 +97,14 @@ def command(
     provider_options: tuple[str, ...],
     iobinding: bool,
     cuda_graph: bool,
+    placement: bool,
     verbose: bool,
+    python_path: str | None,
     timeout: float,
     all_devices: bool,
     model_path: str | None,
     input_shapes: tuple[str, ...],
+    model_inputs: tuple[str, ...],
 ) -> None:
     from ortdoctor.decide.matrix.model import MatrixError
     from ortdoctor.decide.search import DirectoryError
@@ -102,16 +114,16 @@ def command(
         _usage_error(f"--json and --format {fmt} contradict each other")
     fmt = "json" if as_json else (fmt or "text")
     options = _provider_options(provider_options)
-    smoke_request = None
-    tensorrt = provider == "tensorrt"
-    if tensorrt and timeout == 60.0:
+    interpreter = None
+    if python_path is not None:
+        from ortdoctor.probes.interpreter import InterpreterError, describe
+
+        try:
+            interpreter = describe(python_path)
+        except InterpreterError as exc:
+            _usage_error(str(exc))
+    if provider == "tensorrt" and timeout == 60.0:
         timeout = 300.0  # building a TensorRT engine, twice with the cache, takes longer than a CUDA session
-    if not no_smoke and (options or iobinding or cuda_graph or verbose or timeout != 60.0 or directory is not None
-                         or device_id or tensorrt):
-        extra = {"ep": "TensorrtExecutionProvider", "tensorrt": True} if tensorrt else {}
-        smoke_request = _smoke_request(device_id=device_id, directory=directory, provider_options=options,
-                                       iobinding=iobinding, cuda_graph=cuda_graph, verbose=verbose, timeout=timeout,
-                                       **extra)
     shapes: dict[str, tuple[int, ...]] = {}
     if input_shapes and model_path is None:
         _usage_error("--input-shape needs --model")
@@ -122,14 +134,25 @@ def command(
             shapes = parse_input_shapes(input_shapes)
         except ValueError as exc:
             _usage_error(str(exc))
+    files: dict[str, str] = {}
+    if model_inputs and model_path is None:
+        _usage_error("--input needs --model")
+    if model_inputs:
+        from ortdoctor.prove.model_check.given_inputs import parse_input_files
+
+        try:
+            files = parse_input_files(model_inputs)
+        except ValueError as exc:
+            _usage_error(str(exc))
     if sys.stderr.isatty() and fmt == "text" and not quiet:
         click.echo("ortdoctor: inspecting…", err=True)
     try:
-        report = run_check(matrix_path=matrix_file, smoke=False if no_smoke else "auto",
-                           smoke_request=smoke_request, directory=directory, device_id=device_id,
-                           all_devices=all_devices, model=model_path, input_shapes=shapes,
-                           model_cuda_graph=cuda_graph, model_timeout=timeout if timeout != 60.0 else 120.0,
-                           model_provider_options=options)
+        report = run_check(matrix_path=matrix_file, smoke=False if no_smoke else "auto", python=interpreter,
+                           directory=directory, device_id=device_id, all_devices=all_devices,
+                           smoke_provider_options=options, smoke_iobinding=iobinding, smoke_cuda_graph=cuda_graph,
+                           smoke_placement=placement, smoke_timeout=timeout, smoke_provider=provider,
+                           model=model_path, input_shapes=shapes, model_cuda_graph=cuda_graph,
+                           model_timeout=timeout if timeout != 60.0 else 120.0, model_provider_options=options, model_inputs=files, model_iobinding=iobinding)
     except MatrixError as exc:
         _usage_error(f"bad matrix file: {exc}")
         return
@@ -152,17 +175,10 @@ def command(
     else:
         from ortdoctor.report.text import render
 
-        click.echo(render(report, color=_use_color(sys.stdout), debug=debug), nl=False)
+        click.echo(render(report, color=_use_color(sys.stdout), debug=debug or verbose), nl=False)
 
     if report.model is not None and report.model.input_error:
         sys.exit(exitcodes.USAGE)  # the model file itself cannot be used: an input error
     if report.verdict == "fail" or (strict and report.verdict == "warn"):
         sys.exit(exitcodes.FAIL)
     sys.exit(exitcodes.OK)
-
-
-def _smoke_request(**opts: Any) -> Any:
-    """A SmokeRequest from the command's options (only the smoke engine is imported for it)."""
-    from ortdoctor.prove.smoke.runner import SmokeRequest
-
-    return SmokeRequest(**opts)

@@ -1,41 +1,46 @@
 """`ortdoctor explain`: a finding id, or an ONNX Runtime / CUDA error text, turned into cause and fix.
 
     ortdoctor explain driver-missing             the documentation of one finding id
+    ortdoctor explain --list                     every finding id with its title
     ortdoctor explain "CUDA failure 100: ..."    what an error text means
-    python app.py 2>&1 | ortdoctor explain -     the same for a whole log on stdin
+    python app.py 2>&1 | ortdoctor explain -     the same for a whole log on stdin (every line is read)
 
 By default it also inspects this environment (no onnxruntime import, no smoke session) and says,
 for each recognised problem, whether this environment has it now (``--no-here`` skips that).
 
 Exit codes: 0 the id is known or the text matched at least one known failure; 1 nothing in the text
-was recognised; 2 usage error (no argument, unreadable input).
+was recognised; 2 usage or input error (no argument, an unknown id, empty or unreadable stdin).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import click
 
 from ortdoctor.core import exitcodes
 
-_MAX_STDIN = 16 * 1024 * 1024  # a log larger than this is read up to here (its start holds ORT's error)
 _RUNTIME_ONLY = ("explain", "smoke")  # catalog ids that only a running program can show
+_ID_SHAPE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)+$")  # kebab-case with at least one dash: meant as an id
+_WHAT_TO_PASTE = (
+    "Paste the whole output of the failing run, from the first onnxruntime line to the traceback "
+    "(python app.py 2>&1 | ortdoctor explain -), or run `ortdoctor check` to inspect this environment."
+)
 
 
 def _catalog() -> dict[str, Any]:
-    try:
-        from ortdoctor.core.catalog import CATALOG
-    except ImportError:  # pragma: no cover - the catalog ships with ortdoctor
-        return {}
+    from ortdoctor.core.catalog import CATALOG
+
     return dict(CATALOG)
 
 
 def _doc_for_id(finding_id: str) -> str | None:
-    catalog = _catalog()
-    if finding_id in catalog:
+    if finding_id in _catalog():
         from ortdoctor.core.catalog import explain_text
 
         return explain_text(finding_id)
@@ -45,6 +50,40 @@ def _doc_for_id(finding_id: str) -> str | None:
         title, cause, fix = LOCAL_DOCS[finding_id]
         return f"{finding_id}: {title}\n\nCause:\n  {cause}\n\nFix:\n  {fix}\n"
     return None
+
+
+def _known_ids() -> list[str]:
+    from ortdoctor.diagnose.classify import LOCAL_DOCS
+
+    return sorted(set(_catalog()) | set(LOCAL_DOCS))
+
+
+def unknown_id_message(word: str) -> str:
+    """What `explain` says for an id it does not know: the nearest known ids and where the list is."""
+    near = difflib.get_close_matches(word, _known_ids(), n=3, cutoff=0.5)
+    lines = [f"ortdoctor: error: '{word}' is not a known finding id."]
+    if near:
+        lines.append("Did you mean: " + ", ".join(near) + "?")
+    lines.append("`ortdoctor explain --list` lists every id with its title.")
+    return "\n".join(lines)
+
+
+def list_text() -> str:
+    """Every finding id with its title, one per line, ids aligned."""
+    catalog = _catalog()
+    ids = _known_ids()
+    width = max(len(i) for i in ids)
+    rows = []
+    for fid in ids:
+        title = catalog[fid].title if fid in catalog else _local_title(fid)
+        rows.append(f"{fid:<{width}}  {title}")
+    return "\n".join(rows) + "\n"
+
+
+def _local_title(fid: str) -> str:
+    from ortdoctor.diagnose.classify import LOCAL_DOCS
+
+    return LOCAL_DOCS[fid][0]
 
 
 def _inspect_here() -> tuple[Any, str | None]:
@@ -89,58 +128,103 @@ def _here_lines(ids: list[str], report: Any, problem: str | None) -> tuple[list[
     return lines, data
 
 
+class _Seen:
+    """Passes lines through and remembers whether any of them had something other than white space."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = lines
+        self.any_text = False
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self._lines:
+            if not self.any_text and line.strip():
+                self.any_text = True
+            yield line
+
+
+def _stdin_lines() -> Iterable[str]:
+    from ortdoctor.diagnose.textlines import iter_stream
+
+    stream = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin
+    return iter_stream(stream)
+
+
+def _stack_line(stack: Any) -> str | None:
+    parts = []
+    names = {"python": "Python", "java": "Java (ai.onnxruntime)", "csharp": "C# (Microsoft.ML.OnnxRuntime)",
+             "rust": "Rust (ort crate)", "node": "Node (onnxruntime-node)", "cpp": "C/C++"}
+    if stack.binding in names:
+        parts.append(names[stack.binding])
+    if stack.os != "unknown":
+        parts.append({"wsl": "WSL", "macos": "macOS"}.get(stack.os, stack.os.capitalize()))
+    if stack.ort_version:
+        parts.append(f"onnxruntime {stack.ort_version}")
+    return ("Read as: " + ", ".join(parts) + " (the fixes below are for this stack).") if parts else None
+
+
 @click.command("explain")
 @click.argument("what", required=False)
 @click.option("--here/--no-here", default=True, show_default=True,
               help="Also say whether this environment has the problem now (inspection only, no session).")
 @click.option("--json", "as_json", is_flag=True, help="Print the matches as JSON on stdout.")
-def command(what: str | None, here: bool, as_json: bool) -> None:
+@click.option("--list", "list_ids", is_flag=True, help="List every finding id with its title.")
+def command(what: str | None, here: bool, as_json: bool, list_ids: bool) -> None:
     """Explain a finding ID, an error TEXT, or a log on stdin ('-').
 
     \b
       ortdoctor explain driver-missing
+      ortdoctor explain --list
       ortdoctor explain "Failed to load library ... libcudnn.so.9: cannot open shared object file"
       python app.py 2>&1 | ortdoctor explain -
 
-    Exit status: 0 explained, 1 nothing recognised, 2 usage error.
+    Exit status: 0 explained, 1 nothing recognised, 2 usage or input error.
     """
-    if what is None:
-        click.echo("ortdoctor: error: give a finding id, an error text, or - to read a log on stdin", err=True)
-        sys.exit(exitcodes.USAGE)
-    if what == "-":
-        try:
-            raw = sys.stdin.buffer.read(_MAX_STDIN) if hasattr(sys.stdin, "buffer") else sys.stdin.read(_MAX_STDIN)
-        except OSError as exc:
-            click.echo(f"ortdoctor: error: cannot read stdin: {exc}", err=True)
-            sys.exit(exitcodes.USAGE)
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    else:
-        text = what
-
-    stripped = text.strip()
-    doc = _doc_for_id(stripped) if stripped and "\n" not in stripped and " " not in stripped else None
-    report, problem = _inspect_here() if here else (None, None)
-
-    if doc is not None:
-        ids = [stripped]
-        here_lines, here_data = _here_lines(ids, report, problem) if here else ([], {})
+    if list_ids:
         if as_json:
-            click.echo(json.dumps({"input": "id", "id": stripped, "text": doc, "here": here_data or None}, indent=2))
+            catalog = _catalog()
+            click.echo(json.dumps([{"id": i, "title": catalog[i].title if i in catalog else _local_title(i)}
+                                   for i in _known_ids()], indent=2))
         else:
-            click.echo(doc + ("\n" + "\n".join(here_lines) if here_lines else ""))
+            click.echo(list_text(), nl=False)
         sys.exit(exitcodes.OK)
+    if what is None:
+        click.echo("ortdoctor: error: give a finding id, an error text, or - to read a log on stdin "
+                   "(`ortdoctor explain --list` lists the ids)", err=True)
+        sys.exit(exitcodes.USAGE)
 
-    from ortdoctor.diagnose.classify import classify
-    from ortdoctor.report.smoke import render_matches
+    stripped = what.strip()
+    if what != "-":
+        if not stripped:
+            click.echo("ortdoctor: error: the text is empty. " + _WHAT_TO_PASTE, err=True)
+            sys.exit(exitcodes.USAGE)
+        doc = _doc_for_id(stripped) if " " not in stripped and "\n" not in stripped else None
+        if doc is not None:
+            _print_id(stripped, doc, here, as_json)
+        if _ID_SHAPE.match(stripped):
+            click.echo(unknown_id_message(stripped), err=True)
+            sys.exit(exitcodes.USAGE)
 
+    from ortdoctor.diagnose.classify import classify_with_stack
+    from ortdoctor.diagnose.textlines import iter_lines
+
+    report, problem = _inspect_here() if here else (None, None)
     ort = getattr(getattr(report, "env", None), "ort", None)
-    cuda_major = _int_major(getattr(ort, "cuda_version", None))
-    matches = classify(
-        text,
-        cuda_major=cuda_major,
-        cudnn_major=getattr(ort, "cudnn_major", None),
-        ort_version=getattr(ort, "version", None),
-    )
+    source = _Seen(_stdin_lines() if what == "-" else iter_lines(what))
+    try:
+        matches, stack = classify_with_stack(
+            source,
+            cuda_major=_int_major(getattr(ort, "cuda_version", None)),
+            cudnn_major=getattr(ort, "cudnn_major", None),
+            ort_version=getattr(ort, "version", None),
+            from_environment=True,
+        )
+    except OSError as exc:
+        click.echo(f"ortdoctor: error: cannot read stdin: {exc}", err=True)
+        sys.exit(exitcodes.USAGE)
+    if not source.any_text:
+        click.echo("ortdoctor: error: stdin was empty. " + _WHAT_TO_PASTE, err=True)
+        sys.exit(exitcodes.USAGE)
+
     ids: list[str] = []
     for m in matches:
         if m.finding_id not in ids:
@@ -148,22 +232,35 @@ def command(what: str | None, here: bool, as_json: bool) -> None:
     here_lines, here_data = _here_lines(ids, report, problem) if (here and ids) else ([], {})
 
     if as_json:
-        click.echo(json.dumps({"input": "text", "matches": [m.to_json() for m in matches],
-                               "here": here_data or None}, indent=2))
+        click.echo(json.dumps({"input": "text", "stack": {"binding": stack.binding, "os": stack.os,
+                                                          "ort_version": stack.ort_version},
+                               "matches": [m.to_json() for m in matches], "here": here_data or None}, indent=2))
     elif not matches:
-        click.echo(
-            "ortdoctor: no known ONNX Runtime / CUDA failure was recognised in this text.\n"
-            "Give the whole log (… 2>&1 | ortdoctor explain -), or run `ortdoctor check` to inspect this "
-            "environment.",
-            err=True,
-        )
+        click.echo("ortdoctor: nothing in this text was recognised as a known ONNX Runtime / CUDA failure.\n"
+                   + _WHAT_TO_PASTE, err=True)
     else:
-        out = render_matches(matches)
+        from ortdoctor.report.smoke import render_matches
+
+        out = ""
+        read_as = _stack_line(stack)
+        if read_as:
+            out += read_as + "\n\n"
+        out += render_matches(matches)
         out += "\nMore about each: " + ", ".join(f"ortdoctor explain {i}" for i in ids) + "\n"
         if here_lines:
             out += "\n" + "\n".join(here_lines) + "\n"
         click.echo(out, nl=False)
     sys.exit(exitcodes.OK if matches else exitcodes.FAIL)
+
+
+def _print_id(finding_id: str, doc: str, here: bool, as_json: bool) -> None:
+    report, problem = _inspect_here() if here else (None, None)
+    here_lines, here_data = _here_lines([finding_id], report, problem) if here else ([], {})
+    if as_json:
+        click.echo(json.dumps({"input": "id", "id": finding_id, "text": doc, "here": here_data or None}, indent=2))
+    else:
+        click.echo(doc + ("\n" + "\n".join(here_lines) if here_lines else ""))
+    sys.exit(exitcodes.OK)
 
 
 def _int_major(version: str | None) -> int | None:

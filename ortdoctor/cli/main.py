@@ -25,6 +25,7 @@ _COMMANDS = {
     "matrix": ("matrix", "Show the matrix; pick a build for a CUDA/torch stack."),
     "hook": ("hook", "Install or remove the pre-session hook (.pth)."),
     "completion": ("completion", "Print the bash, zsh or fish completion script."),
+    "fleet": ("fleet", "Check every node of a cluster (Ray), or merge nodes' reports."),
 }
 
 _HELP = """Why is my ONNX Runtime session not using the GPU?

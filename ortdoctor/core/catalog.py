@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ortdoctor.core.facts import Finding, Severity
+from ortdoctor.core.facts import Finding, PackageStep, Severity
 
 _ORT_ISSUES = "https://github.com/microsoft/onnxruntime/issues/"
 _CUDA_EP_DOCS = "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html"
@@ -253,6 +253,19 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "or install the library its error names.",
         modes=(2,),
         produced_by="preload",
+    ),
+    CatalogEntry(
+        id="lib-file-damaged",
+        severity="error",
+        title="a library file is not the one its wheel installed",
+        cause="The file's size differs from the size in its wheel's RECORD: an interrupted download or "
+        "copy, a full disk, or a file replaced by hand. A truncated library does not fail cleanly: the "
+        "loader maps it, and the first page past its end kills the process with SIGBUS.",
+        evidence="Each chosen library's size against its NVIDIA wheel's RECORD (a stat, no read).",
+        fix="Reinstall that wheel, pinned to its installed version: "
+        "`python -m pip install --force-reinstall --no-deps NAME==VERSION`.",
+        modes=(2,),
+        produced_by="check",
     ),
     CatalogEntry(
         id="lib-not-mapped",
@@ -553,6 +566,21 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         docs=("https://github.com/Akegarasu/lora-scripts/issues/101",),
     ),
     CatalogEntry(
+        id="libcuda-missing",
+        severity="error",
+        title="NVML works but the CUDA driver library libcuda.so.1 is missing",
+        cause="The driver's management library answers (nvidia-smi works) but its CUDA library is not in the "
+        "loader's path: a container started with `NVIDIA_DRIVER_CAPABILITIES=utility` (NVML only), a driver "
+        "installed without its compute part, or a libcuda in a directory nothing points at. Every CUDA session "
+        "fails to create a context, and onnxruntime falls back to the CPU.",
+        evidence="NVML's answer against libcuda.so.1 in the ld.so cache, LD_LIBRARY_PATH and the default "
+        "directories.",
+        fix="docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ...; on a host, install the "
+        "driver's compute library (libnvidia-compute-<branch>).",
+        modes=(8,),
+        docs=("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html",),
+    ),
+    CatalogEntry(
         id="driver-too-old",
         severity="error",
         title="the NVIDIA driver is too old for the CUDA version onnxruntime was built with",
@@ -703,6 +731,32 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     ),
     # ---------------------------------------------------------------------------------- the program
     CatalogEntry(
+        id="pip-other-interpreter",
+        severity="info",
+        title="`pip` on PATH belongs to another Python",
+        cause="The first `pip` a shell finds installs into another interpreter than the one inspected: a "
+        "system pip beside a venv that is not activated, a venv created without pip, a conda base pip. A "
+        "bare `pip install ...` then changes the other Python's packages, and the environment that runs "
+        "the model stays as it was.",
+        evidence="The `pip` on PATH, the interpreter its launcher script runs (its `#!` line), and the "
+        "inspected interpreter.",
+        fix='Run pip through the interpreter that runs the model: `"/path/to/python" -m pip install ...` (every '
+        "fix ortdoctor prints does), or activate its environment first.",
+        produced_by="check",
+    ),
+    CatalogEntry(
+        id="virtual-env-not-inspected",
+        severity="warning",
+        title="the activated virtual environment is not the one inspected",
+        cause="`VIRTUAL_ENV` names an activated environment, but ortdoctor runs in (and inspected) another "
+        "one: it was installed with pipx or `uv tool`, or runs from another venv's `bin/`. The environment "
+        "that runs the model may be the activated one.",
+        evidence="`$VIRTUAL_ENV` against the inspected interpreter's `sys.prefix`.",
+        fix="`ortdoctor check --python \"$VIRTUAL_ENV/bin/python\"` inspects the activated environment (as "
+        "`pip --python` and `uv --python` do).",
+        produced_by="check",
+    ),
+    CatalogEntry(
         id="multiprocessing-fork",
         severity="info",
         title="multiprocessing starts workers with fork",
@@ -773,6 +827,270 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         fix="Install https://aka.ms/vs/17/release/vc_redist.x64.exe, or update/remove conda's vc14_runtime",
         modes=(23,),
         docs=(_ORT_ISSUES + "16116",),
+        produced_by="explain",
+    ),
+    # ---------------------------------------------------------------------------------- error texts (explain)
+    CatalogEntry(
+        id="cuda-path-set-not-loaded",
+        severity="error",
+        title="Windows: CUDA_PATH is set but onnxruntime could not load its CUDA provider",
+        cause="onnxruntime's Python binding says `CUDA_PATH is set but CUDA wasn't able to be loaded` (also "
+        "spelled `wasnt`) when the CUDA provider DLL could not load its dependencies while a CUDA toolkit is "
+        "installed. It names no cause: in the threads it was a CUDA major the onnxruntime-gpu build does not use "
+        "(a toolkit of another major on PATH), or two onnxruntime packages of different versions installed "
+        "together.",
+        evidence="The error text; the onnxruntime-gpu build's CUDA major against the toolkit on CUDA_PATH/PATH; "
+        "`pip list` for onnxruntime and onnxruntime-gpu.",
+        fix="Make the onnxruntime-gpu build and the CUDA/cuDNN on PATH match: install the CUDA major the build was "
+        "linked against with its cuDNN, or the onnxruntime-gpu built for your CUDA (`ortdoctor matrix`); if both "
+        'onnxruntime and onnxruntime-gpu are installed: pip uninstall -y onnxruntime onnxruntime-gpu && pip install '
+        '"onnxruntime-gpu[cuda,cudnn]"',
+        modes=(3, 5),
+        docs=("https://github.com/neuralchen/SimSwap/issues/98",
+              "https://github.com/pythongosssss/ComfyUI-WD14-Tagger/issues/64",
+              "https://github.com/hacksider/Deep-Live-Cam/issues/963"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="cublas-status-error",
+        severity="error",
+        title="cuBLAS failed (CUBLAS_STATUS_*)",
+        cause="ORT's CUDA provider got a `CUBLAS failure N: CUBLAS_STATUS_*`. In every thread found it was "
+        "`CUBLAS_STATUS_ALLOC_FAILED` at `cublasCreate`: the GPU had no memory left for the cuBLAS handle (a "
+        "small GPU, video processing, many sessions), or another CUDA install had put libraries of unsupported "
+        "versions in front of the ones the build needs.",
+        evidence="The error text (the status and the `expr=` call); free GPU memory; which cuBLAS is loaded.",
+        fix="Free GPU memory (fewer concurrent sessions or execution threads, a smaller model or input, other GPU "
+        "processes stopped), and make sure the CUDA/cuDNN that gets loaded is the version the onnxruntime build "
+        "supports.",
+        docs=("https://github.com/FurkanGozukara/Stable-Diffusion/issues/27",
+              "https://github.com/C0untFloyd/roop-unleashed/issues/1065",
+              "https://github.com/C0untFloyd/roop-unleashed/issues/425"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="cudnn-status-error",
+        severity="error",
+        title="cuDNN failed (CUDNN_STATUS_*)",
+        cause="ORT's CUDA provider got a `CUDNN failure N: CUDNN_STATUS_*`. Two families have an established "
+        "cause: resource exhaustion at `cudnnCreate` (`CUDNN_STATUS_INTERNAL_ERROR` when an application created "
+        "a session per execution thread) and a tensor too large for a cuDNN descriptor "
+        "(`CUDNN_STATUS_NOT_SUPPORTED` at batch 32, batch 31 works). "
+        "`CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH` is `cudnn-sublibrary-mismatch`.",
+        evidence="The error text (the status and the `expr=` call).",
+        fix="Reduce concurrent sessions and execution threads, lower the batch or input size, and check that the "
+        "cuDNN loaded is the one the build expects.",
+        docs=("https://github.com/microsoft/onnxruntime/issues/15715",
+              "https://github.com/hacksider/Deep-Live-Cam/issues/383"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="providers-shared-load-failed",
+        severity="error",
+        title="libonnxruntime_providers_shared could not be loaded",
+        cause="Every shared execution provider (CUDA, TensorRT) needs the bridge library "
+        "`libonnxruntime_providers_shared.so` / `onnxruntime_providers_shared.dll` next to the onnxruntime "
+        "library (`ProviderSharedLibrary::Ensure`). It is missing when a program was built against the CPU "
+        "onnxruntime package, when a binary was copied without its provider libraries or without an `$ORIGIN` "
+        "rpath (Rust `ort`), or when a Docker image carries only the main library.",
+        evidence="The error text; the files beside libonnxruntime.so / onnxruntime.dll.",
+        fix="Ship libonnxruntime_providers_shared and the provider libraries from the same GPU onnxruntime "
+        "release beside libonnxruntime (build against the GPU package), and make them findable: an rpath of "
+        "$ORIGIN, LD_LIBRARY_PATH, or the application directory on Windows (for Rust ort: keep the copied "
+        "libonnxruntime_providers_shared.so and libonnxruntime_providers_cuda.so next to the binary).",
+        docs=("https://github.com/open-mmlab/mmdeploy/issues/2446", "https://github.com/pykeio/ort/issues/429",
+              "https://github.com/boom-astro/boom/issues/214"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="cpu-provider-only-applied",
+        severity="warning",
+        title="every session got only the CPU execution provider",
+        cause="insightface prints `Applied providers: ['CPUExecutionProvider'], ...` for each model it loads; "
+        "when the CUDA provider was asked for, this line alone means onnxruntime silently dropped it. In the "
+        "threads onnxruntime-gpu could not load the CUDA/cuDNN libraries by itself; importing torch first "
+        "(which loads its own CUDA libraries) made the CUDA provider appear.",
+        evidence="The error text; ORT's own error line before it (run with the log severity at warning).",
+        fix="Make the CUDA and cuDNN libraries the build needs loadable (the matching nvidia-* wheels or system "
+        "CUDA/cuDNN, then `import ortdoctor.hook` or onnxruntime.preload_dlls()) rather than relying on import "
+        "torch first; `ortdoctor check` says which library is missing.",
+        modes=(4, 6),
+        docs=("https://github.com/deepinsight/insightface/issues/2295",
+              "https://github.com/deepinsight/insightface/issues/2344"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="dll-init-failed",
+        severity="error",
+        title="Windows: onnxruntime's DLL failed to initialise (WinError 1114)",
+        cause="`ImportError: DLL load failed while importing onnxruntime_pybind11_state` (or `onnxruntime_genai`) "
+        "`: A dynamic link library (DLL) initialization routine failed`. Every thread traced it to an older "
+        "Visual C++ runtime (msvcp140.dll) loaded first: conda's old `vs2015_runtime`, or a machine without the "
+        "current redistributable after onnxruntime 1.21 raised the requirement. onnxruntime_genai's follow-up "
+        "message blaming CUDA libraries is a fallback guess.",
+        evidence="The error text; which msvcp140.dll / vcruntime140.dll loads.",
+        fix="In a conda environment: conda install conda-forge::vs2015_runtime; otherwise install the current "
+        "Visual C++ 2015-2022 redistributable (https://aka.ms/vs/17/release/vc_redist.x64.exe), or pin "
+        "onnxruntime<1.21.",
+        modes=(23,),
+        docs=("https://github.com/microsoft/onnxruntime-genai/issues/555",
+              "https://github.com/microsoft/onnxruntime-genai/issues/642", "https://github.com/google/magika/pull/1099"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="zlibwapi-missing",
+        severity="error",
+        title="Windows: cuDNN 8 cannot find zlibwapi.dll",
+        cause="cuDNN 8 (8.3 and later) on Windows links the zlib DLL `zlibwapi.dll` but does not ship it: "
+        "`Could not locate zlibwapi.dll. Please make sure it is in your library path!`, and the process usually "
+        "aborts right after.",
+        evidence="The error text; zlibwapi.dll on PATH.",
+        fix="Download zlibwapi.dll as NVIDIA's cuDNN 8 install guide describes and put it on PATH (or into the "
+        "CUDA bin folder, e.g. C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8\\bin); cuDNN 9 no "
+        "longer needs it.",
+        docs=("https://github.com/microsoft/onnxruntime/issues/17510", "https://github.com/NickSwardh/YoloDotNet/issues/18",
+              "https://github.com/chaiNNer-org/chaiNNer/issues/2439"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="op-kernel-missing",
+        severity="warning",
+        title="no kernel is registered for an operator of the model",
+        cause="The model has an operator/opset/type combination the release registers no kernel for: "
+        "`NOT_IMPLEMENTED : Could not find an implementation for ConvInteger(10)` (a quantization type "
+        "combination), or `CUDA kernel not found in registries for Op type: Pad` at a new opset, so the node "
+        "runs on the CPU. The cause is the model (its quantization types or its opset), not the installation.",
+        evidence="The error text; the verbose log's node placement; the model's opset and node types.",
+        fix="Re-export the model with an older opset, or re-quantize with supported types (unsigned weights, "
+        "the QDQ format), or use a release that registers the kernel.",
+        docs=(_ORT_ISSUES + "3130", _ORT_ISSUES + "26393", _ORT_ISSUES + "26065", _QUANT_DOCS),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="tensorrt-engine-incompatible",
+        severity="error",
+        title="TensorRT refused a serialized engine built by another version",
+        cause="A TensorRT engine (a .engine/.trt file, the TensorRT EP's engine cache, an _ctx.onnx embed) only "
+        "deserialises with the TensorRT version (and GPU) that built it: `Version tag does not match`, "
+        "`Serialization assertion ... failed`, `Engine deserialization failed`, `TensorRT EP could not "
+        "deserialize engine`.",
+        evidence="The error text; the TensorRT version on the loader path against the one that built the engine.",
+        fix="Delete the serialized engine and rebuild it with the TensorRT that will load it; keep one TensorRT on "
+        "the loader path, the one the onnxruntime release's TensorRT EP was built with "
+        "(https://onnxruntime.ai/docs/execution-providers/TensorRT-ExecutionProvider.html#requirements).",
+        docs=("https://github.com/GeekAlexis/FastMOT/issues/127", "https://github.com/NVIDIA/TensorRT/issues/2195",
+              _ORT_ISSUES + "22139"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="tensorrt-ep-fell-back",
+        severity="info",
+        title="the TensorRT provider failed and ORT retried with the CUDA provider",
+        cause="Python's banner `EP Error ... when using ['TensorrtExecutionProvider', 'CUDAExecutionProvider', "
+        "...]` followed by `Falling back to ['CUDAExecutionProvider', 'CPUExecutionProvider'] and retrying.`: "
+        "the TensorRT provider could not be created (TensorRT not installed) and the session was retried "
+        "without it; the run then carries on on CUDA. It is not a failure when CUDA was the goal.",
+        evidence="The error text: the banner's two provider lists.",
+        fix="Leave TensorrtExecutionProvider out of the providers (programs that pass get_available_providers() "
+        "ask for it implicitly), or install the TensorRT the build needs. When a CUDA provider failure follows "
+        "the banner, that failure is the cause.",
+        modes=(20,),
+        docs=("https://github.com/pythongosssss/ComfyUI-WD14-Tagger/issues/23",
+              "https://github.com/pythongosssss/ComfyUI-WD14-Tagger/issues/16",
+              "https://github.com/sdbds/TRELLIS-for-windows/issues/34"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="nodes-not-assigned-preferred-ep",
+        severity="info",
+        title="some nodes were placed on the CPU (a warning, usually harmless)",
+        cause="`Some nodes were not assigned to the preferred execution providers which may or may not have an "
+        "negative impact on performance. e.g. ORT explicitly assigns shape related ops to CPU to improve "
+        "perf.` ORT places shape computations on the CPU on purpose, and the session runs on the requested "
+        "provider.",
+        evidence="The warning; the verbose log's node placement (what is on the CPU besides shape ops).",
+        fix="Nothing to fix when only shape-related ops are on the CPU; list CPUExecutionProvider explicitly "
+        "after the GPU provider to silence the warning; run with verbose logging to see the placement if "
+        "compute nodes are on the CPU.",
+        modes=(4, 25),
+        docs=("https://github.com/k2-fsa/sherpa-onnx/issues/163", _ORT_ISSUES + "16863",
+              "https://github.com/pykeio/ort/pull/81"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="numpy-abi-mismatch",
+        severity="error",
+        title="onnxruntime was built against NumPy 1.x and NumPy 2 is installed",
+        cause="`A module that was compiled using NumPy 1.x cannot be run in NumPy 2.x as it may crash`, then "
+        "`AttributeError: _ARRAY_API not found` / `numpy.core.multiarray failed to import` while importing "
+        "onnxruntime's pybind module: onnxruntime 1.18.0 and older were built against NumPy 1.",
+        evidence="The error text; the installed numpy and onnxruntime versions.",
+        fix="<python> -m pip install 'numpy<2' (with the same Python that runs the program), or upgrade "
+        "onnxruntime to a release built against NumPy 2.",
+        docs=("https://github.com/hacksider/Deep-Live-Cam/issues/1108", _ORT_ISSUES + "21063"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="glibcxx-too-old",
+        severity="error",
+        title="the system's libstdc++ / glibc is older than onnxruntime needs",
+        cause="`version 'GLIBCXX_3.4.NN' not found`, `CXXABI_1.3.N not found` or `GLIBC_2.NN not found` when "
+        "loading onnxruntime's native library: the wheel (or the Java native library) was built against a newer "
+        "libstdc++/glibc than the system has (CentOS 7, AWS Lambda's Amazon Linux, JetPack 5 containers).",
+        evidence="The error text; `strings /lib64/libstdc++.so.6 | grep GLIBCXX`, `ldd --version`.",
+        fix="Use a distribution or container with a new enough libstdc++/glibc, or an older onnxruntime built for "
+        "that baseline; for GLIBCXX only, a newer libstdc++ (conda-forge's libstdcxx-ng, or the toolchain's) "
+        "first on the loader path.",
+        docs=(_ORT_ISSUES + "1001", _ORT_ISSUES + "1113", "https://github.com/ultralytics/ultralytics/issues/21757",
+              _ORT_ISSUES + "6021"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="iobinding-host-memory",
+        severity="error",
+        title="host memory was handed to ORT as CUDA memory",
+        cause="An input or output was declared as CUDA memory but points to host memory: a C/C++/C# program "
+        "created its tensor with `Ort::MemoryInfo(\"Cuda\", ...)` around a host buffer, or Optimum's ORTModel "
+        "with IO binding (its default on the CUDA provider) bound the tokenizer's CPU tensors as device "
+        "pointers. The CUDA kernels then fail with an illegal memory access (`cudaErrorIllegalAddress`) or a "
+        "cuDNN error.",
+        evidence="The error text (run with CUDA_LAUNCH_BLOCKING=1 to see the failing node); the program's "
+        "memory info / IO binding.",
+        fix="Create host inputs with CPU memory info and let ORT copy them, or really allocate device memory "
+        "(cudaMalloc/cudaMemcpy) for a CUDA tensor; with Optimum pass use_io_binding=False or move the inputs "
+        "to the model's device (inputs.to('cuda')).",
+        modes=(25,),
+        docs=(_ORT_ISSUES + "10323",),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="cuda-graph-ort-bug",
+        severity="error",
+        title="a CUDA graph failure inside onnxruntime itself",
+        cause="A failure with `enable_cuda_graph` that is onnxruntime's own bug, not the model's: `cudaMalloc` "
+        "during capture showing up as a BFC arena allocation failure (fixed by onnxruntime PR #15005), graph "
+        "replay failing from the second run in 1.22.0 (`expected typeinfo_ptr to not be null`).",
+        evidence="The error text with enable_cuda_graph (trt_cuda_graph_enable for TensorRT) set; the release.",
+        fix="Upgrade onnxruntime to the release with the fix, or disable CUDA graphs (enable_cuda_graph=0, "
+        "trt_cuda_graph_enable=0) until then.",
+        modes=(25,),
+        docs=(_ORT_ISSUES + "14942", "https://github.com/tphakala/rust-birdnet-onnx/pull/27"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="tensorrt-ep-create-failed",
+        severity="error",
+        title="the TensorRT provider library does not match the installed TensorRT",
+        cause="`Failed to load library libonnxruntime_providers_tensorrt.so with error: ... undefined symbol` (or "
+        "an undefined symbol in libnvinfer_plugin): the TensorRT provider was built against another TensorRT "
+        "version than the one loaded (onnxruntime 1.12 needs TensorRT 8.4). A TensorRT that is missing "
+        "altogether is `tensorrt-unavailable`.",
+        evidence="The error text; the TensorRT version on the loader path.",
+        fix="Install the TensorRT version the onnxruntime release lists in its TensorRT EP requirements "
+        "(https://onnxruntime.ai/docs/execution-providers/TensorRT-ExecutionProvider.html#requirements), or "
+        "rebuild onnxruntime against the installed one.",
+        modes=(20,),
+        docs=(_ORT_ISSUES + "12766", _ORT_ISSUES + "14802", _ORT_ISSUES + "12133"),
         produced_by="explain",
     ),
     # ---------------------------------------------------------------------------------- the user's model
@@ -864,10 +1182,31 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         id="model-cpu-compute-ops",
         severity="warning",
         title="compute ops of the model run on the CPU",
-        cause="The CUDA EP has no kernel for these ops at the model's opset and types.",
-        evidence="onnxruntime's own per-node provider assignment: CPU-placed nodes outside the model's "
-        "shape subgraphs.",
+        cause="The CUDA EP has no kernel for these ops at the model's opset and types, so onnxruntime runs "
+        "them on the CPU and copies their activations between the devices on every run. Shape "
+        "computations are not counted here (see model-shape-ops-on-cpu).",
+        evidence="onnxruntime's own per-node provider assignment (verbose session log, EP graph assignment "
+        "info): CPU-placed nodes that are neither in the model's shape subgraphs nor quantized ops, ranked "
+        "by cost: op class first (matrix products and convolutions, attention, normalisation and pooling, "
+        "element-wise math, data movement), then the weight elements each node reads from initializers. A "
+        "finding with only data-movement nodes that read no weights is a note.",
         fix="Change the op or its types at export, or run on a newer onnxruntime-gpu with the kernel.",
+        docs=(_CUDA_EP_DOCS,),
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-shape-ops-on-cpu",
+        severity="info",
+        title="shape computations run on the CPU, by onnxruntime's design",
+        cause="The CUDA EP's `Shape` kernel writes to host memory, and onnxruntime moves the nodes that only "
+        "compute from such values and small constants to the CPU (`GetCpuPreferredNodes` in "
+        "onnxruntime/core/framework/fallback_cpu_capability.cc): copying a few int64 values to the GPU and "
+        "back would cost more. The Optimum GPU guide says the same: shape ops on the CPU are normal, "
+        "MatMul must be on CUDA.",
+        evidence="The model's shape subgraphs read from the file (nodes fed by Shape/Size or feeding only "
+        "shape inputs such as Reshape's shape and Slice's starts), matched by name with onnxruntime's "
+        "CPU-placed nodes. `check --model --json` lists them as `shape_only_nodes`.",
+        fix="Nothing to fix.",
         docs=(_CUDA_EP_DOCS,),
         produced_by="model",
     ),
@@ -875,9 +1214,13 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         id="model-memcpy-nodes",
         severity="info",
         title="onnxruntime inserted host/device copies",
-        cause="Nodes on the CPU between GPU nodes make ORT copy tensors with MemcpyToHost/MemcpyFromHost.",
-        evidence="MemcpyToHost/MemcpyFromHost nodes in onnxruntime's final graph (verbose session log).",
-        fix="Remove the CPU-placed nodes (see the other model findings) or freeze shape subgraphs.",
+        cause="Nodes on the CPU between GPU nodes make ORT copy tensors with MemcpyToHost/MemcpyFromHost. "
+        "Copies that carry a shape computation's result (a few int64 values) are part of onnxruntime's "
+        "design; copies of activations cost bandwidth on every run.",
+        evidence="MemcpyToHost/MemcpyFromHost nodes in onnxruntime's final graph (verbose session log), each "
+        "traced through the tensor its `transformer_memcpy` log line names to the CPU node it serves.",
+        fix="Remove the CPU-placed compute nodes (see the other model findings); copies for shape "
+        "computations need no fix.",
         produced_by="model",
     ),
     CatalogEntry(
@@ -928,10 +1271,41 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     CatalogEntry(
         id="model-run-failed",
         severity="warning",
-        title="the test run with random inputs failed",
-        cause="Running the model with the given --input-shape values raised an error.",
-        evidence="onnxruntime's error for the run on the CUDA EP and on the CPU EP.",
-        fix="Check the shapes and dtypes against the model's inputs (listed in the report).",
+        title="the test run of the model failed",
+        cause="Running the model raised an error, crashed or hung: on the CUDA EP with inputs the CPU EP "
+        "accepted (then the model does not run on the GPU: an error), or before the run (no valid value "
+        "could be made for an input).",
+        evidence="onnxruntime's error for the run on the execution provider under test and on the CPU EP; the "
+        "child's exit status and the step it had reached.",
+        fix="Read onnxruntime's message in the finding; give an input's shape with --input-shape or its "
+        "values with --input NAME=file.npy.",
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-inputs-invalid",
+        severity="warning",
+        title="the CPU EP rejected the test inputs, so the run proves nothing",
+        cause="The inputs do not suit the model: token ids beyond the embedding table, a wrong shape or "
+        "type. CUDA kernels do not check indices (an out-of-range Gather reads past the table and returns "
+        "something), so a run on the CUDA EP with such inputs is no evidence; ortdoctor does not run it.",
+        evidence="The CPU EP's error for the same inputs (e.g. `indices element out of data bounds`).",
+        fix="Give real inputs with --input NAME=file.npy (numpy.save), or the right sizes with --input-shape.",
+        produced_by="model",
+    ),
+    CatalogEntry(
+        id="model-outputs-differ",
+        severity="warning",
+        title="the model's outputs on the GPU differ from the CPU EP's",
+        cause="The execution provider under test computed outputs farther from the CPU EP's than its "
+        "arithmetic explains: a kernel bug, an op whose semantics differ between the EPs, uninitialised "
+        "memory, or a model that amplifies rounding (no normalisation, huge activations).",
+        evidence="Every output of the same inputs on both EPs: the largest absolute error relative to the CPU "
+        "output's largest magnitude, against a bound for the arithmetic used (float32 with TF32 1e-2, "
+        "float32 1e-4, float16 2e-2, bfloat16 1e-1, 8-bit quantized models 5e-2, integers exact).",
+        fix="Rerun with the CUDA EP option use_tf32=0 (--provider-option use_tf32=0); if the outputs still "
+        "differ, bisect the graph (onnx.utils.extract_model) to find the first differing node and report it "
+        "to onnxruntime.",
+        docs=(_CUDA_EP_DOCS,),
         produced_by="model",
     ),
     # ---------------------------------------------------------------------------------- smoke
@@ -1011,9 +1385,11 @@ def make(
     *,
     severity: Severity | None = None,
     title: str | None = None,
+    steps: tuple[PackageStep, ...] = (),
 ) -> Finding:
     """A Finding for a catalogued id; title and severity default to the catalog's, fix to its template
-    (``fix=""``: this finding has nothing to fix)."""
+    (``fix=""``: this finding has nothing to fix). ``steps`` are the package commands of the fix, for
+    ``ortdoctor fix`` (the ``fix`` text shows them for the inspected interpreter)."""
     e = CATALOG[finding_id]
     return Finding(
         id=finding_id,
@@ -1021,6 +1397,7 @@ def make(
         title=title or e.title,
         detail=detail,
         fix=(fix or None) if fix is not None else e.fix,
+        steps=steps,
     )
 
 

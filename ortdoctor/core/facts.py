@@ -64,6 +64,15 @@ class PythonInfo:
     wsl: bool = False
     site_dirs: tuple[str, ...] = ()  # every directory on sys.path that can hold distributions
     multiprocessing_start_method: str | None = None
+    # How packages get into this interpreter's environment (what every fix command must use).
+    prefix: str | None = None  # sys.prefix
+    has_pip: bool | None = None  # pip is installed for this interpreter (None: not looked at)
+    pip_on_path: str | None = None  # the `pip` a shell runs first
+    pip_on_path_python: str | None = None  # the interpreter that `pip` installs into (from its launcher)
+    uv_on_path: str | None = None  # the `uv` a shell runs first
+    virtual_env: str | None = None  # $VIRTUAL_ENV: the venv the shell has activated
+    inspected_other: bool = False  # --python: not the interpreter ortdoctor itself runs in
+    hook_pth: str | None = None  # ortdoctor's .pth file in a site directory: every start preloads
 
 
 # --------------------------------------------------------------------------------------------------
@@ -131,6 +140,9 @@ class NvidiaWheel:
     lib_dirs: tuple[str, ...] = ()  # absolute directories holding its shared libraries
     sonames: tuple[str, ...] = ()  # file names of the shared libraries it ships (libcudart.so.13, ...)
     cuda_major: int | None = None  # 12 for "-cu12", 13 for "-cu13" or the unsuffixed 13.x layout
+    # (absolute path, size RECORD promises) of each shared library it ships: a truncated or replaced file
+    # is told before anything maps it (mapping past a file's end kills the process with SIGBUS)
+    sizes: tuple[tuple[str, int], ...] = ()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -305,12 +317,22 @@ class Environment:
 # Findings
 # --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class PackageStep:
+    """One package command of a fix: ``pip install``/``pip uninstall`` with these arguments, run by the
+    inspected interpreter (``ortdoctor fix --yes`` runs them; the finding's ``fix`` text shows them)."""
+
+    verb: Literal["install", "uninstall"]
+    args: tuple[str, ...]  # requirement specs and options, in order
+
+
+@dataclass(frozen=True)
 class Finding:
     id: str  # stable kebab-case slug, documented in docs/findings.md
     severity: Severity
     title: str  # one line a person reads first
     detail: str  # what was seen: versions, paths, file names
     fix: str | None  # the exact command(s) or change that resolves it
+    steps: tuple[PackageStep, ...] = ()  # the package commands of the fix, when it is one
 
 
 @dataclass(frozen=True)
@@ -324,6 +346,7 @@ class Match:
     evidence: str  # the line that matched (colour codes removed, shortened)
     details: dict[str, str] = field(default_factory=dict)  # soname, code, cuda_major, ...
     consequence: bool = False  # True for "the EP was not used" lines that follow a real cause
+    packages: tuple[str, ...] = ()  # the PyPI package specs the fix tells pip to install
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -334,6 +357,7 @@ class Match:
             "evidence": self.evidence,
             "details": dict(self.details),
             "consequence": self.consequence,
+            "packages": list(self.packages),
         }
 
 

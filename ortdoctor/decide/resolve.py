@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Candidate, Environment, Finding, LibraryPlan, Plan, Source
 from ortdoctor.decide.build import build_majors
+from ortdoctor.decide.fixes import Installer, gpu_install
 from ortdoctor.decide.matrix.model import LibSpec, Matrix
 from ortdoctor.decide.names import (
     canonical,
@@ -126,7 +127,7 @@ def resolve(
             f"chmod o-w {index[d].realpath or d}  (or, if you trust it, pass --allow-unsafe-dirs)"))
 
     skip = _skip_reasons(w.specs, cuda=cuda, cudnn=cudnn)
-    chosen = _choose(w, cands, skip)
+    chosen = _choose(w, matrix, cands, skip)
     libs = tuple(_library_plan(w, s, cands[s.name], chosen.get(s.name), other[s.name], skip.get(s.name))
                  for s in w.specs)
     return Plan(w.cuda_major, w.cudnn_major, directory, libs, tuple(w.findings), tier_dirs(tiers))
@@ -322,7 +323,8 @@ def _best_origin(active: Sequence[LibSpec], cands: Mapping[str, list[_Cand]]) ->
     return min(weights, key=weights.__getitem__) if weights else None
 
 
-def _choose(w: _Work, cands: Mapping[str, list[_Cand]], skip: Mapping[str, str]) -> dict[str, _Cand | None]:
+def _choose(w: _Work, matrix: Matrix, cands: Mapping[str, list[_Cand]],
+            skip: Mapping[str, str]) -> dict[str, _Cand | None]:
     """One coherent origin per family: the CUDA libraries; cuDNN and its sub-libraries."""
     chosen: dict[str, _Cand | None] = {}
     groups: dict[str, list[LibSpec]] = {"cuda": [], "cudnn": []}
@@ -340,11 +342,12 @@ def _choose(w: _Work, cands: Mapping[str, list[_Cand]], skip: Mapping[str, str])
                 c for c in cands[s.name] if c.source == "directory" and c.rejected is None]
             ok = [c for c in cands[s.name] if c.rejected is None]
             chosen[s.name] = forced[0] if forced else next((c for c in ok if c.origin == best), ok[0] if ok else None)
-        _note_mixed_sources(w, gname, active, chosen)
+        _note_mixed_sources(w, matrix, gname, active, chosen)
     return chosen
 
 
-def _note_mixed_sources(w: _Work, gname: str, active: Sequence[LibSpec], chosen: Mapping[str, _Cand | None]) -> None:
+def _note_mixed_sources(w: _Work, matrix: Matrix, gname: str, active: Sequence[LibSpec],
+                        chosen: Mapping[str, _Cand | None]) -> None:
     origins = {c.origin for s in active if (c := chosen.get(s.name)) is not None and c.source != "loaded"}
     if len(origins) <= 1:
         return
@@ -354,11 +357,13 @@ def _note_mixed_sources(w: _Work, gname: str, active: Sequence[LibSpec], chosen:
     detail = "; ".join(f"{s.name} from {c.path}" for s in active if (c := chosen.get(s.name)))
     if split:
         a, b = split[0]
+        steps = (gpu_install(matrix, w.env.ort.version),)
         w.findings.append(make(
             "lib-sources-mixed",
             f"No single location has the whole set: {detail}. Libraries of one family must come from one release.",
-            "Install the matching NVIDIA wheels in one environment: pip install 'onnxruntime-gpu[cuda,cudnn]'",
-            title=f"{a} and {b} would come from different places"))
+            "Install the matching NVIDIA wheels in one environment: "
+            + Installer.of(w.env.python).commands(steps),
+            title=f"{a} and {b} would come from different places", steps=steps))
     else:
         family = "CUDA" if gname == "cuda" else "cuDNN"
         w.findings.append(make("lib-sources-mixed", f"No single location has all of them: {detail}.", "",

@@ -20,7 +20,12 @@ from ortdoctor.core.facts import (
 from ortdoctor.decide.build import is_cuda_build
 from ortdoctor.diagnose.context import SEVERITY_ORDER, Ctx, build_cuda_major
 from ortdoctor.diagnose.driver import check_driver
-from ortdoctor.diagnose.environment import check_multiprocessing, check_nvidia_stubs, check_search_path
+from ortdoctor.diagnose.environment import (
+    check_installer,
+    check_multiprocessing,
+    check_nvidia_stubs,
+    check_search_path,
+)
 from ortdoctor.diagnose.libraries import check_libraries, check_torch_copies
 from ortdoctor.diagnose.merge import merge_device_smokes, merge_plan_findings, merge_smoke
 from ortdoctor.diagnose.neighbours import check_siblings, check_torch
@@ -83,6 +88,7 @@ def diagnose(
     if ort.installed:
         found += check_plugin_eps(ctx)
     found += check_search_path(ctx)
+    found += check_installer(ctx)
     found += check_nvidia_stubs(ctx)
     if gpu_build:
         found += check_multiprocessing(ctx)

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 from ortdoctor.core.facts import (
     Environment,
     OrtDistribution,
+    PackageStep,
     Plan,
 )
+from ortdoctor.decide.fixes import Installer
 from ortdoctor.decide.names import major_of
 from ortdoctor.formats.distinfo import normalize
 
@@ -18,9 +20,8 @@ if TYPE_CHECKING:
     from ortdoctor.decide.matrix.model import Matrix, ReleaseMatch
 
 
-DEFAULT_GPU_INSTALL = 'pip install "onnxruntime-gpu[cuda,cudnn]"'
 # Dependencies the CUDA feeds do not carry: pip must find them on PyPI before --index-url points elsewhere.
-FEED_PREREQS = "pip install flatbuffers numpy packaging protobuf sympy"
+FEED_PREREQS = ("flatbuffers", "numpy", "packaging", "protobuf", "sympy")
 # Resolver findings that say less than a diagnosis finding about the same thing: dropped when it fires.
 SUPERSEDED = {"ld-library-path-unsafe-entry": "ld-library-path-unsafe", "lib-sources-mixed": "lib-multiple-copies"}
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -33,7 +34,6 @@ CUDA_SONAME = re.compile(r"^(?:lib(cudart|cublasLt|cublas|cufft|curand|nvrtc|cud
                           r"|(cudart|cublasLt|cublas|cufft|curand|nvrtc)64_(\d+)\.dll)", re.IGNORECASE)
 DATACENTER_HINTS = ("Tesla", "A100", "A30", "A10", "A40", "H100", "H200", "H800", "B100", "B200", "GH200",
                      "GB200", "L4", "L40", "V100", "T4", "A2", "A16")
-
 
 
 @dataclass(frozen=True)
@@ -49,14 +49,18 @@ class Ctx:
     all_devices: bool = False  # check every visible GPU, not only device_id's
     device_order: str | None = None  # CUDA_DEVICE_ORDER
 
+    @property
+    def installer(self) -> Installer:
+        """How the fixes run pip: the inspected interpreter's, never a bare ``pip``."""
+        return Installer.of(self.env.python)
 
-
+    def run(self, *steps: PackageStep) -> str:
+        """The package steps as the one command line a fix prints."""
+        return self.installer.commands(steps)
 
 
 def vtuple(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version))
-
-
 
 
 def build_cuda_major(env: Environment, plan: Plan | None, match: ReleaseMatch | None) -> int | None:
@@ -66,8 +70,6 @@ def build_cuda_major(env: Environment, plan: Plan | None, match: ReleaseMatch | 
     if major is None and match is not None:
         major = major_of(match.release.cuda)
     return major
-
-
 
 
 def ort_family(ort: Any) -> list[OrtDistribution]:

@@ -11,9 +11,11 @@ from ortdoctor.core.facts import (
     Device,
     DriverError,
     Finding,
+    PackageStep,
     Severity,
 )
 from ortdoctor.decide.devices import CudaDevice, DeviceMap, describe, map_devices
+from ortdoctor.decide.fixes import gpu_install, step
 from ortdoctor.decide.names import major_of
 from ortdoctor.diagnose.context import (
     DATACENTER_HINTS,
@@ -70,6 +72,8 @@ def check_driver(ctx: Ctx) -> list[Finding]:
         return [make("driver-missing", detail + hints, fix)]
 
     out: list[Finding] = []
+    if ctx.os_name == "linux" and not drv.libcuda and not py.wsl:
+        out.append(_libcuda_missing(ctx))
     out += _check_driver_version(ctx)
     out += _check_compat_libs(ctx)
     dmap = map_devices(drv, device_order=ctx.device_order)
@@ -101,6 +105,23 @@ def check_driver(ctx: Ctx) -> list[Finding]:
     out += _check_memory(target, visible)
     out += _check_compute_mode(target, visible)
     return out
+
+
+def _libcuda_missing(ctx: Ctx) -> Finding:
+    """NVML answers (nvidia-smi works) but the CUDA driver library is not there: a container started with
+    NVIDIA_DRIVER_CAPABILITIES=utility gets NVML and no compute; every CUDA session fails."""
+    drv = ctx.env.driver
+    caps = (ctx.env.python.container and "NVIDIA_DRIVER_CAPABILITIES") or ""
+    detail = (f"NVML works (driver {drv.version}, {len(drv.devices)} GPU(s)), but libcuda.so.1 is in no "
+              "directory the loader searches: CUDA cannot create a context, and onnxruntime falls back to the "
+              "CPU (`libcuda.so.1: cannot open shared object file`).")
+    if ctx.env.python.container:
+        fix = ("Start the container with the compute capability: docker run --gpus all -e "
+               "NVIDIA_DRIVER_CAPABILITIES=compute,utility ... (Kubernetes: the same variable in the pod's env)")
+    else:
+        fix = ("Install the driver's CUDA library (on Debian/Ubuntu: the libnvidia-compute package of the installed "
+               f"driver branch {(drv.version or '').split('.')[0]}), or add its directory to the loader's path")
+    return make("libcuda-missing", detail + (f" ({caps} decides what a container gets.)" if caps else ""), fix)
 
 
 def _invalid_ordinal(ctx: Ctx, dmap: DeviceMap) -> Finding:
@@ -195,26 +216,27 @@ def _check_driver_version(ctx: Ctx) -> list[Finding]:
     upgrade = (f"Upgrade the driver to >= {minimum or branch}: "
                + ("NVIDIA's installer (https://www.nvidia.com/Download/index.aspx)" if ctx.os_name == "windows"
                   else f"sudo apt-get install nvidia-driver-{branch}, then reboot"))
-    alt = build_for_major(ctx, drv_major) if drv_major is not None else None
-    fix = upgrade + (f"\nor keep this driver and install a build for CUDA {drv_major}: {alt}" if alt else "")
+    alt = build_for_major(ctx, drv_major) if drv_major is not None else ()
+    fix = upgrade + (f"\nor keep this driver and install a build for CUDA {drv_major}: {ctx.run(*alt)}" if alt else "")
     return [make("driver-too-old", detail, fix)]
 
 
-def build_for_major(ctx: Ctx, major: int) -> str | None:
-    """The command that installs an onnxruntime-gpu built for CUDA ``major`` (a feed of the installed
-    release line, else the matrix's recommendation)."""
+def build_for_major(ctx: Ctx, major: int) -> tuple[PackageStep, ...]:
+    """The steps that install an onnxruntime-gpu built for CUDA ``major``: the same version from the feed
+    that has it for that major, else the matrix's recommendation; () when none exists."""
     ort = ctx.env.ort
-    if ctx.match is not None:
+    if ctx.match is not None and ort.version:
         for feed in ctx.match.release.feeds:
             if major_of(feed.cuda) == major:
                 if feed.index_url is None:
-                    return f'pip install "onnxruntime-gpu=={ort.version}"'
-                return (f"pip uninstall -y onnxruntime-gpu && {FEED_PREREQS} && pip install --no-cache-dir "
-                        f"onnxruntime-gpu=={ort.version} --index-url {feed.index_url}")
+                    return (gpu_install(ctx.matrix, ort.version),)
+                return (step("uninstall", "-y", "onnxruntime-gpu"), step("install", *FEED_PREREQS),
+                        step("install", "--no-cache-dir", f"onnxruntime-gpu=={ort.version}", "--index-url",
+                             feed.index_url))
     rec = ctx.matrix.recommend(str(major), None)
-    if rec is None:
-        return None
-    return f"pip uninstall -y onnxruntime-gpu && {rec.command}"
+    if rec is None or not rec.steps:
+        return ()
+    return (step("uninstall", "-y", "onnxruntime-gpu"), *rec.steps)
 
 
 def _check_compat_libs(ctx: Ctx) -> list[Finding]:
@@ -264,8 +286,8 @@ def _arch_problem(ctx: Ctx, dev: Device) -> tuple[str, str | None] | None:
     if ctx.cuda_major is not None and ctx.cuda_major >= 13 and cc < (7, 5):
         why = (f"CUDA {ctx.cuda_major} dropped Maxwell, Pascal and Volta (compute capability < 7.5); this "
                f"build cannot run on sm_{cc[0]}{cc[1]}")
-        cu12 = build_for_major(ctx, 12) or 'pip install "onnxruntime-gpu<1.27"'
-        return why, f"Install a CUDA 12 build: {cu12} (with a CUDA 12 driver stack)"
+        cu12 = build_for_major(ctx, 12)
+        return why, f"Install a CUDA 12 build: {ctx.run(*cu12)} (with a CUDA 12 driver stack)" if cu12 else None
     if archs and not _arch_supported(cc, archs):
         return (f"compute capability {dev.compute_capability} (sm_{cc[0]}{cc[1]}) is not among the build's "
                 f"architectures: {', '.join(archs)}"), CATALOG["gpu-arch-unsupported"].fix

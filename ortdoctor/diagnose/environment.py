@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import (
     Finding,
 )
+from ortdoctor.decide.fixes import pin_series, quote, step
 from ortdoctor.diagnose.context import Ctx
 
 
@@ -14,6 +17,7 @@ def check_search_path(ctx: Ctx) -> list[Finding]:
     entries = sys_.windows_path if ctx.os_name == "windows" else sys_.ld_library_path
     var = "PATH" if ctx.os_name == "windows" else "LD_LIBRARY_PATH"
     lines = []
+    keep: list[str] = []
     for d in entries:
         why = []
         if d.path == "" or (d.note and "empty" in d.note):
@@ -26,24 +30,59 @@ def check_search_path(ctx: Ctx) -> list[Finding]:
             why.append("owned by another user")
         if why:
             lines.append(f"{d.path or '(empty)'}: " + "; ".join(why))
+        elif d.path not in keep:
+            keep.append(d.path)
     if not lines:
         return []
     # The resolver refuses these directories for ortdoctor's own preloads; the process the user starts
-    # still searches them, so the fix is to remove them.
-    return [make("ld-library-path-unsafe", f"{var} entries:\n" + "\n".join(lines),
-                 f"Remove these entries from {var} (and from the shell start-up file that adds them); "
-                 f"never end {var} with ':' or use '::'")]
+    # still searches them, so the fix is the variable without them (and the start-up file that sets it).
+    sep = ";" if ctx.os_name == "windows" else ":"
+    if ctx.os_name == "windows":
+        fix = f'set "PATH={sep.join(keep)}"' if keep else "remove those entries from PATH"
+    else:
+        fix = f'export LD_LIBRARY_PATH="{sep.join(keep)}"' if keep else "unset LD_LIBRARY_PATH"
+    fix += f"  (and in the shell start-up file that sets {var}; never end it with '{sep}' or use '{sep * 2}')"
+    return [make("ld-library-path-unsafe", f"{var} entries:\n" + "\n".join(lines), fix)]
 
 
 def check_nvidia_stubs(ctx: Ctx) -> list[Finding]:
     stubs = [w for w in ctx.env.nvidia_wheels if w.version.startswith("0.0.") and not w.sonames]
     if not stubs:
         return []
-    names = " ".join(w.name for w in stubs)
-    real = " ".join(w.name.removesuffix("-cu13") for w in stubs if "cudnn" not in w.name)
+    real = [pin_series(ctx.matrix, w.name.removesuffix("-cu13")) for w in stubs if "cudnn" not in w.name]
+    steps = (step("uninstall", "-y", *(w.name for w in stubs)),
+             *((step("install", *real),) if real else ()))
     return [make("nvidia-wheel-stub",
                  "Deprecated stub distributions without libraries: " + ", ".join(f"{w.name} {w.version}" for w in stubs),
-                 f"pip uninstall -y {names}" + (f" && pip install {real}" if real else ""))]
+                 ctx.run(*steps), steps=steps)]
+
+
+def check_installer(ctx: Ctx) -> list[Finding]:
+    """Which pip a shell would run, and which environment the shell has activated, against the
+    interpreter inspected: a bare ``pip install`` or a check of the wrong environment fixes nothing."""
+    py = ctx.env.python
+    out: list[Finding] = []
+    me = _real(py.executable)
+    if py.pip_on_path and py.pip_on_path_python and _real(py.pip_on_path_python) != me:
+        out.append(make(
+            "pip-other-interpreter",
+            f"`pip` on PATH ({py.pip_on_path}) installs into {py.pip_on_path_python}; the interpreter inspected "
+            f"here is {py.executable}. A bare `pip install` changes the other Python's packages, not this one's.",
+            f"Run pip through the interpreter, as every fix here does: {quote(py.executable)} -m pip ..."
+            + ("" if py.venv is None else f"\nor activate the environment first: source {py.venv}/bin/activate")))
+    if py.virtual_env and py.prefix and _real(py.virtual_env) != _real(py.prefix):
+        other = os.path.join(py.virtual_env, "Scripts\\python.exe" if ctx.os_name == "windows" else "bin/python")
+        out.append(make(
+            "virtual-env-not-inspected",
+            f"The shell has activated {py.virtual_env} ($VIRTUAL_ENV), but ortdoctor inspected {py.prefix} "
+            f"({py.executable}): ortdoctor runs in its own environment (pipx, uv tool), or the venv was "
+            "activated after it started. The findings below are about that other environment.",
+            f"ortdoctor check --python {quote(other)}"))
+    return out
+
+
+def _real(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
 
 
 def check_multiprocessing(ctx: Ctx) -> list[Finding]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -13,8 +13,12 @@ from ortdoctor.core.facts import (
     Candidate,
     Finding,
     LibraryPlan,
-    Plan,
+    NvidiaWheel,
+    PackageStep,
+    Severity,
 )
+from ortdoctor.decide.fixes import library_fix, step, wrong_cuda_cudnn
+from ortdoctor.decide.integrity import damage_of
 from ortdoctor.decide.loader_view import (
     SOURCE_WORDS,
     LoaderPick,
@@ -24,23 +28,17 @@ from ortdoctor.decide.loader_view import (
     same_file,
 )
 from ortdoctor.decide.torch import torch_copies, torch_other_copy_finding
-from ortdoctor.diagnose.context import DEFAULT_GPU_INSTALL, Ctx, ort_family
+from ortdoctor.diagnose.context import Ctx, ort_family
 from ortdoctor.diagnose.driver import build_for_major
 
 if TYPE_CHECKING:
-    from ortdoctor.decide.matrix.model import LibSpec
+    pass
 
 
 def _is_driver_lib(soname: str) -> bool:
     """libcuda belongs to the driver (reported by the driver checks), not to the CUDA wheels."""
     low = soname.lower()
     return low.startswith("libcuda.so") or low == "nvcuda.dll"
-
-
-def _specs(ctx: Ctx, plan: Plan) -> dict[str, LibSpec]:
-    if plan.cuda_major is None:
-        return {}
-    return {s.name: s for s in ctx.matrix.libraries_for(plan.cuda_major, plan.cudnn_major)}
 
 
 def _is_cudnn(lp: LibraryPlan) -> bool:
@@ -55,8 +53,14 @@ def _lib_severity(lp: LibraryPlan) -> str:
     return "warning"
 
 
-def _pip_packages(libs: Iterable[LibraryPlan], specs: dict[str, LibSpec]) -> list[str]:
-    return list(dict.fromkeys(pkg for lp in libs if lp.name in specs and (pkg := specs[lp.name].package)))
+def _wrong_cuda_cudnn(ctx: Ctx, libs: Sequence[LibraryPlan]) -> list[NvidiaWheel]:
+    return wrong_cuda_cudnn(ctx.env, ctx.cuda_major, libs)
+
+
+def package_fix(ctx: Ctx, wanted: Sequence[LibraryPlan]) -> tuple[PackageStep, ...]:
+    if ctx.plan is None:
+        return ()
+    return library_fix(ctx.matrix, ctx.env, ctx.plan, wanted)
 
 
 def _is_sublib(lp: LibraryPlan) -> bool:
@@ -68,7 +72,6 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
     plan = ctx.plan
     if plan is None:
         return []
-    specs = _specs(ctx, plan)
     libs = [lp for lp in plan.libraries if lp.skipped is None and not _is_driver_lib(lp.soname)]
     cudnn_main = next((lp for lp in libs if lp.name.lower() == "cudnn"), None)
     # cuDNN loads its sub-libraries itself and only those of its own release: a sub-library the matrix
@@ -81,6 +84,9 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
     build += f", cuDNN {plan.cudnn_major})" if plan.cudnn_major else ")"
     preload_hint = "then `import ortdoctor.hook` (or onnxruntime.preload_dlls()) before the first session"
 
+    # Everything a package fix must bring, for both findings below: one command covers the whole set.
+    wanted = [lp for lp in libs_checked if lp.chosen is None and not _is_sublib(lp)]
+
     # --- present only for another major (modes 3, 7, 19); also wheels of another major that the
     # build cannot use even though its own major came from somewhere else.
     for is_cudnn, fid in ((False, "cuda-major-mismatch"), (True, "cudnn-major-mismatch")):
@@ -88,6 +94,8 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
         group = [lp for lp in libs_checked if _is_cudnn(lp) == is_cudnn and (
             (lp.other_major and (lp.chosen is None or any(c.source == "nvidia-wheel" for c in lp.other_major)))
             or foreign.get(lp.name))]
+        if is_cudnn and not group and _wrong_cuda_cudnn(ctx, plan.libraries):
+            group = [lp for lp in libs_checked if lp.name.lower() == "cudnn" and lp.chosen is not None]
         if not group:
             continue
         lines = []
@@ -102,25 +110,28 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
                              f"unusable by this build: {others}")
         wheels = [w for w in ctx.env.nvidia_wheels if w.cuda_major is not None and w.cuda_major != ctx.cuda_major
                   and any(_same_stem(so, lp.soname) for so in w.sonames for lp in group)]
+        if is_cudnn:
+            for w in _wrong_cuda_cudnn(ctx, plan.libraries):
+                lines.append(f"{w.name} {w.version} is cuDNN built for CUDA {w.cuda_major}: its libcudnn "
+                             f"has the right soname, but its engines load the CUDA {w.cuda_major} cuBLAS")
         if wheels:
             lines.append("installed for another CUDA major: " + ", ".join(
                 f"{w.name} {w.version} (CUDA {w.cuda_major})" for w in wheels))
         missing_now = [lp for lp in group if lp.chosen is None]
-        sev = "error" if any(_lib_severity(lp) == "error" for lp in missing_now) else "warning"
-        pkgs = _pip_packages(missing_now or group, specs)
+        sev: Severity = "error" if any(_lib_severity(lp) == "error" for lp in missing_now) else "warning"
+        steps = package_fix(ctx, wanted)
         fixes = []
-        if pkgs:
-            fixes.append(f"pip install {' '.join(pkgs)}  (the build's CUDA {plan.cuda_major} libraries), "
-                         + preload_hint)
+        if steps:
+            fixes.append(f"{ctx.run(*steps)}  (the build's CUDA {plan.cuda_major} libraries), " + preload_hint)
         have = _other_major(ctx, group)
         if have is not None and not is_cudnn and have != ctx.cuda_major:
             alt = build_for_major(ctx, have)
             if alt:
-                fixes.append(f"or keep CUDA {have} and install the onnxruntime-gpu built for it: {alt}")
+                fixes.append(f"or keep CUDA {have} and install the onnxruntime-gpu built for it: {ctx.run(*alt)}")
         installed_from = [d.index_url for d in ort_family(ort) if d.index_url]
         extra = f"\nonnxruntime-gpu was installed from {installed_from[0]}" if installed_from else ""
-        out.append(make(fid, f"{build}:\n" + "\n".join(lines) + extra,
-                        "\n".join(fixes) or None, severity=sev))  # type: ignore[arg-type]
+        out.append(make(fid, f"{build}:\n" + "\n".join(lines) + extra, "\n".join(fixes) or None, severity=sev,
+                        steps=steps))
 
     # --- not found at all (modes 2, 21)
     missing = [lp for lp in libs_checked if lp.chosen is None and not lp.other_major]
@@ -134,12 +145,21 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
             rejected = [c for c in lp.candidates if c.rejected]
             searched = (" (refused: " + "; ".join(f"{c.path}: {c.rejected}" for c in rejected) + ")") if rejected else ""
             lines.append(f"{lp.soname} ({kind}): not found{searched}")
-        pkgs = _pip_packages(missing, specs)
-        extras = ctx.match.release.extras if ctx.match else {}
-        whole = f'pip install "onnxruntime-gpu[cuda,cudnn]=={ort.version}"' if ort.version else DEFAULT_GPU_INSTALL
-        fix = f"pip install {' '.join(pkgs)}" + (f"\nor: {whole}" if extras else "") if pkgs else whole
+        steps = package_fix(ctx, wanted)
+        fix = (ctx.run(*steps) if steps else "install the CUDA "
+               f"{plan.cuda_major} toolkit and cuDNN {plan.cudnn_major} libraries (no pip wheels exist for them)")
         fix += "\n" + preload_hint
-        out.append(make("cuda-lib-missing", f"{build}:\n" + "\n".join(lines), fix, severity=sev))  # type: ignore[arg-type]
+        out.append(make("cuda-lib-missing", f"{build}:\n" + "\n".join(lines), fix, severity=sev, steps=steps))
+
+    # --- a chosen file that is not what its wheel installed (truncated: mapping it kills the process)
+    damaged = [d for lp in libs if lp.chosen is not None and lp.chosen.source != "loaded"
+               and (d := damage_of(ctx.env, lp.chosen.path)) is not None]
+    if damaged:
+        pins = list(dict.fromkeys(f"{d.wheel.name}=={d.wheel.version}" for d in damaged))
+        steps = (step("install", "--force-reinstall", "--no-deps", *pins),)
+        out.append(make("lib-file-damaged", "\n".join(d.describe() for d in damaged)
+                        + "\nThe preload refuses these files; loading them by name would kill the process (SIGBUS).",
+                        ctx.run(*steps), steps=steps))
 
     # --- the loader on its own (no preload): finds no copy at all (modes 6, 12), or another copy
     picks = {lp.name: default_loader_copy(ctx.env, lp, ctx.os_name) for lp in libs if lp.chosen is not None}
@@ -159,9 +179,17 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
         detail = ("Installed, but in no directory the loader searches (LD_LIBRARY_PATH, ld.so.cache, default "
                   "directories, the provider's RUNPATH), and no other copy is there either; ORT finds them only "
                   "when they are preloaded:\n" + "\n".join(lines))
-        fix = ("import ortdoctor.hook  # first line of the program: preloads them by full path\n"
-               f"or, before starting Python: {env_fix}")
-        out.append(make("cuda-lib-not-loadable", detail, fix))
+        hook = ctx.env.python.hook_pth
+        if hook:
+            # the .pth preloads them at every start of this Python: nothing left to do for its programs
+            out.append(make("cuda-lib-not-loadable", detail + f"\n{hook} preloads them at every start of "
+                            f"{ctx.env.python.executable} (`ortdoctor hook install`), so its programs find them.",
+                            "", severity="info"))
+        else:
+            fix = ("import ortdoctor.hook  # first line of the program: preloads them by full path\n"
+                   "or `ortdoctor hook install`: every start of this Python preloads them (permanent)\n"
+                   f"or, before starting Python: {env_fix}")
+            out.append(make("cuda-lib-not-loadable", detail, fix))
     other = [(lp, pick) for lp in libs if lp.chosen is not None and (pick := picks.get(lp.name)) is not None
              and not pick.same_as_chosen]
     if other:

@@ -17,16 +17,17 @@ from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.catalog import CatalogEntry, make
 from ortdoctor.core.facts import DriverInfo, Finding, Severity
 from ortdoctor.prove.model_check.inspect import ModelInspection
-from ortdoctor.prove.model_check.placement import CUDA_EP, Placement
+from ortdoctor.prove.model_check.op_cost import LABEL, RANKING_RULE, Cost, costs
+from ortdoctor.prove.model_check.placement import CPU_EP, CUDA_EP, Placement
 
 #: Every id this module emits. Their documentation (title, severity, cause, evidence, fix) lives in
 #: :mod:`ortdoctor.core.catalog`, the single source for ``docs/findings.md`` and ``ortdoctor explain``.
 MODEL_IDS: tuple[str, ...] = (
     "model-invalid", "model-truncated", "model-external-data-missing", "model-opset-unsupported",
     "model-load-failed", "model-check-failed", "model-not-on-gpu", "model-quantized-ops-on-cpu",
-    "model-cpu-compute-ops", "model-memcpy-nodes", "model-control-flow-blocks-cuda-graph",
+    "model-cpu-compute-ops", "model-shape-ops-on-cpu", "model-memcpy-nodes", "model-control-flow-blocks-cuda-graph",
     "model-dynamic-shapes-block-cuda-graph", "model-cuda-graph-refused", "model-too-large-for-device",
-    "model-run-failed",
+    "model-run-failed", "model-inputs-invalid", "model-outputs-differ",
 )
 #: The catalog entries of those ids, in that order.
 CATALOG: tuple[CatalogEntry, ...] = tuple(_CATALOG[i] for i in MODEL_IDS)
@@ -118,7 +119,9 @@ def placement_findings(p: Placement, child: Mapping[str, Any], ins: ModelInspect
                        cuda_graph: bool) -> list[Finding]:
     out: list[Finding] = []
     providers = list(child.get("providers") or ())
-    if not child.get("cuda_ep_active"):
+    if p.ep == CPU_EP:  # the CPU EP under test (no GPU here): nothing can fall back from it
+        return out
+    if not child.get("ep_active", child.get("cuda_ep_active")):
         # ORT's own reason: the provider library's load error and the "Failed to create" warning
         evidence = [ln for ln in child.get("log_lines") or ()
                     if "Failed to" in ln or "CUDA failure" in ln or "cudaError" in ln]
@@ -140,7 +143,6 @@ def placement_findings(p: Placement, child: Mapping[str, Any], ins: ModelInspect
                           "not created in this environment."))
         return out
     quantized = Counter(n["op_type"] for n in p.cpu_nodes if n["kind"] == "quantized")
-    compute = Counter(n["op_type"] for n in p.cpu_nodes if n["kind"] == "compute")
     shape = [n for n in p.cpu_nodes if n["kind"] == "shape"]
     share = f"{p.gpu_share:.0%}" if p.gpu_share is not None else "unknown"
     if quantized:
@@ -148,15 +150,15 @@ def placement_findings(p: Placement, child: Mapping[str, Any], ins: ModelInspect
                       f"onnxruntime placed {_ops(quantized)} on the CPU ({share} of the graph on the CUDA "
                       f"EP; {p.memcpy_nodes} Memcpy node(s) inserted). These come from dynamic "
                       "quantization (onnxruntime.quantization.quantize_dynamic), which targets CPUs."))
-    if compute:
-        names = ", ".join(n["name"] or n["op_type"] for n in p.cpu_nodes if n["kind"] == "compute")
-        out.append(make_finding("model-cpu-compute-ops",
-                      f"onnxruntime placed {_ops(compute)} on the CPU ({share} of the graph on the CUDA EP): "
-                      f"{_clip(names)}."))
+    out += _compute_findings(p, ins, share)
+    if shape:
+        ops = _ops(Counter(n["op_type"] for n in shape))
+        out.append(make_finding("model-shape-ops-on-cpu",
+                      f"onnxruntime keeps {len(shape)} node(s) of the model's shape subgraphs on the CPU "
+                      f"({ops}): they only compute tensor shapes from Shape outputs and small constants, "
+                      "which the CUDA EP leaves on the CPU by design.", fix=""))
     if p.memcpy_nodes:
-        out.append(make_finding("model-memcpy-nodes",
-                      f"{p.memcpy_nodes} MemcpyToHost/MemcpyFromHost node(s) move tensors between the GPU "
-                      f"and the CPU on every run ({len(shape)} CPU node(s) only compute shapes)."))
+        out.append(_memcpy_finding(p))
     if cuda_graph:
         cg = child.get("cuda_graph") or {}
         if cg.get("tried") and not cg.get("ok"):
@@ -209,17 +211,122 @@ def memory_findings(ins: ModelInspection, driver: DriverInfo | None, device_id: 
                f"{describe(cuda)} has {free_mib} MiB {kind}.")]
 
 
-def run_findings(run: Mapping[str, Any] | None) -> list[Finding]:
+def _compute_findings(p: Placement, ins: ModelInspection | None, share: str) -> list[Finding]:
+    """CPU nodes that are neither shape computations nor quantized ops, most expensive first."""
+    nodes = [n for n in p.cpu_nodes if n["kind"] in ("compute", "data")]
+    if not nodes:
+        return []
+    ranked = costs(nodes, ins.graph if ins is not None else None)
+    # data movement without weights (a Transpose, a Cast of a mask) costs a copy, not compute: a note
+    heavy = any(c.arithmetic or c.weight_elements for c in ranked)
+    listed = "; ".join(_cost_text(c) for c in ranked[:12])
+    more = f"; and {len(ranked) - 12} more" if len(ranked) > 12 else ""
+    detail = (f"onnxruntime placed {len(ranked)} node(s) outside the model's shape subgraphs on the CPU "
+              f"({share} of the graph on the {_short(p.ep)} EP), {RANKING_RULE}: {listed}{more}.")
+    if heavy:
+        return [make_finding("model-cpu-compute-ops", detail)]
+    return [make_finding("model-cpu-compute-ops", detail, severity="info",
+                         title="nodes that only move data run on the CPU")]
+
+
+def _cost_text(c: Cost) -> str:
+    weights = f", reads {_count(c.weight_elements)} weights" if c.weight_elements else ""
+    return f"{c.op_type} {c.name or '(unnamed)'} ({LABEL[c.op_class]}{weights})"
+
+
+def _count(n: int) -> str:
+    for unit, size in (("G", 10**9), ("M", 10**6), ("K", 10**3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return str(n)
+
+
+def _memcpy_finding(p: Placement) -> Finding:
+    causes = dict(p.memcpy_causes)
+    traced = sum(causes.values())
+    if p.memcpy_nodes > traced:
+        causes["unknown"] = causes.get("unknown", 0) + p.memcpy_nodes - traced
+    parts = []
+    if causes.get("shape"):
+        parts.append(f"{causes['shape']} carry the result of a shape computation (a few int64 values: by design)")
+    if causes.get("compute"):
+        parts.append(f"{causes['compute']} move activations to or from CPU compute nodes")
+    if causes.get("unknown"):
+        parts.append(f"{causes['unknown']} serve tensors onnxruntime created or renamed (not traced)")
+    detail = (f"{p.memcpy_nodes} MemcpyToHost/MemcpyFromHost node(s) move tensors between the GPU and the CPU "
+              f"on every run: {'; '.join(parts)}.")
+    if causes.get("shape") == p.memcpy_nodes:
+        return make_finding("model-memcpy-nodes", detail, fix="",
+                            title="onnxruntime inserted host/device copies for shape values (by design)")
+    return make_finding("model-memcpy-nodes", detail)
+
+
+def _short(ep: str) -> str:
+    return ep.removesuffix("ExecutionProvider")
+
+
+# onnxruntime's messages for inputs that do not suit the model (the CPU EP checks them)
+_INPUT_ERRORS = ("out of data bounds", "out of bounds", "Got invalid dimensions", "Invalid rank",
+                 "Unexpected input data type", "invalid input", "index out of range")
+
+
+def run_findings(run: Mapping[str, Any] | None, *, ep: str = CUDA_EP, given: Mapping[str, str] | None = None,
+                 incomplete: str | None = None, stage: str | None = None) -> list[Finding]:
+    """What the test run proved. ``given`` maps the inputs the user supplied to their files;
+    ``incomplete`` says why the child gave no final answer and ``stage`` the step it had reached."""
+    if incomplete is not None:
+        on_ep = stage == "ep"
+        where = f"on the {_short(ep)} EP" if on_ep else "on the CPU EP (the reference)" if stage == "cpu" else ""
+        return [make_finding("model-run-failed", f"The test run {where} did not finish: {incomplete}".replace("  ", " "),
+                             severity="error" if on_ep and ep != CPU_EP else None)]
     if not run:
         return []
     if run.get("problems"):
-        return [make_finding("model-run-failed", "; ".join(run["problems"]) + ".")]
-    out = []
-    for side in ("cuda", "cpu"):
-        r = run.get(side) or {}
-        if r and not r.get("ok") and "was not created" not in (r.get("error") or ""):
-            out.append(make_finding("model-run-failed", f"The {side.upper()} run failed: {r.get('error')}"))
+        return [make_finding("model-run-failed", "Not run: " + "; ".join(run["problems"]) + ".")]
+    cpu, device = run.get("cpu") or {}, run.get("ep") or {}
+    out: list[Finding] = []
+    if run.get("inputs_valid") is False:
+        inputs = run.get("inputs") or {}
+        given_names = [n for n, d in inputs.items() if d.get("source") != "synthetic"]
+        synthetic = [n for n, d in inputs.items() if d.get("source") == "synthetic"]
+        parts = ([f"the given inputs ({', '.join(given_names)})"] if given_names else []) + (
+            [f"ortdoctor's synthetic values for {', '.join(synthetic)}"] if synthetic else [])
+        whose = " and ".join(parts) or "the inputs"
+        kind = "out of range or of the wrong shape" if any(e in str(cpu.get("error")) for e in _INPUT_ERRORS) \
+            else "not accepted"
+        out.append(make_finding("model-inputs-invalid",
+                                f"The CPU EP failed on {whose} ({kind}): {cpu.get('error')}. The {_short(ep)} EP was "
+                                "not run: its result on such inputs would prove nothing."))
+        return out
+    if cpu.get("session_failed"):
+        out.append(make_finding("model-run-failed", severity="info",
+                                title="no CPU EP reference: the outputs were not compared",
+                                detail=f"The CPU EP could not load the model ({cpu.get('error')}), so the inputs "
+                                "were not validated and the outputs not compared.", fix=""))
+    if device.get("error"):
+        out.append(make_finding("model-run-failed", severity="error" if ep != CPU_EP else "warning",
+                                detail=f"The run on the {_short(ep)} EP failed"
+                                + (" with IO binding" if (run.get("iobinding") or {}).get("used") else "")
+                                + f" on inputs the CPU EP accepted: {device.get('error')}"))
+    differ = [o for o in run.get("outputs") or () if o.get("compared") and not o.get("agree")]
+    if differ:
+        out.append(make_finding("model-outputs-differ",
+                                f"{len(differ)} of {len(run.get('outputs') or ())} output(s) differ beyond the "
+                                f"tolerance between the {_short(ep)} EP and the CPU EP: "
+                                + "; ".join(_difference(o) for o in differ[:6]) + "."))
     return out
+
+
+def _difference(o: Mapping[str, Any]) -> str:
+    tol = o.get("tolerance") or {}
+    if o.get("reason"):
+        return f"{o['output']}: {o['reason']}"
+    if tol.get("bound") == 0.0:
+        return f"{o['output']} ({o.get('dtype')}): {o.get('mismatched')} of {o.get('elements')} elements differ"
+    nonfinite = f", {o['nonfinite_mismatches']} NaN/inf on one side only" if o.get("nonfinite_mismatches") else ""
+    return (f"{o['output']} ({o.get('dtype')}): largest error {o.get('max_abs_error'):.3g} = "
+            f"{o.get('relative_error'):.3g} of its largest value {o.get('reference_max_abs'):.3g}, bound "
+            f"{tol.get('bound'):g} ({tol.get('basis')}){nonfinite}")
 
 
 def _ops(c: Counter[str]) -> str:

@@ -9,7 +9,9 @@ from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import (
     ElfInfo,
     Finding,
+    PackageStep,
 )
+from ortdoctor.decide.fixes import step
 from ortdoctor.decide.names import major_of
 from ortdoctor.diagnose.context import CUDA_SONAME, Ctx
 from ortdoctor.diagnose.driver import build_for_major
@@ -33,26 +35,25 @@ def check_torch(ctx: Ctx) -> list[Finding]:
     detail = (f"torch {torch.version} ({torch.lib_dir or torch.location}) and {ort.active or 'onnxruntime-gpu'} "
               f"{ort.version}: " + "; ".join(reasons) + ". In one process whichever loads first decides.")
     fixes = []
-    torch_cmd = _torch_for_major(ctx, ctx.cuda_major)
-    if torch_cmd:
-        fixes.append(f"Move torch to onnxruntime's CUDA: {torch_cmd}")
+    torch_steps = _torch_for_major(ctx, ctx.cuda_major)
+    if torch_steps:
+        fixes.append(f"Move torch to onnxruntime's CUDA: {ctx.run(*torch_steps)}")
     if t_major is not None and t_major != ctx.cuda_major:
         alt = build_for_major(ctx, t_major)
         if alt:
-            fixes.append(f"or move onnxruntime to torch's CUDA {t_major}: {alt}")
-    return [make("torch-cuda-mismatch", detail, "\n".join(fixes) or None)]
+            fixes.append(f"or move onnxruntime to torch's CUDA {t_major}: {ctx.run(*alt)}")
+    return [make("torch-cuda-mismatch", detail, "\n".join(fixes) or None, steps=torch_steps)]
 
 
-def _torch_for_major(ctx: Ctx, major: int | None) -> str | None:
+def _torch_for_major(ctx: Ctx, major: int | None) -> tuple[PackageStep, ...]:
     if major is None:
-        return None
+        return ()
     for rel in ctx.matrix.torch:  # newest first
         for v in rel.variants:
             if v.cuda != "cpu" and major_of(v.cuda) == major:
-                if v.index_url:
-                    return f"pip install --force-reinstall torch=={rel.version}.* --index-url {v.index_url}"
-                return f"pip install --force-reinstall torch=={rel.version}.*"
-    return None
+                index = ("--index-url", v.index_url) if v.index_url and not v.pypi_default else ()
+                return (step("install", "--force-reinstall", f"torch=={rel.version}.*", *index),)
+    return ()
 
 
 def _needed_majors(info: Any) -> dict[str, int]:

@@ -12,16 +12,18 @@ from ortdoctor.core.facts import (
     Environment,
     Finding,
     OrtDistribution,
+    PackageStep,
 )
 from ortdoctor.decide.build import is_cuda_build
+from ortdoctor.decide.fixes import gpu_install, library_specs, step
 from ortdoctor.decide.loader_view import (
     loader_visible,
 )
-from ortdoctor.diagnose.context import CUDA_SONAME, DEFAULT_GPU_INSTALL, Ctx, ort_family
+from ortdoctor.diagnose.context import CUDA_SONAME, Ctx, ort_family
 from ortdoctor.formats.distinfo import normalize
 
 if TYPE_CHECKING:
-    from ortdoctor.decide.matrix.model import Matrix
+    from ortdoctor.decide.matrix.model import Matrix, Recommendation, Release
 
 
 def check_platform(ctx: Ctx) -> list[Finding]:
@@ -37,17 +39,16 @@ def check_package(ctx: Ctx) -> list[Finding]:
     family = ort_family(ort)
     if not ort.installed:
         detail = "No distribution owns the onnxruntime package in any site directory of " + ctx.env.python.executable
+        steps = _install_steps(ctx)
         if family:
             names = ", ".join(f"{d.name} {d.version}" for d in family)
             detail = (f"{names} {'is' if len(family) == 1 else 'are'} recorded as installed but the onnxruntime "
                       "package files are gone (uninstalling one ORT flavour deletes files the other needs).")
-            fix = f"pip uninstall -y {' '.join(d.name for d in family)} && {_install_command(ctx)}"
-        else:
-            fix = _install_command(ctx)
+            steps = (step("uninstall", "-y", *(d.name for d in family)), *steps)
         searched = ctx.env.python.site_dirs
         if searched:
             detail += "\nSearched: " + ", ".join(searched)
-        return [make("ort-not-installed", detail, fix)]
+        return [make("ort-not-installed", detail, _with_alternative(ctx, steps), steps=steps)]
 
     out: list[Finding] = []
     shadow = _shadowing(ctx, family) if len(family) > 1 else None
@@ -63,22 +64,29 @@ def check_package(ctx: Ctx) -> list[Finding]:
         winner = f"The files on disk belong to {ort.active}" if ort.active else "Whose files are on disk is unclear"
         build = "a CPU build" if not is_cuda_build(ort) else f"a CUDA {ort.cuda_version or '?'} build"
         detail = "\n".join([*lines, f"{winner} ({build}, package_name={ort.package_name!r})."])
-        uninstall = " ".join(dict.fromkeys([*dist_names, "onnxruntime", "onnxruntime-gpu"]))
-        out.append(make("ort-multiple-packages", detail, f"pip uninstall -y {uninstall} && {_install_command(ctx)}"))
+        uninstall = tuple(dict.fromkeys([*dist_names, "onnxruntime", "onnxruntime-gpu"]))
+        # Keep the GPU build the user chose (its version pins its CUDA major); else what fits this machine.
+        gpu = [d for d in family if normalize(d.name) == "onnxruntime-gpu"]
+        steps = (step("uninstall", "-y", *uninstall),
+                 *((gpu_install(ctx.matrix, gpu[0].version),) if gpu else _install_steps(ctx)))
+        out.append(make("ort-multiple-packages", detail, _with_alternative(ctx, steps, keep=bool(gpu)), steps=steps))
     elif not is_cuda_build(ort):
         name = ort.active or (family[0].name if family else "onnxruntime")
         detail = (f"{name} {ort.version or ''} in {ort.package_dir} is a CPU build: "
                   f"package_name={ort.package_name!r}, cuda_version={ort.cuda_version!r}, and there is no "
                   "CUDA provider library (libonnxruntime_providers_cuda.so / onnxruntime_providers_cuda.dll).")
-        out.append(make("ort-cpu-only", detail, f"pip uninstall -y {name} && {_install_command(ctx)}"))
+        steps = (step("uninstall", "-y", name), *_install_steps(ctx))
+        out.append(make("ort-cpu-only", detail, _with_alternative(ctx, steps), steps=steps))
 
     problems = [*ort.problems, *(f"{d.name}: {p}" for d in family for p in d.problems)]
     if ort.build_info_error:
         problems.append(f"build_and_package_info.py: {ort.build_info_error}")
     if problems:
         dist = ort.active or (family[0].name if family else "onnxruntime-gpu")
-        out.append(make("ort-install-damaged", "\n".join(problems),
-                        f"pip install --force-reinstall --no-deps {dist}"))
+        version = next((d.version for d in family if d.name == dist), ort.version)
+        # pinned: an unpinned reinstall moves to the newest build, which may be for another CUDA major
+        steps = (step("install", "--force-reinstall", "--no-deps", f"{dist}=={version}" if version else dist),)
+        out.append(make("ort-install-damaged", "\n".join(problems), ctx.run(*steps), steps=steps))
     return out
 
 
@@ -87,11 +95,11 @@ def _is_pip_site(location: str) -> bool:
     return os.path.basename(os.path.normpath(location)) in ("site-packages", "dist-packages")
 
 
-def _remove_command(d: OrtDistribution, family: Sequence[OrtDistribution]) -> str:
+def _remove_command(ctx: Ctx, d: OrtDistribution, family: Sequence[OrtDistribution]) -> str:
     """How to remove one distribution from its own location, and only it."""
     same_name_elsewhere = any(o is not d and normalize(o.name) == normalize(d.name) for o in family)
     if _is_pip_site(d.location) and not same_name_elsewhere:
-        return f"pip uninstall -y {d.name}  # removes it from {d.location}"
+        return f"{ctx.run(step('uninstall', '-y', d.name))}  # removes it from {d.location}"
     pkg = os.path.join(d.location, "onnxruntime")
     return (f"rm -rf {pkg} {d.dist_info}  # a --target directory: pip does not manage it;\n"
             f"or drop {d.location} from PYTHONPATH")
@@ -117,39 +125,61 @@ def _shadowing(ctx: Ctx, family: Sequence[OrtDistribution]) -> Finding | None:
     lines.append(f"Still a problem: a change of PYTHONPATH or uninstalling {imp.name} flips `import onnxruntime` "
                  f"to {shadowed[0].name}, and pip sees both (pip check, upgrades, dependency resolution).")
     if gpu:
-        fix = "\n".join(_remove_command(d, family) for d in shadowed)
+        fix = "\n".join(_remove_command(ctx, d, family) for d in shadowed)
         return make("ort-multiple-packages", "\n".join(lines), fix, severity="warning")
     gpu_dists = [d for d in shadowed if normalize(d.name) == "onnxruntime-gpu"]
     if gpu_dists:
-        fix = (_remove_command(imp, family)
+        fix = (_remove_command(ctx, imp, family)
                + f"\nthen `import onnxruntime` takes {gpu_dists[0].name} {gpu_dists[0].version} from "
                  f"{gpu_dists[0].location}")
     else:
-        fix = "\n".join(_remove_command(d, family) for d in family) + f"\nthen: {_install_command(ctx)}"
+        fix = "\n".join(_remove_command(ctx, d, family) for d in family) + f"\nthen: {ctx.run(*_install_steps(ctx))}"
     return make("ort-multiple-packages", "\n".join(lines), fix)
 
 
 def recommended_install(env: Environment, matrix: Matrix) -> str:
     """The command that installs a working onnxruntime-gpu on this machine (driver's and torch's CUDA)."""
     ctx = Ctx(env, None, matrix, env.python.os, 0, None, False, None)
-    return _install_command(ctx)
+    return _with_alternative(ctx, _install_steps(ctx))
 
 
-def _install_command(ctx: Ctx) -> str:
-    """What to install on this machine: a build for the driver's (or torch's) CUDA major."""
+def _recommendation(ctx: Ctx) -> Recommendation | None:
+    """The build for the driver's (or torch's) CUDA major; None when neither is known."""
     env = ctx.env
     cuda = env.driver.cuda_version if env.driver.available else None
     torch = env.torch.version if env.torch is not None and env.torch.cuda else None
     if cuda is None and torch is None:
-        return DEFAULT_GPU_INSTALL
+        return None
     # Agree with torch when possible; else the driver alone decides.
     rec = ctx.matrix.recommend(cuda, torch)
     if rec is None and torch is not None and cuda is not None:
         rec = ctx.matrix.recommend(cuda, None)
-    if rec is None:
-        return DEFAULT_GPU_INSTALL
-    alternative = getattr(rec, "alternative", None)
-    return rec.command + (f"\nor the newest build for this CUDA: {alternative}" if alternative else "")
+    return rec
+
+
+def _install_steps(ctx: Ctx) -> tuple[PackageStep, ...]:
+    """What to install on this machine: a build for the driver's (or torch's) CUDA major, pinned; the
+    newest build with its CUDA and cuDNN wheels when nothing says which CUDA the machine has."""
+    rec = _recommendation(ctx)
+    return rec.steps if rec is not None and rec.steps else (gpu_install(ctx.matrix, _newest_gpu(ctx.matrix)),)
+
+
+def _newest_gpu(matrix: Matrix) -> str | None:
+    """The newest onnxruntime-gpu release that is not known to be bad (pinned: today's answer stays
+    today's answer when the fix is pasted next month)."""
+    for release in matrix.releases:
+        good = [v for v in release.versions if release.bad(v) is None]
+        if release.pypi and good:
+            return max(good, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))
+    return None
+
+
+def _with_alternative(ctx: Ctx, steps: tuple[PackageStep, ...], *, keep: bool = False) -> str:
+    """The command line, plus the newest build for the same CUDA on its feed where there is one."""
+    rec = None if keep else _recommendation(ctx)
+    alternative = rec.alternative_steps if rec is not None else ()
+    head = ctx.run(*steps)
+    return head + (f"\nor the newest build for this CUDA: {ctx.run(*alternative)}" if alternative else "")
 
 
 def check_release(ctx: Ctx) -> list[Finding]:
@@ -191,7 +221,27 @@ def check_import(ctx: Ctx) -> list[Finding]:
         return []
     detail = (f"The pybind module {pybind.path} has NEEDED {', '.join(cuda_needed)}, so `import onnxruntime` "
               "raises ImportError unless they load:\n" + "\n".join(problems))
-    fix = (f'pip install "{ort.active or "onnxruntime-gpu"}!={ort.version}"  (a release whose pybind module does '
-           "not link CUDA), or install and preload the CUDA runtime: pip install nvidia-cuda-runtime, then "
-           "`import ortdoctor.hook` before `import onnxruntime`")
-    return [make("ort-import-fails", detail, fix)]
+    good = _good_neighbour(ctx)
+    steps = (gpu_install(ctx.matrix, good),) if good else ()
+    runtime = library_specs(ctx.matrix, [s for s in ctx.matrix.libraries_for(ctx.cuda_major or 0, None)
+                                        if s.soname in cuda_needed], cudnn_major=None)
+    fix = (f"{ctx.run(*steps)}  (a release whose pybind module does not link CUDA)\nor " if steps else "")
+    fix += ("install and preload the CUDA runtime: " + (ctx.run(step("install", *runtime)) + ", then " if runtime
+                                                          else "") + "`import ortdoctor.hook` before `import onnxruntime`")
+    return [make("ort-import-fails", detail, fix, steps=steps)]
+
+
+def _good_neighbour(ctx: Ctx) -> str | None:
+    """The nearest release for the same CUDA major that is not known to be bad (the next one first)."""
+    if ctx.match is None:
+        return None
+    this = ctx.match.release
+    def line(r: Release) -> tuple[int, ...]:
+        return tuple(int(p) for p in r.line.split("."))
+
+    same = sorted((r for r in ctx.matrix.releases if r.cuda_major == this.cuda_major and r.pypi), key=line)
+    for release in [r for r in same if line(r) > line(this)] + [r for r in reversed(same) if r is not this]:
+        good = [v for v in release.versions if release.bad(v) is None]
+        if good:
+            return good[-1]
+    return None

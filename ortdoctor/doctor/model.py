@@ -1,92 +1,173 @@
-"""``ortdoctor check --model PATH``: where each node of the user's model runs, and why not on the GPU.
+"""``ortdoctor check --model PATH``: where each node of the user's model runs, why not on the GPU, and
+proof that it runs there.
 
 The parent reads the file with a small protobuf reader (:mod:`ortdoctor.prove.model_check.inspect`):
-opsets, inputs and their dynamic dimensions, op types, weights and external data. If the file is usable,
-a spawned child (:mod:`ortdoctor.prove.model_check.child`) loads it on the CUDA EP with the CPU EP
-beside it and reads the per-node placement from onnxruntime itself. :mod:`ortdoctor.diagnose.model`
-turns both into findings.
+opsets, inputs and their dynamic dimensions, op types, weights, external data and the shape-only
+nodes. From the graph it proposes valid inputs (:func:`~ortdoctor.prove.model_check.shape_subgraph.propose_inputs`,
+or the user's ``--input`` files), TensorRT profiles (:mod:`~ortdoctor.prove.model_check.trt_profile`) and
+what an IO-binding client must place on the device. If the file is usable, a spawned child
+(:mod:`ortdoctor.prove.model_check.child`) loads it on the CUDA EP with the CPU EP beside it, reads the
+per-node placement from onnxruntime itself, and runs the inputs on the CPU EP and then the CUDA EP,
+comparing every output (:mod:`~ortdoctor.prove.model_check.proof`). :mod:`ortdoctor.diagnose.model`
+turns all of it into findings.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ortdoctor.core.facts import DriverInfo, Finding
 from ortdoctor.diagnose import model as mf
-from ortdoctor.prove.model_check.inspect import inspect_model, normalise_input_shapes
-from ortdoctor.prove.model_check.placement import summarise_placement
+from ortdoctor.prove.model_check.compare import QUANTIZED
+from ortdoctor.prove.model_check.given_inputs import headers, parse_input_files
+from ortdoctor.prove.model_check.inspect import ModelInspection, inspect_model, normalise_input_shapes
+from ortdoctor.prove.model_check.placement import CPU_EP, CUDA_EP, summarise_placement
 from ortdoctor.prove.model_check.runner import ChildOutcome, run_child
+from ortdoctor.prove.model_check.shape_subgraph import SyntheticPlan, propose_inputs
+from ortdoctor.prove.model_check.trt_profile import advise
 from ortdoctor.report.model import ModelReport
 
 __all__ = ["check_model"]
 
 
 def check_model(
-    path: str | Path,
+    path: str | os.PathLike[str],
     *,
     input_shapes: Mapping[str, Iterable[int]] | Iterable[str] | None = None,
+    input_files: Mapping[str, str] | Iterable[str] | None = None,
     device_id: int = 0,
     cuda_graph: bool = False,
+    iobinding: bool = False,
     timeout: float = 120,
     env: Mapping[str, str] | None = None,
     driver: DriverInfo | None = None,
     provider_options: Mapping[str, str] | None = None,
     python: str | None = None,
     import_path: Sequence[str] | None = None,
+    ep: str = CUDA_EP,
 ) -> ModelReport:
-    """Inspect ``path`` and, when it is usable, place it on the CUDA EP in a child; never raises for a bad model.
+    """Inspect ``path`` and, when it is usable, place and run it on the CUDA EP in a child; never raises for
+    a bad model.
 
-    ``input_shapes`` is ``{name: (1, 3, 224, 224)}`` or the raw ``name=1x3x224x224`` strings (a bad one
-    raises ``ValueError``: a usage error, exit code 2). ``env`` is the child's environment (default: this
-    process's), ``driver`` the NVML facts used for the memory check, ``python`` the child's interpreter.
+    ``input_shapes`` is ``{name: (1, 3, 224, 224)}`` or the raw ``name=1x3x224x224`` strings, ``input_files``
+    ``{name: "ids.npy"}`` or ``name=ids.npy`` strings (a bad one of either raises ``ValueError``: a usage
+    error, exit code 2); every other input gets valid synthetic values. ``iobinding`` runs the model the
+    way Optimum and other clients do on CUDA (inputs bound as device OrtValues). ``env`` is the child's
+    environment (default: this process's), ``driver`` the NVML facts used for the memory check,
+    ``python`` the child's interpreter. ``ep`` is the execution provider under test:
+    ``CPUExecutionProvider`` runs the whole check, proof included, without a GPU.
     """
     shapes = normalise_input_shapes(input_shapes)
+    files = parse_input_files(input_files)
     abspath = str(Path(path).expanduser().absolute())
     ins = inspect_model(abspath)
     found: list[Finding] = mf.inspection_findings(ins)
     if found:  # the file is unusable: no session can tell more
-        return ModelReport(path=abspath, inspection=ins, findings=tuple(found))
+        return ModelReport(path=abspath, inspection=ins, findings=tuple(found), ep=ep)
     found += mf.structure_findings(ins, cuda_graph=cuda_graph)
     found += mf.memory_findings(ins, driver, device_id)
 
-    request = {"model": abspath, "device_id": device_id, "cuda_graph": cuda_graph,
-               "input_shapes": {k: list(v) for k, v in shapes.items()},
-               "provider_options": {str(k): str(v) for k, v in (provider_options or {}).items()}}
+    plan, problems = _plan(ins, shapes, files)
+    not_run = {"problems": problems} if problems else None  # stays the run's record whatever the child does
+    static: dict[str, Any] = {"ep": ep, "test_inputs": _test_inputs(plan, files),
+                              "trt": advise(ins.graph, plan, abspath) if ins.graph is not None and plan else None,
+                              "client": _client(ins, device_id, iobinding) if ep != CPU_EP else None}
+    request = {"model": abspath, "device_id": device_id, "cuda_graph": cuda_graph, "ep": ep,
+               "provider_options": {str(k): str(v) for k, v in (provider_options or {}).items()},
+               "run": not problems, "plan": plan.to_json() if plan is not None else None,
+               "input_files": files, "iobinding": iobinding, "compute_types": _compute_types(ins)}
     outcome = run_child(request, timeout=timeout, env=env, python=python, import_path=import_path)
     child = outcome.result
     if child is None or child.get("stage") == "child":
         failure = _describe_failure(outcome, timeout)
         found.append(mf.make_finding("model-check-failed", failure))
-        return ModelReport(path=abspath, inspection=ins, findings=tuple(found), ran=True, child_failure=failure)
+        found += mf.run_findings(not_run)
+        return ModelReport(path=abspath, inspection=ins, findings=tuple(found), ran=True, child_failure=failure,
+                           run=not_run, **static)
 
-    base = {
+    base: dict[str, Any] = {
         "path": abspath, "inspection": ins, "ran": True, "ort_version": child.get("ort_version"),
-        "preload": child.get("preload"), "log_lines": tuple(child.get("log_lines") or ()),
+        "preload": child.get("preload"), "log_lines": tuple(child.get("log_lines") or ()), **static,
     }
     if child.get("stage") == "import":
         failure = f"the child could not import onnxruntime: {child.get('error')}"
         found.append(mf.make_finding("model-check-failed", failure,
                            fix="Install onnxruntime-gpu in this Python (ortdoctor check shows what is there)."))
-        return ModelReport(**base, findings=tuple(found), child_failure=failure, error=child.get("error"))
+        return ModelReport(**base, findings=tuple(found + mf.run_findings(not_run)), child_failure=failure,
+                           error=child.get("error"), run=not_run)
     if "providers" not in child:
         error = str(child.get("error") or "unknown error")
         found = mf.session_error_findings(error, ins, child.get("ort_version")) + found
-        return ModelReport(**base, findings=tuple(found), error=error)
+        return ModelReport(**base, findings=tuple(found), error=error, run=not_run)
 
     placement = summarise_placement(child, ins)
     if placement is not None:
         found = mf.placement_findings(placement, child, ins, cuda_graph=cuda_graph) + found
-    found += mf.run_findings(child.get("run"))
+    run = not_run or child.get("run")
+    incomplete = _incomplete(outcome, timeout) if child.get("partial") else None
+    found += mf.run_findings(run, ep=ep, given=files, incomplete=incomplete, stage=outcome.stage)
     return ModelReport(
         **base,
         findings=tuple(_ordered(found)),
         providers=tuple(child.get("providers") or ()),
         cuda_ep_active=bool(child.get("cuda_ep_active")),
         placement=placement,
-        run=child.get("run"),
+        run=run,
         cuda_graph=child.get("cuda_graph"),
+        ep_options=dict(child.get("ep_options") or {}),
     )
+
+
+def _plan(ins: ModelInspection, shapes: Mapping[str, tuple[int, ...]],
+          files: Mapping[str, str]) -> tuple[SyntheticPlan | None, list[str]]:
+    """The inputs to run with: the files' shapes and the given shapes bind the model's symbols."""
+    if ins.graph is None:
+        return None, ["the model's graph could not be read"]
+    names = {i.name for i in ins.graph.inputs}
+    problems = [f"--input-shape names {n!r}, which is not an input of the model" for n in sorted(set(shapes) - names)]
+    problems += [f"--input names {n!r}, which is not an input of the model" for n in sorted(set(files) - names)]
+    given = {**shapes, **{n: h.shape for n, h in headers(files).items() if n in names}}
+    plan = propose_inputs(ins.graph, shapes=given)
+    problems += list(plan.problems)
+    return plan, problems
+
+
+def _test_inputs(plan: SyntheticPlan | None, files: Mapping[str, str]) -> dict[str, Any] | None:
+    if plan is None:
+        return None
+    items = []
+    for item in plan.inputs:
+        record = item.to_json()
+        record["source"] = files.get(item.name, "synthetic")
+        items.append(record)
+    return {"inputs": items, "dims": dict(plan.dims), "problems": list(plan.problems)}
+
+
+def _compute_types(ins: ModelInspection) -> list[str]:
+    """The arithmetic the model computes in, for the comparison's bounds: its float inputs' and
+    initializers' types (a float16 model's float32 output still carries float16 error), and ``int8``
+    when it quantizes."""
+    graph = ins.graph
+    if graph is None:
+        return []
+    types = {i.dtype for i in graph.inputs} | {t.dtype for t in graph.initializers.values()}
+    out = sorted(t for t in types if t in ("float16", "bfloat16", "float32", "float64"))
+    if ins.quantized_ops or "QuantizeLinear" in ins.op_types:
+        out.append(QUANTIZED)
+    return out
+
+
+def _client(ins: ModelInspection, device_id: int, iobinding: bool) -> dict[str, Any]:
+    """What a client that binds with IO binding (Optimum's ORTModel on CUDA does by default) must do."""
+    return {
+        "device": f"cuda:{device_id}",
+        "iobinding_checked": iobinding,
+        "inputs_on_device": [{"name": i.name, "dtype": i.dtype,
+                              "shape": list(i.shape) if i.shape is not None else None} for i in ins.inputs],
+    }
 
 
 def _describe_failure(outcome: ChildOutcome, timeout: float) -> str:
@@ -99,6 +180,17 @@ def _describe_failure(outcome: ChildOutcome, timeout: float) -> str:
     if outcome.result is not None:  # the child caught an error of its own
         return f"The child failed: {outcome.result.get('error')}"
     return f"The child exited with code {outcome.returncode} and gave no answer.{last}"
+
+
+def _incomplete(outcome: ChildOutcome, timeout: float) -> str:
+    """Why a child that had placed the model gave no final answer (its test run hung or crashed)."""
+    tail = (outcome.stderr_tail or "").strip().splitlines()[-5:]
+    last = (" Last output: " + " | ".join(tail)) if tail else ""
+    if outcome.timed_out:
+        return f"it took longer than the {timeout:g} s timeout and was stopped (give more with --timeout).{last}"
+    if outcome.signal:
+        return f"the process died of {outcome.signal}.{last}"
+    return f"the process exited with code {outcome.returncode}.{last}"
 
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

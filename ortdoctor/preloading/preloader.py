@@ -24,12 +24,15 @@ from ortdoctor.core.facts import (
     Environment,
     Finding,
     LibraryPlan,
+    PackageStep,
     Plan,
     Severity,
     Source,
     to_jsonable,
 )
 from ortdoctor.decide.build import is_cuda_build
+from ortdoctor.decide.fixes import Installer, gpu_install, library_fix, step
+from ortdoctor.decide.integrity import Damage, damage_of
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import LibSpec, Matrix
 from ortdoctor.decide.resolve import resolve
@@ -179,23 +182,25 @@ def _dependency_order(libs: list[LibraryPlan]) -> list[LibraryPlan]:
     return out
 
 
-def _missing_finding(lp: LibraryPlan, plan: Plan) -> Finding:
+def _missing_finding(run: _Run, lp: LibraryPlan) -> Finding:
+    """A library that cannot be loaded; the fix installs every missing one at once (one round)."""
     severity: Severity = "error" if lp.required or lp.name == "cudnn" else "warning"
+    wanted = [x for x in run.plan.libraries if x.chosen is None and x.skipped is None]
+    steps = library_fix(run.matrix, run.env, run.plan, wanted)
+    fix = run.installer.commands(steps) if steps else (
+        f"install the CUDA {run.plan.cuda_major} and cuDNN {run.plan.cudnn_major} libraries (no pip wheels exist "
+        "for them)")
     if lp.other_major:
         others = ", ".join(o.path for o in lp.other_major[:3])
-        is_cudnn = lp.name.startswith("cudnn")
-        fix = (f"pip install 'nvidia-cudnn-cu{plan.cuda_major}~={plan.cudnn_major}.0'" if is_cudnn
-               else "pip install 'onnxruntime-gpu[cuda,cudnn]'  (installs the CUDA "
-                    f"{plan.cuda_major} wheels the build needs)")
-        return make("cudnn-major-mismatch" if is_cudnn else "cuda-major-mismatch",
+        return make("cudnn-major-mismatch" if lp.name.startswith("cudnn") else "cuda-major-mismatch",
                     f"Found {others} ({lp.other_major[0].rejected}).", fix, severity=severity,
-                    title=f"{lp.soname} is missing; only another major is installed")
+                    title=f"{lp.soname} is missing; only another major is installed", steps=steps)
     return make("cuda-lib-missing",
                 f"onnxruntime's CUDA provider {'needs' if lp.required else 'loads on demand'} {lp.soname}; "
                 "no candidate was found (see 'searched').",
-                "pip install 'onnxruntime-gpu[cuda,cudnn]'  (or point --directory at the directory "
-                f"that holds {lp.soname})", severity="error" if lp.required else "warning",
-                title=f"{lp.soname} was not found in any search location")
+                fix + f"\nor point --directory at the directory that holds {lp.soname}",
+                severity="error" if lp.required else "warning",
+                title=f"{lp.soname} was not found in any search location", steps=steps)
 
 
 @dataclass
@@ -207,6 +212,12 @@ class _Run:
     specs: dict[str, LibSpec]
     windows: bool
     global_: bool
+    env: Environment
+    matrix: Matrix
+
+    @property
+    def installer(self) -> Installer:
+        return Installer.of(self.env.python)
 
 
 def preload(
@@ -253,9 +264,12 @@ def preload(
         result.findings.append(make("ort-not-installed", "No onnxruntime package on sys.path; nothing to preload."))
         return _finish(result, strict)
     if not is_cuda_build(ort):
+        # `ortdoctor check` says which build fits this machine; here the fix keeps to what is known
+        steps = (step("uninstall", "-y", ort.active or "onnxruntime"), gpu_install(mat, None))
         result.findings.append(make(
             "ort-cpu-only", f"{ort.package_dir} has no CUDA provider library: there is nothing to preload.",
-            "pip uninstall -y onnxruntime onnxruntime-gpu && pip install 'onnxruntime-gpu[cuda,cudnn]'"))
+            Installer.of(environment.python).commands(steps) + "  (`ortdoctor check` names the build for this "
+            "machine's CUDA)", steps=steps))
         return _finish(result, strict)
 
     plan = resolve(environment, mat, directory=directory, cuda=cuda, cudnn=cudnn, cwd=os.getcwd(),
@@ -265,7 +279,7 @@ def preload(
     result.findings.extend(plan.findings)
     result.searched = plan.searched
     specs = {s.name: s for s in mat.libraries_for(plan.cuda_major, plan.cudnn_major)} if plan.cuda_major else {}
-    run = _Run(result, plan, specs, windows, global_)
+    run = _Run(result, plan, specs, windows, global_, environment, mat)
     if windows and msvc:
         _check_msvc(result)
     to_load = _split_sublibraries(run, sublibraries)
@@ -317,11 +331,12 @@ def _split_sublibraries(run: _Run, sublibraries: bool) -> list[LibraryPlan]:
         elif spec is not None and spec.sublibrary_of and not sublibraries:
             where = os.path.dirname(lp.chosen.path) if lp.chosen else None
             if lp.chosen is not None and main_cudnn_dir and where != main_cudnn_dir:
+                steps = _reinstall_owner(run, os.path.join(main_cudnn_dir, "libcudnn.so"))
                 run.result.findings.append(make(
                     "lib-sources-mixed", f"cuDNN would come from {main_cudnn_dir} but {lp.soname} from {where}.",
-                    "Reinstall cuDNN so all its libraries sit in one directory: "
-                    f"pip install --force-reinstall 'nvidia-cudnn-cu{run.plan.cuda_major}'",
-                    title=f"{lp.soname} is not beside the cuDNN library"))
+                    "Reinstall cuDNN so all its libraries sit in one directory"
+                    + (f": {run.installer.commands(steps)}" if steps else ""),
+                    title=f"{lp.soname} is not beside the cuDNN library", steps=steps))
             run.result.skipped.append(SkippedLib(
                 lp.name, f"cuDNN sub-library: {spec.sublibrary_of} loads it on first use"
                 + (f" from {where}" if where else "")))
@@ -340,7 +355,7 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
         result.failed.append(FailedLib(lp.name, lp.soname, "not found" + (
             f"; only other majors: {', '.join(o.path for o in lp.other_major[:3])}" if lp.other_major else ""),
             result.searched, lp.required))
-        result.findings.append(_missing_finding(lp, run.plan))
+        result.findings.append(_missing_finding(run, lp))
         return
     before = None if dry_run else loader.already_loaded(lp.soname)
     if lp.chosen.source == "loaded" or before is not None:
@@ -355,7 +370,13 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
     alternatives = [lp.chosen] + [c for c in lp.candidates if c.rejected is None and c.source != "loaded"
                                   and c.path != lp.chosen.path]
     errors: list[str] = []
+    damaged: list[Damage] = []
     for cand in alternatives:
+        if (damage := damage_of(run.env, cand.path)) is not None:
+            # never map it: a read past the end of a truncated mapping kills the whole process (SIGBUS)
+            damaged.append(damage)
+            errors.append(f"{damage.describe()}; not loaded")
+            continue
         try:
             got = loader.load(cand.path, global_=run.global_)
         except loader.LoadError as exc:
@@ -371,13 +392,36 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
                 "lib-not-mapped", "dlopen succeeded, yet no mapping of that file (by inode) was found: another "
                 "copy with the same soname may have been returned.",
                 title=f"{cand.path} loaded but is not in /proc/self/maps"))
+        if damaged:
+            result.findings.append(_damaged_finding(run, damaged, severity="warning"))
         return
     result.failed.append(FailedLib(lp.name, lp.soname, "; ".join(errors), result.searched, lp.required))
+    if damaged:
+        result.findings.append(_damaged_finding(run, damaged, severity="error" if lp.required else "warning"))
+        return
+    steps = _reinstall_owner(run, lp.chosen.path)
     result.findings.append(make(
         "lib-load-failed", "; ".join(errors),
-        "Reinstall the package that ships it: pip install --force-reinstall "
-        f"'{spec.package if spec and spec.package else 'onnxruntime-gpu[cuda,cudnn]'}'",
-        severity="error" if lp.required else "warning", title=f"{lp.soname} exists but does not load"))
+        f"Reinstall the wheel that ships it: {run.installer.commands(steps)}" if steps else
+        f"Replace {lp.chosen.path} with a good copy (reinstall what installed it)",
+        severity="error" if lp.required else "warning", title=f"{lp.soname} exists but does not load", steps=steps))
+
+
+def _damaged_finding(run: _Run, damaged: list[Damage], *, severity: Severity) -> Finding:
+    wheels = list(dict.fromkeys(f"{d.wheel.name}=={d.wheel.version}" for d in damaged))
+    steps = (step("install", "--force-reinstall", "--no-deps", *wheels),)
+    return make("lib-file-damaged", "\n".join(d.describe() for d in damaged) + "\nortdoctor did not load "
+                "it: mapping a truncated library kills the process.", run.installer.commands(steps),
+                severity=severity, steps=steps)
+
+
+def _reinstall_owner(run: _Run, path: str) -> tuple[PackageStep, ...]:
+    """Reinstall, pinned to its installed version, the NVIDIA wheel whose library directory holds ``path``."""
+    where = os.path.normpath(os.path.dirname(path))
+    for w in run.env.nvidia_wheels:
+        if any(os.path.normpath(d) == where for d in w.lib_dirs):
+            return (step("install", "--force-reinstall", "--no-deps", f"{w.name}=={w.version}"),)
+    return ()
 
 
 def _note_already_loaded(run: _Run, lp: LibraryPlan, where: str, vfun: str | None, dry_run: bool) -> None:

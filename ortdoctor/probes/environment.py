@@ -18,6 +18,7 @@ from ortdoctor.core.facts import DriverInfo, Environment, PluginEpInfo
 from ortdoctor.formats.distinfo import DistIndex
 from ortdoctor.formats.procmaps import mapped_paths
 from ortdoctor.probes.driver import probe_driver
+from ortdoctor.probes.interpreter import Interpreter
 from ortdoctor.probes.nvidia_wheels import probe_nvidia_wheels
 from ortdoctor.probes.ort import probe_ort
 from ortdoctor.probes.platform import probe_python
@@ -27,6 +28,17 @@ from ortdoctor.probes.tensorrt import probe_tensorrt
 from ortdoctor.probes.torch import probe_torch
 
 __all__ = ["collect_environment"]
+
+
+def _mapped(maps_path: str) -> tuple[str, ...]:
+    """The shared objects mapped in the process, less what ortdoctor's own hook preloaded into this one
+    (with the hook installed, ortdoctor's CLI is itself preloaded at start-up; the user's program is the
+    subject, and its own hook does the same there)."""
+    paths = mapped_paths(maps_path)
+    hook = sys.modules.get("ortdoctor.hook")
+    result = getattr(hook, "result", None) if hook is not None and maps_path == "/proc/self/maps" else None
+    ours = {x.mapped for x in getattr(result, "loaded", ()) if getattr(x, "source", "") != "loaded"}
+    return tuple(p for p in paths if p not in ours) if ours else paths
 
 
 def collect_environment(
@@ -40,6 +52,7 @@ def collect_environment(
     maps_path: str = "/proc/self/maps",
     query_driver: bool = True,
     on_probe: Callable[[str, Any], None] | None = None,
+    interpreter: Interpreter | None = None,
     plugins: bool = True,
 ) -> Environment:
     """Run every probe and return the whole :class:`~ortdoctor.core.facts.Environment`.
@@ -55,13 +68,17 @@ def collect_environment(
         maps_path: the maps file for already-mapped libraries.
         query_driver: False skips NVML (the driver is reported as not queried).
         on_probe: called as ``on_probe("ort", OrtInfo)`` as soon as the onnxruntime probe (the first,
-            and a cheap one) is done, then ``on_probe("driver", DriverInfo)``: ``check`` starts its smoke
-            child there, so the child runs while the other probes do.
+            and a cheap one) is done: ``check`` starts its smoke child there, so the child runs while the
+            other probes do.
+        interpreter: the interpreter to inspect (``--python``; default: this one); its ``sys.path`` is the
+            default ``sys_path``.
         plugins: False skips the plugin-EP probe and the build-info read (the preload does not need them).
     """
-    path = list(sys.path if sys_path is None else sys_path)
+    if sys_path is None:
+        sys_path = interpreter.path if interpreter is not None else sys.path
+    path = list(sys_path)
     env = os.environ if environ is None else environ
-    python = probe_python(sys_path=path, environ=env, fs_root=fs_root)
+    python = probe_python(sys_path=path, environ=env, fs_root=fs_root, interpreter=interpreter)
     sites = python.site_dirs if site_dirs is None else tuple(os.path.abspath(d) for d in site_dirs)
     if site_dirs is not None:
         python = dataclasses.replace(python, site_dirs=sites)
@@ -77,8 +94,6 @@ def collect_environment(
     else:
         driver = DriverInfo(available=False, error="not queried", cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
                             nvidia_visible_devices=env.get("NVIDIA_VISIBLE_DEVICES"))
-    if on_probe is not None:
-        on_probe("driver", driver)
     return Environment(
         python=python,
         ort=ort,
@@ -86,7 +101,7 @@ def collect_environment(
         nvidia_wheels=probe_nvidia_wheels(index=index),
         system=system,
         driver=driver,
-        mapped=mapped_paths(maps_path),
+        mapped=_mapped(maps_path),
         tensorrt=probe_tensorrt(index=index, system=system, fs_root=fs_root, os_name=python.os),
         plugins=probe_plugin_eps(index=index, ort=ort) if plugins else PluginEpInfo(),
     )

@@ -68,5 +68,7 @@ def probe_nvidia_wheels(
             lib_dirs=tuple(lib_dirs),
             sonames=tuple(sonames),
             cuda_major=cuda_major_of(ref.name, dist.version, files),
+            sizes=tuple((dist.abspath(e.path), e.size) for e in dist.record or ()
+                        if e.size is not None and e.path in set(files)),
         ))
     return tuple(wheels)

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import glob
 import os
-import platform as _platform
+import re
+import shutil
 import sys
-import sysconfig
 from collections.abc import Iterable, Mapping
 
 from ortdoctor.core.facts import PythonInfo
 from ortdoctor.formats.distinfo import list_dist_infos
+from ortdoctor.probes.interpreter import Interpreter, this_interpreter
 
 __all__ = ["find_site_dirs", "probe_python"]
 
 _CGROUP_HINTS = ("docker", "kubepods", "containerd", "libpod", "lxc")
+#: The file `ortdoctor hook install` writes (ortdoctor.preloading.hook_install.PTH_NAME: a test keeps them equal).
+HOOK_PTH = "ortdoctor_hook.pth"
 
 
 def _os_name(sys_platform: str) -> str:
@@ -103,28 +106,58 @@ def _start_method(os_name: str) -> str | None:
     return None
 
 
+def _launcher_python(script: str) -> str | None:
+    """The interpreter a ``pip``/console-script launcher runs: its ``#!`` line, or the ``exec`` line of the
+    ``#!/bin/sh`` form pip writes when the interpreter's path is too long for a ``#!`` line."""
+    head = _read_head(script, 1024)
+    if not head or not head.startswith("#!"):
+        return None
+    first, _, rest = head.partition("\n")
+    target = first[2:].strip().split()[0] if first[2:].strip() else ""
+    if os.path.basename(target) == "sh":
+        m = re.search(r"""exec' "?([^"\s]+)"?""", rest)
+        return m.group(1) if m else None
+    if os.path.basename(target) == "env":  # "#!/usr/bin/env python3": whatever python3 is on PATH
+        return None
+    return target or None
+
+
 def probe_python(
     *,
     sys_path: Iterable[str] | None = None,
     environ: Mapping[str, str] | None = None,
     fs_root: str = "/",
+    interpreter: Interpreter | None = None,
 ) -> PythonInfo:
-    """Describe the running interpreter. ``sys_path``, ``environ`` and ``fs_root`` are seams for tests."""
+    """Describe the inspected interpreter (default: the running one; ``interpreter`` for ``--python``).
+    ``sys_path``, ``environ`` and ``fs_root`` are seams for tests."""
     env = os.environ if environ is None else environ
-    os_name = _os_name(sys.platform)
-    venv = sys.prefix if sys.prefix != getattr(sys, "base_prefix", sys.prefix) else None
+    it = interpreter or this_interpreter()
+    os_name = _os_name(it.sys_platform)
+    venv = it.prefix if it.prefix != it.base_prefix else None
+    sites = find_site_dirs(it.path if sys_path is None else sys_path)
+    path = env.get("PATH")
+    pip = shutil.which("pip", path=path) if path is not None else None
     return PythonInfo(
-        version=_platform.python_version(),
-        executable=sys.executable,
-        implementation=_platform.python_implementation(),
-        platform=sysconfig.get_platform(),
-        machine=_platform.machine(),
+        version=it.version,
+        executable=it.executable,
+        implementation=it.implementation,
+        platform=it.platform,
+        machine=it.machine,
         os=os_name,
         libc=_libc(fs_root) if os_name == "linux" else None,
         venv=venv,
         conda_prefix=env.get("CONDA_PREFIX") or None,
         container=_container_hints(env, fs_root) if os_name == "linux" else (),
         wsl=_is_wsl(env, fs_root) if os_name == "linux" else False,
-        site_dirs=find_site_dirs(sys.path if sys_path is None else sys_path),
-        multiprocessing_start_method=_start_method(os_name),
+        site_dirs=sites,
+        multiprocessing_start_method=_start_method(os_name) if not it.other else None,
+        prefix=it.prefix,
+        has_pip=any(name.lower().startswith("pip-") for site in sites for name in list_dist_infos(site)),
+        pip_on_path=pip,
+        pip_on_path_python=_launcher_python(pip) if pip else None,
+        uv_on_path=shutil.which("uv", path=path) if path is not None else None,
+        virtual_env=env.get("VIRTUAL_ENV") or None,
+        inspected_other=it.other,
+        hook_pth=next((p for site in sites if os.path.isfile(p := os.path.join(site, HOOK_PTH))), None),
     )

@@ -1,4 +1,4 @@
-"""The report as the JSON of the contract (docs/report-contract.md, ``schema_version`` 1).
+"""The report as the JSON of the contract (docs/report-contract.md, ``schema_version`` 2).
 
 The contract's fields come first and keep their names; extra fields (the full environment facts,
 each library's loader visibility, timings) are additions, never renames. The result contains only
@@ -18,7 +18,7 @@ from ortdoctor.report.model import Report
 
 __all__ = ["SCHEMA_VERSION", "dumps", "to_json"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the "host" object
 
 
 def dumps(report: Report) -> str:
@@ -31,6 +31,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "ortdoctor_version": __version__,
         "verdict": report.verdict,
+        "outcome": report.outcome,
         "findings": [finding_json(f) for f in report.findings],
         "python": _python(env),
         "ort": _ort(env, report.recommendation),
@@ -38,6 +39,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "driver": _driver(env, report.devices),
         "libraries": _libraries(report),
         "smoke": _smoke(report),
+        "host": _host(report),
         # additions beyond the contract's minimum
         # `check --all-devices`: one entry per CUDA ordinal (null when only one device was checked)
         "smoke_devices": [d.to_json() for d in report.device_smokes] if report.all_devices else None,
@@ -52,6 +54,12 @@ def to_json(report: Report) -> dict[str, Any]:
         "matrix": report.matrix_path,
         "timings_ms": dict(report.timings_ms),
     }
+
+
+def _host(report: Report) -> dict[str, Any] | None:
+    from ortdoctor.probes.host import host_json
+
+    return host_json(report.host, (d.uuid for d in report.env.driver.devices)) if report.host else None
 
 
 def finding_json(f: Finding) -> dict[str, Any]:

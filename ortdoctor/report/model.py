@@ -16,12 +16,17 @@ from ortdoctor.decide.devices import DeviceMap, map_devices
 from ortdoctor.decide.loader_view import LibraryRow, library_rows
 
 if TYPE_CHECKING:  # `check` without --model or a smoke session does not load these modules
+    from ortdoctor.probes.host import HostInfo
     from ortdoctor.prove.model_check.inspect import ModelInspection
     from ortdoctor.prove.model_check.placement import Placement
+    from ortdoctor.prove.model_check.trt_profile import TrtAdvice
     from ortdoctor.prove.smoke.devices import DeviceSmoke
     from ortdoctor.prove.smoke.runner import SmokeResult
 
 Verdict = Literal["ok", "warn", "fail"]
+#: What a plain program can expect: the session runs on the GPU as is, only when the libraries are
+#: preloaded (ortdoctor's hook, LD_LIBRARY_PATH), or not at all here.
+Outcome = Literal["works", "works-with-preload", "cannot-work"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class Report:
     model: ModelReport | None = None  # `check --model`
     # The library table, each row's mark decided once (derived from env and plan when not given).
     libraries: tuple[LibraryRow, ...] = ()
+    host: HostInfo | None = None  # which machine this report is from (reports of a fleet merge on it)
 
     def __post_init__(self) -> None:
         # Derived views, computed once here so that no renderer decides them again.
@@ -54,6 +60,18 @@ class Report:
             object.__setattr__(self, "device_map", map_devices(self.env.driver))
         if not self.libraries and self.plan is not None:
             object.__setattr__(self, "libraries", library_rows(self.env, self.plan))
+
+    @property
+    def outcome(self) -> Outcome:
+        """``works-with-preload`` when a library the session needs is found only by a preload (and no
+        installed hook does it), so a plain ``InferenceSession`` falls back to the CPU."""
+        if self.verdict == "fail":
+            return "cannot-work"
+        if not self.env.python.hook_pth and any(
+                row.state == "needs-preload" and (row.plan.required or row.plan.name == "cudnn")
+                for row in self.libraries):
+            return "works-with-preload"
+        return "works"
 
     @property
     def devices(self) -> DeviceMap:
@@ -81,13 +99,20 @@ class ModelReport:
     providers: tuple[str, ...] = ()  # the model session's providers, as get_providers() said
     cuda_ep_active: bool = False
     placement: Placement | None = None
-    run: dict[str, Any] | None = None  # timings of the random-data run, CUDA and CPU side by side
+    # the test run (ortdoctor.prove.model_check.proof): inputs, the CPU EP's and the EP's runs, the
+    # comparison of every output, the speed-up; or {"problems": [...]} when it could not run
+    run: dict[str, Any] | None = None
     cuda_graph: dict[str, Any] | None = None
     preload: dict[str, Any] | None = None
     error: str | None = None  # onnxruntime's error text when the session could not be created
     child_failure: str | None = None  # the child crashed / hung / gave no answer
     log_lines: tuple[str, ...] = ()  # ORT's warnings and errors while creating the session
     extra: dict[str, Any] = field(default_factory=dict)
+    ep: str = "CUDAExecutionProvider"  # the execution provider under test
+    ep_options: dict[str, str] = field(default_factory=dict)  # its options as the session reports them
+    test_inputs: dict[str, Any] | None = None  # the inputs proposed or given: {"inputs", "dims", "problems"}
+    trt: TrtAdvice | None = None  # TensorRT EP profile and engine-cache options (advice only)
+    client: dict[str, Any] | None = None  # what an IO-binding client must place on the device
 
     @property
     def input_error(self) -> bool:
@@ -127,6 +152,10 @@ class ModelReport:
                 "initializer_bytes": ins.initializer_bytes,
                 "external_data": [to_jsonable(r) for r in ins.external_refs],
             },
+            # static (from the file): the nodes that only compute shapes, which onnxruntime may keep on the CPU
+            "shape_only_nodes": list(ins.shape_nodes),
+            "ep": self.ep,
+            "ep_options": self.ep_options,
             "ran": self.ran,
             "ort_version": self.ort_version,
             "providers": list(self.providers),
@@ -140,9 +169,13 @@ class ModelReport:
                 "op_types_from": p.op_types_from,
                 "cpu_nodes": list(p.cpu_nodes),
                 "memcpy_nodes": p.memcpy_nodes,
+                "memcpy_causes": p.memcpy_causes,
                 "gpu_share": p.gpu_share,
             },
+            "test_inputs": self.test_inputs,
             "run": self.run,
+            "client": self.client,
+            "tensorrt": self.trt.to_json() if self.trt is not None else None,
             "cuda_graph": self.cuda_graph,
             "preload": self.preload,
             "error": self.error,

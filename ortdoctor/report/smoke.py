@@ -52,12 +52,15 @@ def render_smoke(result: SmokeResult, *, verbose: bool = False) -> str:
 
 
 def render_matches(matches: Iterable[Match], *, evidence: bool = True) -> str:
-    """Each match as: id and what happened, why, the fix, and the line it was recognised in."""
+    """Each match as: id and what happened, why, the fix, and the line it was recognised in. A consequence
+    (the EP was not used, a fallback banner) is called one only when a cause is listed above it."""
     blocks: list[str] = []
+    cause_above = False
     for m in matches:
         block = [f"[{m.finding_id}] {m.what}"]
-        if m.consequence:
+        if m.consequence and cause_above:
             block[0] += " (a consequence of the cause above)"
+        cause_above = cause_above or not m.consequence
         block.append(f"  Why: {m.why}")
         block.append(f"  Fix: {m.fix}")
         if evidence and m.evidence:

@@ -82,6 +82,11 @@ def _counts(findings: Sequence[Finding]) -> str:
     return ", ".join(parts)
 
 
+def verdict_line(report: Report, *, color: bool = False) -> str:
+    """The first line of the human report (the short report and the pytest header print it too)."""
+    return _verdict_line(report, _Style(color))
+
+
 def _verdict_line(report: Report, s: _Style) -> str:
     head = f"ortdoctor {__version__}: "
     ort = report.env.ort
@@ -90,10 +95,15 @@ def _verdict_line(report: Report, s: _Style) -> str:
         first = next(f for f in report.findings if f.severity == "error")
         return (head + s.red(s.bold(f"{FAIL} FAIL")) + f": {what} cannot use the GPU here "
                 f"({_counts(report.findings)}; first: {first.id})")
+    proof = " (the smoke session proved it)" if report.smoke is not None and report.smoke.ok else ""
+    if report.outcome == "works-with-preload":
+        return (head + s.yellow(s.bold(f"{WARN} WORKS ONLY WITH A PRELOAD")) + f": {what} falls back to the CPU "
+                "unless its CUDA libraries are preloaded (`import ortdoctor.hook`; `ortdoctor hook install` makes it "
+                f"permanent){proof}")
     if report.verdict == "warn":
-        return head + s.yellow(s.bold(f"{WARN} WARN")) + f": {what} should work, with {_counts(report.findings)}"
-    proof = " (proved by the smoke session)" if report.smoke is not None and getattr(report.smoke, "ok", False) else ""
-    return head + s.green(s.bold(f"{OK} OK")) + f": {what} can use the GPU{proof}"
+        return (head + s.yellow(s.bold(f"{WARN} WARN")) + f": {what} works as is{proof}, with "
+                f"{_counts(report.findings)}")
+    return head + s.green(s.bold(f"{OK} OK")) + f": {what} works as is{proof}"
 
 
 def _row(label: str, mark: str, text: str, s: _Style) -> str:
@@ -143,7 +153,7 @@ def _ort(report: Report, s: _Style, debug: bool) -> list[str]:
 
     ort = report.env.ort
     if not ort.installed:
-        rec = report.recommendation or 'pip install "onnxruntime-gpu[cuda,cudnn]"'
+        rec = report.recommendation or "see the fix below"
         return [_row("onnxruntime", FAIL, "not installed", s), " " * _LABEL + f"for this machine: {s.bold(rec)}"]
     dists = [d for d in ort.distributions if not d.name.lower().startswith("onnxruntime-genai")]
     if is_cuda_build(ort):

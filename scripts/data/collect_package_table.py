@@ -6,7 +6,7 @@ Usage:
 
 Everything below ``pypi:`` is read from PyPI at run time (the PEP 691 JSON index for the file list,
 the wheel's own ``METADATA``/``RECORD`` through HTTP range requests, the ELF dynamic section of a
-wheel member through :func:`ortdoctor.elf.read_elf`); every entry names the file it was read from.
+wheel member through :func:`ortdoctor.formats.elf.read_elf`); every entry names the file it was read from.
 The facts that come from documentation (feeds, TensorRT versions of each ONNX Runtime release,
 apt package names, plugin EP registration) are kept by hand in ``doc_facts.yaml`` beside this file
 and copied into the output unchanged. ``SOURCES.md`` tells where each fact comes from.

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.faults import helpers
 from tests.faults.conftest import Case
 from tests.faults.helpers import CU13_LIB, PROVIDER, Result
 
@@ -81,19 +83,49 @@ def _preload(case: Case) -> Result:
     return case.run("preload", "--json", "--directory", "")
 
 
-@pytest.mark.parametrize("damage", [_truncate, _empty, _not_elf],
-                         ids=["truncated", "zero-byte", "not-elf"])
-def test_cuda_library_that_does_not_load(case: Case, damage: Callable[[Path], None]) -> None:
+def _keep_headers(p: Path) -> None:
+    """Cut a library after its first page: the ELF headers are intact, the code is gone (an interrupted
+    download). Mapping it succeeds and the first touch past the end is SIGBUS."""
+    data = p.read_bytes()
+    p.write_bytes(data[:4096])
+
+
+@pytest.mark.parametrize("damage", [_truncate, _empty, _not_elf, _keep_headers],
+                         ids=["truncated", "zero-byte", "not-elf", "headers-only"])
+def test_cuda_library_that_does_not_match_its_record_is_never_loaded(
+        case: Case, damage: Callable[[Path], None]) -> None:
     site = case.gpu_site()
-    damage(site / CU13_LIB / "libcurand.so.10")
+    target = site / CU13_LIB / "libcurand.so.10"
+    damage(target)
     res = _preload(case)
-    assert res.returncode == 1
+    assert res.returncode == 1  # never 135 (SIGBUS)
     failed = {f["name"]: f for f in res.data["failed"]}
     assert "curand" in failed
     assert "libcurand.so.10" in failed["curand"]["error"]
-    ids = [f["id"] for f in res.data["findings"]]
-    assert "lib-load-failed" in ids
+    f = next(f for f in res.data["findings"] if f["id"] == "lib-file-damaged")
+    assert str(target) in f["detail"]
+    assert "--force-reinstall --no-deps" in f["fix"]
+    assert "==" in f["fix"]  # the reinstall is pinned to the installed version
     assert {x["name"] for x in res.data["loaded"]} >= {"cudart", "cublas", "cublasLt"}
+    check = case.run("check", "--json", "--no-smoke")
+    assert str(target) in check.finding("lib-file-damaged")["detail"]
+    script = case.base / "hook.py"
+    script.write_text("import ortdoctor.hook\nprint('the program goes on')\n")
+    hook = helpers.run_cli([], sites=[case.site], cwd=case.cwd, env={"ORTDOCTOR_CACHE": "0"},
+                           argv0=[sys.executable, str(script)])
+    assert hook.returncode == 0, hook.text
+    assert "the program goes on" in hook.stdout
+    assert "lib-file-damaged" in hook.stderr
+
+
+def test_cuda_library_that_matches_its_record_but_does_not_load(case: Case) -> None:
+    """The same size as RECORD says, but not loadable (another file of that size): a clean dlopen error."""
+    site = case.gpu_site()
+    target = site / CU13_LIB / "libcurand.so.10"
+    target.write_bytes(b"\0" * target.stat().st_size)
+    res = _preload(case)
+    assert res.returncode == 1
+    assert "lib-load-failed" in [f["id"] for f in res.data["findings"]]
 
 
 def test_cuda_library_for_another_architecture(case: Case) -> None:

@@ -66,8 +66,9 @@ def test_relative_directory_without_onnxruntime(case: Case) -> None:
 
 def test_explain_unknown_id_and_garbage_input(case: Case) -> None:
     res = case.run("explain", "no-such-finding-id", "--no-here")
-    assert res.returncode == 1
-    assert "no known" in res.stdout + res.stderr
+    assert res.returncode == 2  # an id that does not exist is an input error (the README's exit codes)
+    assert "not a known finding id" in res.stderr
+    assert "explain --list" in res.stderr
     garbage = os.urandom(64 * 1024) + b"\x00\xff" + b"libcudnn.so.9: cannot open shared object file" * 3
     res = case.run("explain", "-", "--json", "--no-here", stdin=garbage)
     assert res.returncode in (0, 1)

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ortdoctor.core.facts import PackageStep
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -24,6 +26,7 @@ __all__ = [
     "LibSpec",
     "Matrix",
     "MatrixError",
+    "PackageRow",
     "Recommendation",
     "Release",
     "ReleaseMatch",
@@ -199,6 +202,8 @@ class Recommendation:
     torch_variant: TorchVariant | None = None  # the torch build the choice agrees with
     # a newer line's build for the same CUDA/cuDNN majors on an alternative feed, as a pip command
     alternative: str = ""
+    steps: tuple[PackageStep, ...] = ()  # the command as package steps (run by the right interpreter)
+    alternative_steps: tuple[PackageStep, ...] = ()
 
 
 
@@ -269,6 +274,16 @@ class TensorrtFacts:
 
 
 @dataclass(frozen=True)
+class PackageRow:
+    """A package a fix may name, with the versions PyPI has (none: it must never be named)."""
+
+    name: str
+    versions: tuple[str, ...]  # oldest first
+    cuda: int | None = None  # the CUDA major its wheels are built for, where the name pins one
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Matrix:
     path: str
     releases: tuple[Release, ...]  # newest first
@@ -278,6 +293,20 @@ class Matrix:
     feeds: dict[str, str] = field(default_factory=dict)  # name -> index URL ("cuda12": "https://...")
     schema: int = 1
     tensorrt: TensorrtFacts | None = None  # the `tensorrt` section (None in a matrix file without one)
+    packages: dict[str, PackageRow] = field(default_factory=dict)  # name -> what PyPI has
+    numpy_below_2: dict[str, str | None] = field(default_factory=dict)  # Python "3.12" -> newest numpy<2
+
+    # -- packages ------------------------------------------------------------------------------
+    def versions_of(self, name: str) -> tuple[str, ...]:
+        """The versions PyPI has of a package (any spelling of its name); () when unknown or none."""
+        row = self.packages.get(_normalize(name))
+        return row.versions if row is not None else ()
+
+    def newest_matching(self, name: str, prefix: str) -> str | None:
+        """The newest version of ``name`` that starts with ``prefix`` (``"8.9."``), or None."""
+        hits = [v for v in self.versions_of(name) if (v + ".").startswith(prefix if prefix.endswith(".") else
+                                                                           prefix + ".")]
+        return max(hits, key=_version_key) if hits else None
 
     # -- releases ------------------------------------------------------------------------------
     def release_for(self, version: str) -> ReleaseMatch | None:
@@ -433,16 +462,18 @@ class Matrix:
         version = _pick_version(release, feed)
         if version is None:
             return None
-        alternative = ""
+        alternative: tuple[PackageStep, ...] = ()
         if feed is None:
             newer = self._newest_feed_build(build_cuda, build_cudnn, release)
             if newer is not None:
-                alternative = _install_command(newer[0], newer[1], newer[2], with_extras=False)
+                alternative = install_steps(newer[0], newer[1], newer[2], with_extras=False)
+        steps = install_steps(release, feed, version, with_extras=variant is None)
         return Recommendation(
             release=release, feed=feed, version=version, torch_variant=variant,
-            command=_install_command(release, feed, version, with_extras=variant is None),
+            command=plain_command(steps),
             reason=_reason(release, feed, version, want_cuda, torch_rel, variant),
-            alternative=alternative,
+            alternative=plain_command(alternative),
+            steps=steps, alternative_steps=alternative,
         )
 
     def _newest_feed_build(self, cuda: int, cudnn: int | None,
@@ -467,6 +498,11 @@ def parse_version(text: str | None) -> Version | None:
         return Version(str(text).strip())
     except (InvalidVersion, AttributeError):
         return None
+
+
+def _normalize(name: str) -> str:
+    """PEP 503 name normalisation (the one rule is formats.distinfo.normalize; the model stays import-free)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _version_key(text: str) -> tuple[int, ...]:
@@ -526,16 +562,26 @@ def _pick_version(release: Release, feed: Feed | None) -> str | None:
 _DEFAULT_PLAIN_DEPS = ("flatbuffers", "numpy", "packaging", "protobuf", "sympy")
 
 
-def _install_command(release: Release, feed: Feed | None, version: str, *, with_extras: bool) -> str:
+def install_steps(release: Release, feed: Feed | None, version: str, *,
+                  with_extras: bool) -> tuple[PackageStep, ...]:
+    """The package steps that install ``version`` of the line (from ``feed`` when given)."""
     if feed is not None and feed.index_url:
         deps = release.requires or _DEFAULT_PLAIN_DEPS
         if "sympy" not in deps:  # moved to the `symbolic` extra in 1.24+, still needed by the tools
             deps = (*deps, "sympy")
-        return (f"pip install {' '.join(deps)} && "
-                f"pip install onnxruntime-gpu=={version} --index-url {feed.index_url}")
+        # The feed carries onnxruntime-gpu only: its dependencies come from PyPI first.
+        return (PackageStep("install", tuple(deps)),
+                PackageStep("install", (f"onnxruntime-gpu=={version}", "--index-url", feed.index_url)))
     extras = with_extras and "cuda" in release.extras and "cudnn" in release.extras
-    return f'pip install "onnxruntime-gpu[cuda,cudnn]=={version}"' if extras else \
-        f"pip install onnxruntime-gpu=={version}"
+    return (PackageStep("install", (f"onnxruntime-gpu[cuda,cudnn]=={version}" if extras
+                                    else f"onnxruntime-gpu=={version}",)),)
+
+
+def plain_command(steps: tuple[PackageStep, ...]) -> str:
+    """The steps as bare ``pip`` commands, for ``ortdoctor matrix`` (no environment to name)."""
+    words = [" ".join(["pip", s.verb, *(f'"{a}"' if "[" in a or "<" in a or ">" in a else a for a in s.args)])
+             for s in steps]
+    return " && ".join(words)
 
 
 def _reason(release: Release, feed: Feed | None, version: str, want_cuda: tuple[int, int | None] | None,

@@ -22,6 +22,7 @@ from ortdoctor.decide.matrix.model import (
     LibSpec,
     Matrix,
     MatrixError,
+    PackageRow,
     Release,
     TensorrtBuild,
     TensorrtFacts,
@@ -108,8 +109,8 @@ class _Validator:
         if data is None:
             raise self.fail("", "the file is empty")
         top = self.mapping(data, "(top level)")
-        self.unknown_keys(top, ("schema", "feeds", "cuda_majors", "cudnn_majors", "torch", "tensorrt", "releases"),
-                          "")
+        self.unknown_keys(top, ("schema", "feeds", "cuda_majors", "cudnn_majors", "torch", "packages", "tensorrt",
+                                "releases"), "")
         schema = self.integer(self.req(top, "schema", ""), "schema")
         if schema != 1:
             raise self.fail("schema", f"unsupported schema version {schema} (this ortdoctor reads 1)")
@@ -120,11 +121,37 @@ class _Validator:
         cudnn_majors = self.cudnn_majors(self.req(top, "cudnn_majors", ""))
         torch = self.each(top.get("torch") or [], "torch", self.torch_release)
         releases = self.each(self.req(top, "releases", ""), "releases", self.release)
+        packages, numpy_below_2 = self.packages(top.get("packages") or {})
         self.check_consistency(releases, cuda_majors, cudnn_majors, torch)
         tensorrt = self.tensorrt(top["tensorrt"], releases) if top.get("tensorrt") is not None else None
         ordered = tuple(sorted(releases, key=lambda r: line_key(Version(r.line)), reverse=True))
         return Matrix(path=self.file, releases=ordered, cuda_majors=cuda_majors, cudnn_majors=cudnn_majors,
-                      torch=torch, feeds=feeds, schema=schema, tensorrt=tensorrt)
+                      torch=torch, feeds=feeds, schema=schema, packages=packages, numpy_below_2=numpy_below_2,
+                      tensorrt=tensorrt)
+
+    def packages(self, value: Any) -> tuple[dict[str, PackageRow], dict[str, str | None]]:
+        key = "packages"
+        obj = self.mapping(value, key)
+        self.unknown_keys(obj, ("source", "wheels", "numpy_below_2"), key)
+        rows: dict[str, PackageRow] = {}
+        for name, raw in self.mapping(obj.get("wheels") or {}, f"{key}.wheels").items():
+            where = f"{key}.wheels.{name}"
+            row = self.mapping(raw, where)
+            self.unknown_keys(row, ("cuda", "versions", "note"), where)
+            text = self.string(name, where)
+            if text != re.sub(r"[-_.]+", "-", text).lower():
+                raise self.fail(where, f"write the name normalised (PEP 503): {re.sub(r'[-_.]+', '-', text).lower()}")
+            versions = self.strings(row.get("versions"), f"{where}.versions")
+            for i, v in enumerate(versions):
+                try:
+                    Version(v)
+                except InvalidVersion:
+                    raise self.fail(f"{where}.versions[{i}]", f"{v!r} is not a PEP 440 version") from None
+            rows[text] = PackageRow(text, versions, self.integer(row.get("cuda"), f"{where}.cuda", allow_none=True),
+                                    self.string(row.get("note") or "", f"{where}.note"))
+        numpy = {self.string(k, f"{key}.numpy_below_2"): self.string(v, f"{key}.numpy_below_2.{k}", allow_none=True)
+                 for k, v in self.mapping(obj.get("numpy_below_2") or {}, f"{key}.numpy_below_2").items()}
+        return rows, numpy
 
     def lib(self, value: Any, key: str) -> LibSpec:
         obj = self.mapping(value, key)

@@ -1,8 +1,14 @@
-"""The child side of ``ortdoctor check --model``: load the user's model on the CUDA EP and ask ORT where it ran.
+"""The child side of ``ortdoctor check --model``: load the user's model on the CUDA EP, ask ORT where it
+ran, and prove it runs (:mod:`.proof`: valid inputs, the CPU EP's outputs as the reference).
 
 Run as ``python -m ortdoctor.prove.model_check.child`` in a spawned process (the parent never imports
 onnxruntime). The request is one JSON object on stdin; the answer is one line on stdout that starts with
-:data:`RESULT_MARKER`, so whatever native code prints around it cannot corrupt it.
+:data:`RESULT_MARKER`, so whatever native code prints around it cannot corrupt it. Before the test run
+the child writes the answer so far (``"partial": true``) and then one :data:`STAGE_MARKER` line per step:
+if the run hangs or crashes the process, the parent still has the placement and knows which step died.
+
+The request's ``ep`` is the execution provider under test (default the CUDA EP); with
+``CPUExecutionProvider`` the same code runs end to end on a machine without a GPU (the tests do that).
 
 Where each node runs is read from onnxruntime itself (:mod:`ortdoctor.prove.ort_placement`, shared with the
 smoke child): ``get_provider_graph_assignment_info()`` where this release has it, and the verbose session
@@ -22,10 +28,11 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ortdoctor.formats.ortlog import ANSI as _ANSI
+from ortdoctor.prove.model_check.proof import run_proof
 from ortdoctor.prove.ort_placement import (
     SOURCE_API,
     SOURCE_LOG,
@@ -36,20 +43,12 @@ from ortdoctor.prove.ort_placement import (
 )
 
 RESULT_MARKER = "ORTDOCTOR-MODEL-CHECK-RESULT "
+STAGE_MARKER = "ORTDOCTOR-MODEL-CHECK-STAGE "
 CUDA_EP = "CUDAExecutionProvider"
 CPU_EP = "CPUExecutionProvider"
 
 _MEMCPY_ADDED = re.compile(r"Add (Memcpy(?:To|From)Host) (before|after) (.+?) for (\w+)")
 _SEVERITY = re.compile(r"\[([EWF]):onnxruntime")
-
-# onnxruntime type strings -> numpy dtype names used for the random inputs
-_NUMPY_TYPES = {
-    "tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
-    "tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(int16)": "int16", "tensor(int8)": "int8",
-    "tensor(uint64)": "uint64", "tensor(uint32)": "uint32", "tensor(uint16)": "uint16",
-    "tensor(uint8)": "uint8", "tensor(bool)": "bool",
-}
-
 
 # --------------------------------------------------------------------------------------------------
 # Log parsing (pure: the tests feed it real captured logs)
@@ -125,58 +124,29 @@ def _session_options(ort: Any, *, verbose: bool, record: bool) -> Any:
     return so
 
 
-def _random_inputs(session: Any, shapes: dict[str, list[int]]) -> tuple[dict[str, Any], list[str]]:
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    feeds: dict[str, Any] = {}
-    problems: list[str] = []
-    for inp in session.get_inputs():
-        dtype = _NUMPY_TYPES.get(inp.type)
-        if dtype is None:
-            problems.append(f"input {inp.name!r} has type {inp.type}, which ortdoctor cannot fill with random data")
-            continue
-        shape = shapes.get(inp.name)
-        if shape is None:
-            if all(isinstance(d, int) and d >= 0 for d in inp.shape):
-                shape = list(inp.shape)
-            else:
-                problems.append(f"input {inp.name!r} has dynamic shape {inp.shape}: "
-                                f"pass --input-shape {inp.name}=" + "x".join(
-                                    str(d) if isinstance(d, int) else "N" for d in inp.shape))
-                continue
-        if dtype.startswith("float"):
-            feeds[inp.name] = rng.standard_normal(shape).astype(dtype)
-        elif dtype == "bool":
-            feeds[inp.name] = rng.integers(0, 2, size=shape).astype(bool)
-        else:  # small non-negative integers: safe as token ids, indices and lengths
-            feeds[inp.name] = rng.integers(0, 4, size=shape).astype(dtype)
-    unknown = sorted(set(shapes) - {i.name for i in session.get_inputs()})
-    problems.extend(f"--input-shape names {n!r}, which is not an input of the model" for n in unknown)
-    return feeds, problems
-
-
-def _timed_runs(session: Any, feeds: dict[str, Any]) -> dict[str, Any]:
-    try:
-        t0 = time.perf_counter()
-        session.run(None, feeds)
-        t1 = time.perf_counter()
-        session.run(None, feeds)
-        t2 = time.perf_counter()
-    except Exception as exc:
-        return {"ok": False, "error": _error_text(exc)}
-    return {"ok": True, "first_ms": round((t1 - t0) * 1000, 3), "steady_ms": round((t2 - t1) * 1000, 3),
-            "providers": session.get_providers()}
-
-
 # --------------------------------------------------------------------------------------------------
 # The check
 # --------------------------------------------------------------------------------------------------
-def check(request: dict[str, Any]) -> dict[str, Any]:
+def _emit(answer: dict[str, Any]) -> None:
+    sys.stdout.write(RESULT_MARKER + json.dumps(answer) + "\n")
+    sys.stdout.flush()
+
+
+def _stage(stage: str) -> None:
+    sys.stdout.write(STAGE_MARKER + stage + "\n")
+    sys.stdout.flush()
+
+
+def check(request: dict[str, Any], emit: Callable[[dict[str, Any]], None] | None = None,
+          stage: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """The whole check; ``emit`` receives the answer so far before the test run, ``stage`` each step of it."""
     model = request["model"]
+    ep = str(request.get("ep") or CUDA_EP)
     device_id = int(request.get("device_id", 0))
-    cuda_options: dict[str, str] = {"device_id": str(device_id), **request.get("provider_options", {})}
-    out: dict[str, Any] = {"model": model, "stage": "preload"}
+    ep_options: dict[str, str] = dict(request.get("provider_options", {}))
+    if ep == CUDA_EP:
+        ep_options = {"device_id": str(device_id), **ep_options}
+    out: dict[str, Any] = {"model": model, "stage": "preload", "ep": ep}
     skipped = {"attempted": False, "ok": None}
     out["preload"] = _preload(request.get("matrix")) if request.get("preload", True) else skipped
 
@@ -194,7 +164,7 @@ def check(request: dict[str, Any]) -> dict[str, Any]:
 
     out["stage"] = "session"
     record = can_record(ort)
-    providers = [(CUDA_EP, cuda_options), CPU_EP]
+    providers: list[Any] = [(ep, ep_options), CPU_EP] if ep != CPU_EP else [(CPU_EP, ep_options)]
     session = None
     t0 = time.perf_counter()
     with capture_fd2() as log_box:
@@ -212,7 +182,9 @@ def check(request: dict[str, Any]) -> dict[str, Any]:
         return out
 
     out["providers"] = list(session.get_providers())
+    out["ep_active"] = ep in out["providers"]
     out["cuda_ep_active"] = CUDA_EP in out["providers"]
+    out["ep_options"] = _provider_options(session, ep)
     out["assignment_source"] = [SOURCE_API] if record else []
     out["assignment"] = assignment(session) if record else None
     out["placements"] = parse_placements(log)
@@ -222,17 +194,32 @@ def check(request: dict[str, Any]) -> dict[str, Any]:
 
     if request.get("cuda_graph") and out["cuda_ep_active"]:
         out["stage"] = "cuda-graph"
-        out["cuda_graph"] = _try_cuda_graph(ort, model, cuda_options)
+        out["cuda_graph"] = _try_cuda_graph(ort, model, ep_options)
 
-    shapes = request.get("input_shapes") or {}
-    if shapes:
+    if request.get("run", True):
         out["stage"] = "run"
-        out["run"] = _run_side_by_side(ort, session, model, shapes, out["cuda_ep_active"])
+        if emit is not None:
+            emit({**out, "partial": True})
+        tf32 = _tf32(out["ep_options"]) if ep == CUDA_EP else False
+        out["run"] = run_proof(ort, session, request, ep=ep, ep_active=out["ep_active"], tf32=tf32,
+                               progress=stage)
     out["stage"] = "done"
     return out
 
 
-def _try_cuda_graph(ort: Any, model: str, cuda_options: dict[str, str]) -> dict[str, Any]:
+def _provider_options(session: Any, ep: str) -> dict[str, str]:
+    try:
+        return {str(k): str(v) for k, v in (session.get_provider_options().get(ep) or {}).items()}
+    except Exception:  # older releases without get_provider_options
+        return {}
+
+
+def _tf32(options: dict[str, str]) -> bool | None:
+    value = options.get("use_tf32")
+    return None if value is None else value not in ("0", "false", "False")
+
+
+def _try_cuda_graph(ort: Any, model: str, cuda_options: dict[str, Any]) -> dict[str, Any]:
     """Create a session with ``enable_cuda_graph=1``: ORT refuses it at creation when the graph cannot be
     captured (nodes off the CUDA EP, control flow), and its message is the evidence."""
     options = {**cuda_options, "enable_cuda_graph": "1"}
@@ -245,35 +232,13 @@ def _try_cuda_graph(ort: Any, model: str, cuda_options: dict[str, str]) -> dict[
     return {"tried": True, "ok": True, "error": None}
 
 
-def _run_side_by_side(ort: Any, session: Any, model: str, shapes: dict[str, list[int]],
-                      cuda_active: bool) -> dict[str, Any]:
-    feeds, problems = _random_inputs(session, shapes)
-    result: dict[str, Any] = {"problems": problems, "inputs": {k: list(v.shape) for k, v in feeds.items()}}
-    if problems:
-        return result
-    if cuda_active:
-        result["cuda"] = _timed_runs(session, feeds)
-    else:
-        result["cuda"] = {"ok": False, "error": "the CUDA EP was not created, so there is no GPU run"}
-    with capture_fd2():
-        try:
-            cpu = ort.InferenceSession(model, _session_options(ort, verbose=False, record=False),
-                                       providers=[CPU_EP])
-        except Exception as exc:
-            result["cpu"] = {"ok": False, "error": _error_text(exc)}
-            return result
-    result["cpu"] = _timed_runs(cpu, feeds)
-    return result
-
-
 def main() -> int:
     try:
         request = json.loads(sys.stdin.read() or "{}")
-        result = check(request)
+        result = check(request, emit=_emit, stage=_stage)
     except BaseException as exc:  # the parent must always get an answer it can read
         result = {"error": _error_text(exc), "stage": "child", "traceback": traceback.format_exc()[-4000:]}
-    sys.stdout.write(RESULT_MARKER + json.dumps(result) + "\n")
-    sys.stdout.flush()
+    _emit(result)
     return 0
 
 

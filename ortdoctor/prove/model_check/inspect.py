@@ -24,6 +24,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ortdoctor.prove.model_check.graph import GraphNode, InputInfo, ModelGraph, TensorInfo
+from ortdoctor.prove.model_check.shape_subgraph import shape_only_names
+
 Problem = Literal["unreadable", "invalid", "truncated"]
 
 #: ONNX TensorProto.DataType -> (name used in reports, bytes per element; 0 when variable-sized)
@@ -64,18 +67,6 @@ class _Malformed(Exception):
 # Result types
 # --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class InputInfo:
-    name: str
-    dtype: str | None  # "float32"; None for non-tensor inputs
-    shape: tuple[int | str | None, ...] | None  # ints for fixed dims, the symbol or None for dynamic ones
-    dynamic_dims: tuple[int, ...] = ()  # positions of the dynamic dimensions
-
-    @property
-    def is_dynamic(self) -> bool:
-        return self.shape is None or bool(self.dynamic_dims)
-
-
-@dataclass(frozen=True)
 class ExternalRef:
     tensor: str
     location: str  # as written in the model (relative to the model's directory)
@@ -83,47 +74,6 @@ class ExternalRef:
     exists: bool
     length: int | None = None  # bytes the tensor takes, when the model says so
     problem: str | None = None  # "outside the model directory", "file shorter than offset+length"
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """An initializer, or the value of a Constant node: its element type and dimensions (no data)."""
-
-    dtype: str | None
-    dims: tuple[int, ...] | None  # None when a Constant node's value is not a tensor we read
-
-    @property
-    def elements(self) -> int | None:
-        if self.dims is None:
-            return None
-        count = 1
-        for d in self.dims:
-            count *= d
-        return count
-
-
-@dataclass(frozen=True)
-class GraphNode:
-    """One node of the top-level graph, as written in the file (before any onnxruntime optimisation)."""
-
-    index: int  # position in the graph's node list
-    name: str
-    op_type: str
-    domain: str  # "" for ai.onnx
-    inputs: tuple[str, ...]  # "" marks an omitted optional input
-    outputs: tuple[str, ...]
-    int_attributes: dict[str, int] = field(default_factory=dict)  # e.g. Gather's axis
-    constant: TensorInfo | None = None  # a Constant node's value
-
-
-@dataclass(frozen=True)
-class ModelGraph:
-    """The top-level graph's structure: what static analyses (shape subgraphs, embedding tables) need."""
-
-    nodes: tuple[GraphNode, ...]
-    initializers: dict[str, TensorInfo]
-    inputs: tuple[InputInfo, ...]  # graph inputs that are not initializers
-    outputs: tuple[InputInfo, ...]
 
 
 @dataclass(frozen=True)
@@ -143,7 +93,8 @@ class ModelInspection:
     op_types: dict[str, int] = field(default_factory=dict)  # everywhere, subgraphs included
     subgraph_op_types: dict[str, int] = field(default_factory=dict)  # only those inside subgraphs
     control_flow_nodes: tuple[str, ...] = ()  # "Loop (loop_0)"
-    shape_nodes: tuple[str, ...] = ()  # names of top-level nodes that only compute shapes
+    # names of the top-level nodes that only compute shapes (shape_subgraph.shape_only_names), graph order
+    shape_nodes: tuple[str, ...] = ()
     initializer_count: int = 0
     initializer_bytes: int = 0  # inline plus external
     external_bytes: int = 0
@@ -493,26 +444,6 @@ def _read_function(w: _Walk, span: tuple[int, int]) -> None:
             w.subgraph_op_types[node.op_type] += 1
 
 
-def shape_computation_nodes(nodes: list[_Node], initializers: set[str]) -> tuple[str, ...]:
-    """Names of nodes that only compute tensor shapes (Shape -> Gather -> Unsqueeze -> Concat ...).
-
-    onnxruntime's CUDA EP deliberately leaves such small int64 nodes on the CPU; a report that called them
-    "compute on the CPU" would send people chasing a non-problem. A node counts when it starts from
-    Shape/Size, or when every input it has is such a node's output or a constant.
-    """
-    derived: set[str] = set()
-    names: list[str] = []
-    for node in nodes:
-        real_inputs = [i for i in node.inputs if i]
-        from_shape = [i for i in real_inputs if i in derived]
-        if node.op_type in ("Shape", "Size") or (
-            from_shape and all(i in derived or i in initializers for i in real_inputs)
-        ):
-            derived.update(o for o in node.outputs if o)
-            names.append(node.name)
-    return tuple(n for n in names if n)
-
-
 # --------------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------------
@@ -593,6 +524,7 @@ def _inspect_bytes(path: str, size: int, buf: memoryview) -> ModelInspection:
                                problem_detail="the model has a graph but no opset_import (written after the "
                                "graph): the file was probably cut short")
     inputs = tuple(i for i in graph.inputs if i.name not in graph.initializers)
+    model_graph = _model_graph(graph, inputs)
     return ModelInspection(
         path=path,
         file_bytes=size,
@@ -607,13 +539,20 @@ def _inspect_bytes(path: str, size: int, buf: memoryview) -> ModelInspection:
         op_types=dict(sorted(w.op_types.items())),
         subgraph_op_types=dict(sorted(w.subgraph_op_types.items())),
         control_flow_nodes=tuple(w.control_flow),
-        shape_nodes=shape_computation_nodes(graph.nodes, graph.initializers),
         initializer_count=w.initializer_count,
         initializer_bytes=w.initializer_bytes,
         external_bytes=w.external_bytes,
         external_refs=tuple(w.external_refs),
-        graph=_model_graph(graph, inputs),
+        shape_nodes=_shape_nodes(model_graph),
+        graph=model_graph,
     )
+
+
+def _shape_nodes(graph: ModelGraph) -> tuple[str, ...]:
+    """The shape-only nodes' names in graph order; Constant nodes left out (onnxruntime turns them into
+    initializers, so they never run on any provider)."""
+    names = shape_only_names(graph)
+    return tuple(n.name for n in graph.nodes if n.name in names and n.op_type != "Constant")
 
 
 def _model_graph(graph: _Graph, inputs: tuple[InputInfo, ...]) -> ModelGraph:

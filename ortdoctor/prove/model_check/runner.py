@@ -29,6 +29,7 @@ _STDOUT_LIMITS = (child_process.HEAD_BYTES, 256 * 1024 * 1024)
 # The same marker as ortdoctor.prove.model_check.child.RESULT_MARKER (a test keeps them equal). Importing the
 # child module here would make ``python -m`` warn that it was imported before it ran.
 RESULT_MARKER = "ORTDOCTOR-MODEL-CHECK-RESULT "
+STAGE_MARKER = "ORTDOCTOR-MODEL-CHECK-STAGE "
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class ChildOutcome:
     signal: str | None  # "SIGSEGV" when the child died of a signal
     stdout_tail: str
     stderr_tail: str
+    stage: str | None = None  # the last step of the test run the child started ("cpu", "ep")
 
 
 def run_child(request: Mapping[str, Any], *, timeout: float, env: Mapping[str, str] | None = None,
@@ -55,11 +57,25 @@ def run_child(request: Mapping[str, Any], *, timeout: float, env: Mapping[str, s
         except OSError as exc:
             return ChildOutcome(None, None, False, None, "", f"could not start {interpreter}: {exc}")
     return ChildOutcome(parse_result(done.stdout), done.returncode, done.timed_out, done.signal,
-                        done.stdout[-_TAIL:], done.stderr[-_TAIL:])
+                        done.stdout[-_TAIL:], done.stderr[-_TAIL:], last_stage(done.stdout))
 
 
 def parse_result(stdout: str) -> dict[str, Any] | None:
-    return child_process.last_json_line(stdout, RESULT_MARKER)
+    """The last complete answer: the final one, or the partial one written before the test run when the
+    child was killed (a line cut off in the middle is skipped)."""
+    lines = [ln for ln in stdout.splitlines() if ln.startswith(RESULT_MARKER)]
+    for line in reversed(lines):
+        answer = child_process.last_json_line(line, RESULT_MARKER)
+        if answer is not None:
+            return answer
+    return None
 
 
-__all__ = ["CHILD_MODULE", "ChildOutcome", "parse_result", "run_child"]
+def last_stage(stdout: str) -> str | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(STAGE_MARKER):
+            return line[len(STAGE_MARKER):].strip() or None
+    return None
+
+
+__all__ = ["CHILD_MODULE", "ChildOutcome", "last_stage", "parse_result", "run_child"]

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ortdoctor.prove.model_check.inspect import GraphNode, InputInfo, ModelGraph, TensorInfo
+from ortdoctor.prove.model_check.graph import GraphNode, InputInfo, ModelGraph, TensorInfo
 
 #: onnxruntime's kSmallInitializerThreshold: initializers up to this many elements count as "small".
 SMALL_ELEMENTS = 100

@@ -1,0 +1,172 @@
+"""Measure ``ortdoctor fleet merge`` on 10,000 reports against plain ``json.loads`` of the same reports.
+
+The reports are real ``ortdoctor check --json --no-smoke`` output of this machine (the GPU build with the
+CUDA 13 wheels and the CPU build, from the test environments when they are provisioned), varied per
+node the way a fleet varies: the host section (node, pod, Slurm task, Ray node id, GPU UUIDs), the
+timings, and one node in ten on an older driver. Three inputs are written, as a cluster hands them back:
+
+* ``reports.jsonl``: one compact report per line (what a log collector or a script would keep);
+* ``kubectl.log``: the pretty reports of ``kubectl logs --prefix --timestamps``, pods' lines interleaved;
+* ``dir/``: one pretty ``<node>.json`` per node (``--save-reports``, or ``srun --output``).
+
+Each measurement is a fresh interpreter that reads one input and reports its wall time and its peak
+memory (``VmHWM`` of /proc/self/status); the anchor, in the same run, is ``json.loads`` of every line of
+``reports.jsonl``, one at a time, keeping nothing. A bare interpreter's peak memory is given too.
+
+Usage: python bench/bench_fleet_merge.py [--nodes 10000] [--runs 3] [--shapes jsonl,kubectl,dir] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTENVS = Path(os.environ.get("ORTDOCTOR_TESTENVS", ROOT / ".testenvs"))
+
+_MEASURE = r"""
+import json, sys, time
+what, path = sys.argv[1], sys.argv[2]
+t = time.perf_counter()
+if what == "anchor":
+    n = 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            json.loads(line)
+            n += 1
+elif what == "bare":
+    n = 0
+else:
+    from ortdoctor.fleet.merge import merge
+    fleet = merge([path])
+    n = len(fleet.nodes)
+    if what == "merge+render":
+        from ortdoctor.fleet.render import dumps, render_text
+        render_text(fleet)
+        dumps(fleet)
+elapsed = time.perf_counter() - t
+# VmHWM, the peak resident set of this process (ru_maxrss would carry the parent's over exec on Linux)
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(json.dumps({"n": n, "seconds": elapsed, "maxrss_kib": hwm}))
+"""
+
+
+def _base_reports() -> list[dict[str, Any]]:
+    """Real reports: the GPU build with its CUDA wheels, and the CPU build (where provisioned)."""
+    setups = [[str(ROOT)]]
+    if (TESTENVS / "ort-gpu" / ".complete").exists():
+        setups = [[str(ROOT), str(TESTENVS / "ort-gpu"), str(TESTENVS / "nvidia-cu13")],
+                  [str(ROOT), str(TESTENVS / "ort-cpu")]]
+    out = []
+    for paths in setups:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+        proc = subprocess.run([sys.executable, "-m", "ortdoctor", "check", "--json", "--no-smoke"], env=env,
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        out.append(json.loads(proc.stdout))
+    return out
+
+
+def _vary(base: list[dict[str, Any]], n: int, rng: random.Random) -> list[dict[str, Any]]:
+    """``n`` nodes: 90% the first (GPU) setup, the rest the second; one in ten on driver 535."""
+    nodes = []
+    for i in range(n):
+        rep = json.loads(json.dumps(base[0] if i % 10 < 9 or len(base) == 1 else base[1]))
+        name = f"gpu-{i:05d}"
+        rep["host"] = {**(rep.get("host") or {}), "name": name, "hostname": f"ortdoctor-{i:05d}",
+                       "k8s_node_name": name, "k8s_pod_name": f"ortdoctor-{rng.getrandbits(24):06x}",
+                       "ray_node_id": f"{rng.getrandbits(224):056x}", "gpu_uuids": [f"GPU-{i:05d}-{g}" for g in range(8)]}
+        if i % 10 == 3:
+            rep["driver"] = {**rep.get("driver", {}), "available": True, "version": "535.183.01", "cuda_version": "12.2"}
+        rep["timings_ms"] = {**rep.get("timings_ms", {}), "total": round(rng.uniform(200, 900), 2)}
+        nodes.append(rep)
+    return nodes
+
+
+def _write_inputs(nodes: list[dict[str, Any]], into: Path) -> dict[str, Path]:
+    jsonl = into / "reports.jsonl"
+    with open(jsonl, "w", encoding="utf-8") as f:
+        for rep in nodes:
+            f.write(json.dumps(rep, separators=(",", ":")) + "\n")
+    directory = into / "dir"
+    directory.mkdir()
+    for rep in nodes:
+        (directory / f"{rep['host']['name']}.json").write_text(json.dumps(rep, indent=2) + "\n")
+    # kubectl logs --prefix --timestamps: pods' lines interleaved 8 at a time, as parallel log streams arrive
+    log = into / "kubectl.log"
+    with open(log, "w", encoding="utf-8") as f:
+        for start in range(0, len(nodes), 8):
+            group = [(f"[pod/{r['host']['k8s_pod_name']}/ortdoctor] ", json.dumps(r, indent=2).splitlines())
+                     for r in nodes[start:start + 8]]
+            longest = max(len(lines) for _, lines in group)
+            for j in range(longest):
+                for prefix, lines in group:
+                    if j < len(lines):
+                        f.write(f"{prefix}2026-12-01T10:00:00.{j:09d}Z {lines[j]}\n")
+    return {"jsonl": jsonl, "kubectl": log, "dir": directory}
+
+
+def _measure(what: str, path: Path, runs: int) -> dict[str, float]:
+    results = []
+    for _ in range(runs):
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.run([sys.executable, "-c", _MEASURE, what, str(path)], capture_output=True, text=True,
+                              env=env, cwd=tempfile.gettempdir())
+        if proc.returncode != 0:
+            raise SystemExit(f"{what} {path} failed:\n{proc.stderr}")
+        results.append(json.loads(proc.stdout))
+    return {"n": results[0]["n"], "seconds": statistics.median(r["seconds"] for r in results),
+            "maxrss_mib": statistics.median(r["maxrss_kib"] for r in results) / 1024}
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.iterdir())
+    return path.stat().st_size
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--shapes", default="jsonl,kubectl,dir", help="which inputs to merge (comma-separated)")
+    ap.add_argument("--keep", type=Path, default=None, help="write the inputs here and keep them")
+    args = ap.parse_args()
+
+    base = _base_reports()
+    print(f"base reports: {len(base)} (pretty {', '.join(str(len(json.dumps(b, indent=2))) for b in base)} bytes)")
+    work = args.keep or Path(tempfile.mkdtemp(prefix="ortdoctor-fleet-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        inputs = _write_inputs(_vary(base, args.nodes, random.Random(20261201)), work)
+        for name, path in inputs.items():
+            print(f"input {name}: {_size(path) / 2**20:.0f} MiB")
+        anchor = _measure("anchor", inputs["jsonl"], args.runs)
+        bare = _measure("bare", inputs["jsonl"], args.runs)
+        print(f"\n{'measurement':<34} {'nodes':>6} {'seconds':>8} {'x anchor':>9} {'peak MiB':>9}")
+        print(f"{'anchor: json.loads each line':<34} {anchor['n']:>6} {anchor['seconds']:>8.2f} {'1.00':>9} "
+              f"{anchor['maxrss_mib']:>9.0f}")
+        print(f"{'bare interpreter':<34} {'':>6} {'':>8} {'':>9} {bare['maxrss_mib']:>9.0f}")
+        shapes = args.shapes.split(",")
+        for what, shape in (("merge", "jsonl"), ("merge+render", "jsonl"), ("merge", "kubectl"), ("merge", "dir")):
+            if shape not in shapes:
+                continue
+            m = _measure(what, inputs[shape], args.runs)
+            assert m["n"] == args.nodes, m
+            print(f"{what + ' ' + shape:<34} {m['n']:>6} {m['seconds']:>8.2f} {m['seconds'] / anchor['seconds']:>9.2f} "
+                  f"{m['maxrss_mib']:>9.0f}")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""Package fixes that work when pasted: the right interpreter, pinned versions, names that exist.
+
+Every package command ortdoctor prints is built here, for ``check``, ``preload``, the hook and
+``explain`` alike:
+
+* it names the interpreter it fixes (``"/venv/bin/python" -m pip ...``), because the ``pip`` a shell
+  finds first often belongs to another Python (a system pip beside a venv, an unactivated venv, a venv
+  created without pip); where that interpreter has no pip, ``uv pip install --python ...`` or
+  ``ensurepip`` first;
+* it pins what must not drift: a reinstall keeps the installed onnxruntime-gpu version (an unpinned one
+  silently moves to the newest build, which may be for another CUDA major), NVIDIA wheels keep the
+  build's CUDA and cuDNN majors;
+* it names only packages and versions that exist: versions are chosen from the matrix's package table
+  (``compat_matrix.yaml`` ``packages:``, read from PyPI), and a test lists every spec any fix can print.
+
+The functions are pure; :class:`Installer` is built from the inspected facts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ortdoctor.core.facts import Environment, LibraryPlan, NvidiaWheel, PackageStep, Plan, PythonInfo
+from ortdoctor.decide.matrix.model import LibSpec, Matrix, Release
+
+__all__ = ["GPU_PACKAGE", "Installer", "gpu_install", "library_fix", "library_specs", "ort_gpu_spec", "pin_series",
+           "quote", "step", "wrong_cuda_cudnn"]
+
+GPU_PACKAGE = "onnxruntime-gpu"
+_SAFE = re.compile(r"^[A-Za-z0-9._=/:@+%,-]+$")
+
+
+def quote(arg: str, *, windows: bool = False) -> str:
+    """A shell word for ``arg``: as is when it is plain, else in double quotes (which both POSIX shells and
+    cmd/PowerShell read; on POSIX ``"``, ``$``, backquote and backslash are escaped)."""
+    if arg and _SAFE.match(arg):
+        return arg
+    if windows:
+        return '"' + arg.replace('"', '\\"') + '"'
+    return '"' + re.sub(r'(["$`\\])', r"\\\1", arg) + '"'
+
+
+def step(verb: str, *args: str) -> PackageStep:
+    """A package step (``verb`` is ``install`` or ``uninstall``)."""
+    if verb not in ("install", "uninstall"):
+        raise ValueError(verb)
+    return PackageStep(verb, tuple(args))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Installer:
+    """How to run pip for the inspected interpreter."""
+
+    python: str
+    has_pip: bool | None = None  # None: not known (assume pip, the normal case)
+    uv: str | None = None
+    windows: bool = False
+
+    @classmethod
+    def of(cls, python: PythonInfo) -> Installer:
+        return cls(python.executable, python.has_pip, python.uv_on_path, python.os == "windows")
+
+    @property
+    def pip(self) -> str:
+        """The command prefix that runs this interpreter's pip."""
+        py = quote(self.python, windows=self.windows)
+        if self.has_pip is False and self.uv:
+            return f"{quote(self.uv, windows=self.windows)} pip"
+        return f"{py} -m pip"
+
+    def command(self, s: PackageStep) -> str:
+        words = [quote(a, windows=self.windows) for a in s.args]
+        if self.has_pip is False and self.uv:
+            # uv pip: --python selects the environment; uninstall takes no -y
+            flags = [f"--python {quote(self.python, windows=self.windows)}"]
+            words = [w for w in words if w != "-y"]
+            return " ".join([self.pip, s.verb, *flags, *words])
+        return " ".join([self.pip, s.verb, *words])
+
+    def commands(self, steps: Sequence[PackageStep]) -> str:
+        """The steps as one line, joined with ``&&``; a first ``ensurepip`` where the interpreter has no pip."""
+        lines = [self.command(s) for s in steps]
+        if self.has_pip is False and not self.uv and lines:
+            lines.insert(0, f"{quote(self.python, windows=self.windows)} -m ensurepip --upgrade")
+        return " && ".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# Requirement specs chosen from the matrix
+# --------------------------------------------------------------------------------------------------
+def _release(matrix: Matrix, version: str | None) -> Release | None:
+    match = matrix.release_for(version) if version else None
+    return match.release if match is not None and match.exact else None
+
+
+def _extras_work(matrix: Matrix, release: Release | None, version: str) -> bool:
+    """The release declares the cuda and cudnn extras, and what they pull in exists (1.27.0's `[cuda]`
+    names `-cu13` stubs that pip cannot install)."""
+    if release is None or not ("cuda" in release.extras and "cudnn" in release.extras):
+        return False
+    for extra in ("cuda", "cudnn"):
+        for req in release.extras[extra]:
+            name = re.split(r"[\s;\[<>=!~]", req, maxsplit=1)[0]
+            row = matrix.packages.get(re.sub(r"[-_.]+", "-", name).lower())
+            if row is not None and not row.versions:
+                return False
+    return True
+
+
+def ort_gpu_spec(matrix: Matrix, version: str | None, *, extras: bool = True) -> str:
+    """``onnxruntime-gpu[cuda,cudnn]==X`` where the extras work, else ``onnxruntime-gpu==X`` (X pinned
+    whenever known, so a reinstall never changes the build's CUDA major)."""
+    if not version:
+        return f"{GPU_PACKAGE}[cuda,cudnn]" if extras else GPU_PACKAGE
+    if extras and _extras_work(matrix, _release(matrix, version), version):
+        return f"{GPU_PACKAGE}[cuda,cudnn]=={version}"
+    return f"{GPU_PACKAGE}=={version}"
+
+
+def library_specs(matrix: Matrix, libs: Iterable[LibSpec], *, cudnn_major: int | None = None) -> list[str]:
+    """The NVIDIA wheels that ship ``libs``, pinned to the series the build needs; a library whose wheel
+    does not exist (CUDA 10, or a cuDNN major without a wheel for that CUDA) gives nothing."""
+    out: list[str] = []
+    for lib in libs:
+        name = lib.package
+        if not name:
+            continue
+        row = matrix.packages.get(name)
+        if row is None or not row.versions:
+            continue
+        if lib.name == "cudnn" or lib.sublibrary_of or name.startswith("nvidia-cudnn"):
+            if cudnn_major is None:
+                spec = name
+            elif any(v.split(".")[0] == str(cudnn_major) for v in row.versions):
+                spec = f"{name}=={cudnn_major}.*"
+            else:
+                continue  # e.g. no nvidia-cudnn-cu13 8.x: the caller says what to do instead
+        elif row.cuda is not None and not re.search(r"-cu\d+$", name):
+            # unsuffixed names carry the library's own version (cufft 12.x for CUDA 13): keep the series
+            head = max(row.versions, key=lambda v: tuple(int(p) for p in re.findall(r"\d+", v))).split(".")[0]
+            spec = f"{name}=={head}.*"
+        else:
+            spec = name
+        if spec not in out:
+            out.append(spec)
+    return out
+
+
+def pin_series(matrix: Matrix, name: str) -> str:
+    """``name==M.*`` for the newest major series PyPI has of ``name`` (the unsuffixed CUDA 13 wheels carry
+    their library's own version: nvidia-cufft 12.x); the bare name when the table does not know it."""
+    versions = matrix.versions_of(name)
+    if not versions:
+        return name
+    head = max(versions, key=lambda v: tuple(int(p) for p in re.findall(r"\d+", v))).split(".")[0]
+    return f"{name}=={head}.*"
+
+
+def gpu_install(matrix: Matrix, version: str | None = None) -> PackageStep:
+    """Install the GPU build (pinned to ``version`` when given) with its CUDA and cuDNN wheels."""
+    return step("install", ort_gpu_spec(matrix, version))
+
+
+def wrong_cuda_cudnn(env: Environment, cuda_major: int | None, libs: Sequence[LibraryPlan]) -> list[NvidiaWheel]:
+    """cuDNN wheels built for another CUDA major whose files the plan would load (``nvidia-cudnn-cu12``
+    beside a CUDA 13 build: the sonames match, but its engines dlopen ``libcublasLt.so.12``)."""
+    if cuda_major is None:
+        return []
+    chosen = {os.path.normpath(os.path.dirname(lp.chosen.path)) for lp in libs
+              if lp.chosen is not None and lp.name.lower().startswith("cudnn")}
+    return [w for w in env.nvidia_wheels if w.cuda_major is not None and w.cuda_major != cuda_major
+            and re.sub(r"[-_.]+", "-", w.name).lower().startswith("nvidia-cudnn-")
+            and any(os.path.normpath(d) in chosen for d in w.lib_dirs)]
+
+
+def library_fix(matrix: Matrix, env: Environment, plan: Plan, wanted: Iterable[LibraryPlan]) -> tuple[PackageStep, ...]:
+    """One command that installs every library the build lacks, for its CUDA and cuDNN majors.
+
+    The release's own ``[cuda,cudnn]`` extras pinned to the installed version where they work (they cover
+    the whole set, so a second round is never needed); else the NVIDIA wheels of every wanted library,
+    pinned to the build's majors. A cuDNN wheel of another CUDA major is removed first: both flavours
+    install into ``nvidia/cudnn/lib`` and the later one overwrites the other's files.
+    """
+    if plan.cuda_major is None:
+        return ()
+    ort = env.ort
+    spec = ort_gpu_spec(matrix, ort.version) if ort.version else ""
+    remove = [w.name for w in wrong_cuda_cudnn(env, plan.cuda_major, plan.libraries)]
+    steps: list[PackageStep] = [step("uninstall", "-y", *remove)] if remove else []
+    if spec.startswith(f"{GPU_PACKAGE}[cuda,cudnn]=="):
+        steps.append(step("install", spec))
+    else:
+        rows = {s.name: s for s in matrix.libraries_for(plan.cuda_major, plan.cudnn_major)}
+        libs = [rows[lp.name] for lp in wanted if lp.name in rows]
+        if remove and "cudnn" in rows and rows["cudnn"] not in libs:
+            libs.append(rows["cudnn"])
+        specs = library_specs(matrix, libs, cudnn_major=plan.cudnn_major)
+        if specs:
+            steps.append(step("install", *specs))
+    return tuple(steps) if any(s.verb == "install" for s in steps) else ()

@@ -1,0 +1,189 @@
+"""Which stack a pasted error text comes from: the language binding, the operating system, the versions.
+
+A fix is only useful in the user's own terms: ``pip install`` and ``import ortdoctor.hook`` mean
+nothing to a C# program that references the ``Microsoft.ML.OnnxRuntime.Gpu`` NuGet package, and a
+Windows user needs DLL folders on ``PATH``, not ``LD_LIBRARY_PATH``. :class:`StackScanner` is fed the
+lines of a text one by one (the classifier streams them) and keeps only counts and a few short
+strings, so its memory does not grow with the text.
+
+The markers are what each binding's own messages and stack traces look like in the corpus of real
+texts (``tests/data/explain_corpus``): ``ai.onnxruntime.OrtException`` and ``.java:`` frames for Java,
+``Microsoft.ML.OnnxRuntime`` and ``System.*Exception`` for C#, ``ort::`` / ``panicked at`` /
+``ort-artifacts`` for the Rust ``ort`` crate, ``Ort::Exception`` and ``terminate called`` for C++,
+``Traceback`` and ``onnxruntime_pybind11_state`` for Python.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+__all__ = ["BINDINGS", "Stack", "StackScanner"]
+
+BINDINGS = ("python", "java", "csharp", "rust", "node", "cpp")
+
+# (binding, weight, the strings any of which marks it). A strong marker (3) names the binding outright;
+# weaker ones add up. Plain substrings, matched case-sensitively as the messages spell them: a few dozen
+# `in` tests cost less than one regular expression over the line.
+_BINDING_MARKERS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    ("java", 3, ("ai.onnxruntime.Ort", "OrtException", "onnxruntime-java", ":ort-java", "com.microsoft.onnxruntime")),
+    ("java", 2, ("java.lang.", ".java:", "(Native Method)")),
+    ("csharp", 3, ("Microsoft.ML.OnnxRuntime", "OnnxRuntimeException", "OnnxRuntimeGenAIException",
+                   "runtimes\\win-x64\\native", "runtimes/win-x64/native", "NuGet", "Unable to load DLL '")),
+    ("csharp", 2, ("System.DllNotFoundException", "System.EntryPointNotFoundException", "System.TypeInitialization",
+                   "net6.0", "net7.0", "net8.0", "net9.0", ".csproj", "HResult=0x")),
+    ("rust", 3, ("ort::", "ort-artifacts", "crates.io", "cargo", "panicked at", "Result::unwrap()", "ORT_DYLIB_PATH",
+                 "/ort-2.", " INFO ort:", " WARN ort:", " ERROR ort:")),
+    ("node", 3, ("onnxruntime-node", "node_modules", "onnxruntime_binding.node")),
+    ("cpp", 3, ("Ort::", "terminate called after throwing", "what():", "[dnn_onnxruntime @")),
+    # the C API by name: C and C++ programs (Java's and C#'s messages carry their own stronger markers)
+    ("cpp", 2, ("SessionOptionsAppendExecutionProvider_", "onnxruntime-linux-x64-gpu-", "onnxruntime-win-x64-gpu-",
+                "model_repository_manager.cc")),
+    ("python", 3, ("Traceback (most recent call last)", "onnxruntime_pybind11_state", "onnxruntime.capi",
+                   # the Python binding's own C++ layer logs these; insightface prints the last two
+                   "onnxruntime_pybind_state.cc", "] and retrying", "Applied providers: [", "find model: ",
+                   '.py", line ', ">>> ", "import onnxruntime", "pip install ", "pip3 install ")),
+    ("python", 2, (".py:", "site-packages", "dist-packages", "UserWarning", "ImportError", "ModuleNotFoundError")),
+    ("python", 1, ("InferenceSession(", "python", "EP Error", "onnxruntime_genai", "import torch", "conda")),
+)
+
+# (os, weight, lower-case strings); a few need a check beyond the substring (see _os_confirmed).
+_OS_MARKERS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    ("wsl", 3, ("/usr/lib/wsl", "wsl")),
+    ("windows", 2, (":\\", ".dll", "loadlibrary", "winerror", "\\a\\_work\\", "\\_work\\1\\s\\", "win-x64",
+                    ".exe")),
+    ("linux", 2, (".so", "/usr/", "/home/", "/opt/", "/root/", "/lib/", "/lib64/", "onnxruntime_src", "ld.so",
+                  "ldconfig")),
+    ("linux", 1, ("ubuntu", "debian", "centos", "docker", "jetson", "colab")),
+    ("macos", 3, (".dylib", "/users/", "darwin", "macos")),
+)
+_SO = re.compile(r"\.so(?:\.\d+)*\b")
+_DRIVE = re.compile(r"\b[A-Za-z]:\\")
+_WSL = re.compile(r"\bWSL2?\b|/usr/lib/wsl\b")
+_STACK_CHARS = 4096  # of a line, the part read for markers (they sit near the start of a message)
+
+_ORT_VERSION = re.compile(
+    r"(?<!Since )(?:\bonnxruntime(?:[-_]gpu)?(?:-(?:linux|win)-x64-gpu)?|\bONNX\s?Runtime|Microsoft\.ML\.OnnxRuntime(?:\.Gpu)?"
+    r"|\bORT)(?:\s*version)?[\s=:v-]{0,3}(1\.\d{1,2}(?:\.\d{1,2})?)\b",
+    re.IGNORECASE,
+)
+# A CUDA the machine has (not the build's: ORT's own "Require ... CUDA 12.*" line is read apart).
+_MACHINE_CUDA = re.compile(
+    r"\bCUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?[\s:_-]{0,3}(\d{2})(?:\.\d)?\b(?!\.\*)"
+    r"|\bcu(1[1-3])\d\b",
+    re.IGNORECASE,
+)
+_GPU_HINTS = ("rtx", "gtx", "tesla", "jetson", "a100", "h100", "h200", "v100", "t4", "l4", "l40", "gb10", "orin",
+              "a10", "a30", "a40", "quadro")
+_GPU_NAME = re.compile(r"\b(?:NVIDIA\s+)?(?:GeForce\s+|Tesla\s+|Quadro\s+)?(?:RTX|GTX|Tesla|Jetson|A\d{2,3}|"
+                       r"H\d00|V100|T4|L4|L40S?|GB10|Orin)[\w -]{0,30}", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """What a text says about where it came from. ``binding``/``os`` are ``"unknown"`` when it is silent."""
+
+    binding: str = "unknown"  # one of BINDINGS, or "unknown"
+    os: str = "unknown"  # "linux", "windows", "wsl", "macos", "unknown"
+    ort_version: str | None = None  # the first onnxruntime version the text names
+    machine_cuda_major: int | None = None  # a CUDA major the text says is installed
+    gpu: str | None = None  # a GPU name the text shows
+    genai: bool = False  # onnxruntime-genai is in the picture
+    conda: bool = False  # a conda environment
+
+    @property
+    def python(self) -> bool:
+        return self.binding == "python"
+
+    @property
+    def windows(self) -> bool:
+        return self.os == "windows"
+
+    @property
+    def known(self) -> bool:
+        return self.binding != "unknown"
+
+
+class StackScanner:
+    """Accumulates binding and OS evidence line by line; :meth:`stack` gives the verdict."""
+
+    def __init__(self) -> None:
+        self._binding: Counter[str] = Counter()
+        self._os: Counter[str] = Counter()
+        self._ort_version: str | None = None
+        self._machine_cuda: Counter[int] = Counter()
+        self._gpu: str | None = None
+        self._genai = False
+        self._conda = False
+
+    def feed(self, line: str) -> None:
+        line = line[:_STACK_CHARS]
+        for binding, weight, marks in _BINDING_MARKERS:
+            if any(m in line for m in marks):
+                self._binding[binding] += weight
+        low = line.lower()
+        for os_name, weight, marks in _OS_MARKERS:
+            if any(m in low for m in marks) and _os_confirmed(os_name, line, low):
+                self._os[os_name] += weight
+        if self._ort_version is None and ("onnx" in low or "ort " in low):
+            m = _ORT_VERSION.search(line)
+            if m:
+                self._ort_version = m.group(1)
+        if ("cuda" in low or "cu1" in low) and "Require cuDNN" not in line:
+            for m in _MACHINE_CUDA.finditer(line):
+                major = int(m.group(1) or m.group(2))
+                if 9 <= major <= 13:
+                    self._machine_cuda[major] += 1
+        if self._gpu is None and any(h in low for h in _GPU_HINTS):
+            g = _GPU_NAME.search(line)
+            if g:
+                self._gpu = g.group(0).strip()
+        self._genai = self._genai or "onnxruntime_genai" in low or "onnxruntimegenai" in low or "og.model" in low
+        self._conda = self._conda or "conda" in low
+
+    def stack(self) -> Stack:
+        return Stack(
+            binding=_winner(self._binding, prefer_other_than="python"),
+            os=_os_winner(self._os),
+            ort_version=self._ort_version,
+            machine_cuda_major=self._machine_cuda.most_common(1)[0][0] if len(self._machine_cuda) == 1 else None,
+            gpu=self._gpu,
+            genai=self._genai,
+            conda=self._conda,
+        )
+
+
+def _winner(scores: Counter[str], *, prefer_other_than: str) -> str:
+    """The binding with the most evidence. A strong marker of another binding beats Python's weak ones:
+    C# and Java programs print ORT's C++ messages too, but a Python one never prints ``ai.onnxruntime``."""
+    if not scores:
+        return "unknown"
+    others = {b: s for b, s in scores.items() if b != prefer_other_than and s >= 3}
+    if others:
+        return max(others, key=lambda b: others[b])
+    best, score = scores.most_common(1)[0]
+    return best if score >= 2 else "unknown"
+
+
+def _os_winner(scores: Counter[str]) -> str:
+    if scores.get("wsl"):
+        return "wsl"
+    if scores.get("macos", 0) >= 3:
+        return "macos"
+    if not scores:
+        return "unknown"
+    best, score = max(((o, s) for o, s in scores.items() if o in ("windows", "linux")), key=lambda t: t[1],
+                      default=("unknown", 0))
+    return best if score >= 2 else "unknown"
+
+
+def _os_confirmed(os_name: str, line: str, low: str) -> bool:
+    """The substrings that also occur in ordinary words ("also", "wsl" in a path) checked in full."""
+    if os_name == "linux" and ".so" in low and not any(m in low for m in _OS_MARKERS[2][2][1:]):
+        return _SO.search(line) is not None
+    if os_name == "windows" and ":\\" in low and not any(m in low for m in _OS_MARKERS[1][2][1:]):
+        return _DRIVE.search(line) is not None
+    if os_name == "wsl":
+        return _WSL.search(line) is not None
+    return True

@@ -1,0 +1,261 @@
+"""What a fleet's nodes have in common and where they differ; pure functions over node results.
+
+:func:`summarize` names every node uniquely, groups the nodes that ended the same way, groups the
+findings by id (with their fix and the nodes that have them) and lists each fact that drifts between
+nodes (onnxruntime, its CUDA build, the CUDA runtime and cuDNN picked, the driver, PyTorch, Python,
+the GPUs), with the values, the nodes holding each, and the values only failing nodes have: the
+answer to "what differs between the good nodes and the bad ones".
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ortdoctor.fleet.model import (
+    FAILING,
+    Drift,
+    DriftValue,
+    FindingGroup,
+    FleetReport,
+    NodeResult,
+    OutcomeGroup,
+    Status,
+)
+
+__all__ = ["DRIFT_FIELDS", "assign_labels", "summarize"]
+
+# Versions field -> how a person calls it
+DRIFT_FIELDS: tuple[tuple[str, str], ...] = (
+    ("onnxruntime", "onnxruntime"),
+    ("ort_cuda", "onnxruntime's CUDA build"),
+    ("cudart", "CUDA runtime (libcudart)"),
+    ("cudnn", "cuDNN"),
+    ("driver", "NVIDIA driver"),
+    ("driver_cuda", "CUDA the driver supports"),
+    ("torch", "PyTorch"),
+    ("python", "Python"),
+    ("gpus", "GPUs"),
+    ("ortdoctor", "ortdoctor"),
+)
+_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+_STATUS_ORDER = {"unreachable": 0, "timeout": 1, "error": 2, "fail": 3, "warn": 4, "ok": 5}
+NAMES_IN_A_NOTE = 5
+
+# (onnxruntime's CUDA "major.minor") -> the lowest driver for it, or None; default: the shipped matrix
+MinDriver = Callable[[str], str | None]
+
+
+def summarize(nodes: Iterable[NodeResult], *, notes: Sequence[str] = (),
+              min_driver: MinDriver | None = None) -> FleetReport:
+    """The fleet report over ``nodes`` (in their order). ``min_driver`` answers the lowest Linux driver
+    for a CUDA version (default: from the shipped compatibility matrix, loaded only when needed)."""
+    labelled = assign_labels(list(nodes))
+    return FleetReport(
+        nodes=tuple(labelled),
+        findings=tuple(_finding_groups(labelled)),
+        drift=tuple(_drifts(labelled, min_driver or _matrix_min_driver())),
+        groups=tuple(_outcome_groups(labelled)),
+        notes=tuple(notes),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Names
+# --------------------------------------------------------------------------------------------------
+def _base_name(n: NodeResult) -> str:
+    h = n.host
+    for key in ("name", "k8s_node_name", "slurm_node_name", "hostname"):
+        value = h.get(key)
+        if value:
+            return str(value)
+    ray_id = h.get("ray_node_id") or (n.ray or {}).get("node_id")
+    if ray_id:
+        return f"ray:{str(ray_id)[:12]}"
+    return n.hint or n.source
+
+
+def _qualifiers(n: NodeResult, base: str) -> list[str]:
+    """What tells apart nodes that share a name, most telling first."""
+    h = n.host
+    out = []
+    ray_id = h.get("ray_node_id") or (n.ray or {}).get("node_id")
+    if ray_id:
+        out.append(f"ray:{str(ray_id)[:8]}")
+    pod = h.get("k8s_pod_name")
+    if pod and pod != base:
+        out.append(f"pod:{pod}")
+    if h.get("slurm_procid") is not None:
+        out.append(f"task:{h['slurm_procid']}")
+    if n.hint and n.hint != base:
+        out.append(n.hint)
+    return out
+
+
+def assign_labels(nodes: list[NodeResult]) -> list[NodeResult]:
+    """Give every node a unique label: its machine's name, qualified only where names collide; the
+    nodes come back sorted by it (numbers in names compare as numbers: gpu-2 before gpu-10)."""
+    bases = [_base_name(n) for n in nodes]
+    count = Counter(bases)
+    labels: list[str] = []
+    for n, base in zip(nodes, bases, strict=True):
+        label = base
+        if count[base] > 1:
+            quals = _qualifiers(n, base)
+            label = f"{base} ({quals[0]})" if quals else base
+        labels.append(label)
+    # whatever still collides (the same machine reported twice) is numbered in input order
+    seen: Counter[str] = Counter(labels)
+    taken: Counter[str] = Counter()
+    out = []
+    for n, label in zip(nodes, labels, strict=True):
+        if seen[label] > 1:
+            taken[label] += 1
+            label = f"{label} #{taken[label]}"
+        out.append(replace(n, label=label))
+    out.sort(key=lambda n: _natural(n.label))
+    return out
+
+
+def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part)
+
+
+# --------------------------------------------------------------------------------------------------
+# Findings by id, nodes by outcome
+# --------------------------------------------------------------------------------------------------
+def _finding_groups(nodes: Sequence[NodeResult]) -> list[FindingGroup]:
+    by_id: dict[str, list[tuple[NodeResult, Any]]] = defaultdict(list)
+    for n in nodes:
+        seen: set[str] = set()
+        for f in n.findings:
+            if f.id not in seen:  # one finding id once per node (some repeat it, once per library)
+                seen.add(f.id)
+                by_id[f.id].append((n, f))
+    groups = []
+    for fid, hits in by_id.items():
+        severity = min((f.severity for _, f in hits), key=lambda s: _SEVERITY_RANK.get(s, 3))
+        fixes = Counter(f.fix for _, f in hits)
+        titles = Counter(f.title for _, f in hits)
+        groups.append(FindingGroup(
+            id=fid,
+            severity=severity,
+            title=titles.most_common(1)[0][0],
+            fix=fixes.most_common(1)[0][0],
+            detail=hits[0][1].detail,
+            nodes=tuple(n.label for n, _ in hits),
+            fix_variants=len(fixes),
+        ))
+    groups.sort(key=lambda g: (_SEVERITY_RANK.get(g.severity, 3), -len(g.nodes), g.id))
+    return groups
+
+
+def _outcome_groups(nodes: Sequence[NodeResult]) -> list[OutcomeGroup]:
+    by_key: dict[tuple[Status, tuple[str, ...]], list[NodeResult]] = defaultdict(list)
+    for n in nodes:
+        by_key[(n.status, n.problem_ids)].append(n)
+    groups = [OutcomeGroup(status=status, problem_ids=ids, nodes=tuple(n.label for n in members),
+                           reason=members[0].reason)
+              for (status, ids), members in by_key.items()]
+    groups.sort(key=lambda g: (_STATUS_ORDER[g.status], -len(g.nodes), g.problem_ids))
+    return groups
+
+
+# --------------------------------------------------------------------------------------------------
+# Drift
+# --------------------------------------------------------------------------------------------------
+def _drifts(nodes: Sequence[NodeResult], min_driver: MinDriver) -> list[Drift]:
+    out = []
+    for fname, label in DRIFT_FIELDS:
+        by_value: dict[str, list[NodeResult]] = defaultdict(list)
+        for n in nodes:
+            value = getattr(n.versions, fname)
+            if value is not None:
+                by_value[value].append(n)
+        if len(by_value) < 2:
+            continue
+        values = sorted(by_value.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        passing = any(n.status not in FAILING for members in by_value.values() for n in members)
+        only_failing = tuple(v for v, members in values
+                             if passing and all(n.status in FAILING for n in members))
+        note = _driver_note(nodes, min_driver) if fname == "driver" else None
+        out.append(Drift(
+            id=f"drift-{fname.replace('_', '-')}",
+            field=fname,
+            label=label,
+            values=tuple(DriftValue(value=v, nodes=tuple(n.label for n in members),
+                                    failing=sum(n.status in FAILING for n in members))
+                         for v, members in values),
+            note=note,
+            only_on_failing=only_failing,
+        ))
+    return out
+
+
+def _driver_note(nodes: Sequence[NodeResult], min_driver: MinDriver) -> str | None:
+    """Which nodes' drivers are too old for the onnxruntime build they have, per build."""
+    below: dict[tuple[str, str, str], list[NodeResult]] = defaultdict(list)
+    missing: list[NodeResult] = []
+    for n in nodes:
+        v = n.versions
+        if v.driver is None or v.ort_cuda is None or not _CUDA_RE.match(v.ort_cuda):
+            continue
+        if v.driver.startswith("none"):
+            missing.append(n)
+            continue
+        need = min_driver(v.ort_cuda)
+        if need and _vtuple(v.driver) < _vtuple(need):
+            below[(v.onnxruntime or "onnxruntime-gpu", v.ort_cuda, need)].append(n)
+    parts = []
+    for (ort, cuda, need), members in sorted(below.items(), key=lambda kv: -len(kv[1])):
+        branches = ", ".join(sorted({f"{m.versions.driver.split('.')[0]}.x" for m in members
+                                     if m.versions.driver}))
+        parts.append(f"{_nodes_phrase(members)} on driver {branches} while {ort} (CUDA {cuda}) needs >= {need}: "
+                     f"{_names(members)}")
+    if missing:
+        parts.append(f"{_nodes_phrase(missing)} with a CUDA build but no usable driver: {_names(missing)}")
+    return "; ".join(parts) or None
+
+
+def _nodes_phrase(members: Sequence[NodeResult]) -> str:
+    return f"{len(members)} node{'s' if len(members) != 1 else ''}"
+
+
+def _names(members: Sequence[NodeResult]) -> str:
+    names = [m.label for m in members[:NAMES_IN_A_NOTE]]
+    more = len(members) - len(names)
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
+
+
+_CUDA_RE = re.compile(r"^\d+\.\d+")
+
+
+def _vtuple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:4])
+
+
+def _matrix_min_driver() -> MinDriver:
+    """The shipped matrix's answer, loaded on the first question; no answer when it cannot be read."""
+    cache: dict[str, str | None] = {}
+    state: dict[str, Any] = {}
+
+    def ask(cuda: str) -> str | None:
+        if cuda in cache:
+            return cache[cuda]
+        if "matrix" not in state:
+            from ortdoctor.decide.matrix.load import load_matrix
+            from ortdoctor.decide.matrix.model import MatrixError
+
+            try:
+                state["matrix"] = load_matrix()
+            except MatrixError:  # a broken $ORTDOCTOR_MATRIX loses the note, never the fleet report
+                state["matrix"] = None
+        matrix = state["matrix"]
+        answer = matrix.min_driver(cuda, "linux") if matrix is not None else None
+        cache[cuda] = answer
+        return answer
+
+    return ask

@@ -1,0 +1,285 @@
+"""Put ortdoctor reports back together from the lines of a log, stream by stream.
+
+A line may carry the prefixes tools put before it: kubectl's ``--prefix`` (``[pod/NAME/CONTAINER] ``)
+and ``--timestamps``, the container runtime's CRI format (``TIMESTAMP STREAM P|F ``, a long line split
+into ``P`` parts), Docker's json-file records, ``srun --label`` (``TASK: ``), or a constant prefix nobody
+announced (``docker compose logs``). Each stream (a pod, a Slurm task, a prefix) collects its own
+report, so lines of many streams interleaved still give whole reports. A report is one compact line,
+or pretty-printed lines up to a ``}`` in column 0. What is not a report is counted; a report cut off or
+not valid JSON is handed to ``on_broken``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortdoctor.fleet.model import NotAReport
+
+__all__ = ["MAX_REPORT_BYTES", "LineReader", "pod_name", "read_stream"]
+
+MAX_REPORT_BYTES = 64 * 1024 * 1024  # one report larger than this is not one (a runaway stream)
+
+# One regular expression for every known line prefix, each part optional, in the order tools stack
+# them: kubectl's --prefix, srun's --label, a timestamp (kubectl --timestamps, CRI), CRI's stream and
+# partial-line tag.
+_PREFIX = re.compile(
+    r"(?:\[(?P<pod>[^\]\s]+)\] )?"
+    r"(?: *(?P<task>\d+): )?"
+    r"(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? )?"
+    r"(?:(?P<stream>stdout|stderr) (?P<tag>[FP]) )?"
+)
+_CRI_TAG = re.compile(r"(stdout|stderr) ([FP]) ")
+_DOCKER_JSON_START = '{"log":'
+
+
+@dataclass
+class _Open:
+    """A report being put together from the lines of one stream."""
+
+    start: int  # line number of its first line
+    prefix: str  # an unknown constant prefix to strip from its lines ("" when none)
+    parts: list[str] = field(default_factory=list)
+    size: int = 0
+    confirmed: bool = False  # its second line is a report's first field, not some other JSON or code
+
+
+class LineReader:
+    """Turns the lines of one input into reports (and broken reports), stream by stream."""
+
+    def __init__(self, name: str, on_report: Callable[[Any, str, str | None], None],
+                 on_broken: Callable[[str, str, str | None], None]) -> None:
+        self.name = name
+        self.on_report = on_report
+        self.on_broken = on_broken
+        self.open: dict[str, dict[str, _Open]] = {}  # stream key -> unknown prefix -> report in progress
+        self.partial: dict[str, str] = {}  # stream key -> CRI "P" parts waiting for their "F"
+        self.reports = 0
+        self.broken = 0
+        self.other = 0  # lines that are neither reports nor parts of one
+        self.not_reports = 0  # JSON objects that are something else (structured log lines)
+        self.first_other: str | None = None
+        self.why_not: str | None = None  # why the first JSON object that is not a report is not one
+
+    # -- one line ------------------------------------------------------------------------------
+    def line(self, lineno: int, raw: str) -> None:
+        line = raw.rstrip("\r\n")
+        if line[:5] == "[pod/":
+            # kubectl --prefix (and --timestamps): by far the commonest prefixed line, taken apart without
+            # the regular expression, and a line inside an open report appended straight away
+            close = line.find("] ", 5)
+            if close > 0:
+                key, text = line[1:close], line[close + 2:]
+                if text[:2].isdigit() and text[4:5] == "-" and text[10:11] == "T":
+                    space = text.find(" ")
+                    text = text[space + 1:] if space > 0 else ""
+                rep = self.open[key].get("") if key in self.open else None
+                first = text[:1]
+                if rep is not None and rep.confirmed and first != "{" and first != "}" and key not in self.partial:
+                    rep.parts.append(text)
+                    rep.size += len(text) + 1
+                    if rep.size <= MAX_REPORT_BYTES:
+                        return
+                    rep.parts.pop()
+                    rep.size -= len(text) + 1
+                if _CRI_TAG.match(text):
+                    self._cri(lineno, key, text)
+                else:
+                    self.content(lineno, key, text, partial=False)
+                return
+        if line.startswith(_DOCKER_JSON_START):
+            decoded = self._docker_json(line)
+            if decoded is not None:
+                stream, text = decoded
+                # json-file splits long lines as CRI does: a part without the final newline is partial
+                self.content(lineno, f"docker:{stream}", text.rstrip("\n"), partial=not text.endswith("\n"))
+                return
+        m = _PREFIX.match(line)
+        end = m.end() if m is not None else 0
+        if end == 0:
+            self.content(lineno, "", line, partial=False)
+            return
+        pod, task, stream, tag = m.groups()  # type: ignore[union-attr]
+        key = pod or ""
+        if task is not None:
+            key += f"task {task}"
+        if stream:
+            key += f":{stream}"
+        self.content(lineno, key, line[end:], partial=tag == "P")
+
+    def _cri(self, lineno: int, key: str, text: str) -> None:
+        m = _CRI_TAG.match(text)
+        assert m is not None
+        self.content(lineno, f"{key}:{m.group(1)}", text[m.end():], partial=m.group(2) == "P")
+
+    @staticmethod
+    def _docker_json(line: str) -> tuple[str, str] | None:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            return None
+        if isinstance(rec, dict) and isinstance(rec.get("log"), str) and "schema_version" not in rec:
+            return str(rec.get("stream") or "stdout"), rec["log"]
+        return None
+
+    def content(self, lineno: int, key: str, text: str, *, partial: bool) -> None:
+        """One line of stream ``key``, its prefixes taken off (``partial``: a CRI "P" part)."""
+        if partial:
+            self.partial[key] = self.partial.get(key, "") + text
+            return
+        if key in self.partial:
+            text = self.partial.pop(key) + text
+        # a report in progress on this stream takes the line (stripping its own constant prefix)
+        reps = self.open.get(key)
+        if reps:
+            for prefix, rep in reps.items():
+                if not prefix or text.startswith(prefix):
+                    self._add(lineno, key, rep, text[len(prefix):])
+                    return
+        stripped = text.strip()
+        if stripped == "{":
+            self._begin(lineno, key, "")
+            return
+        if stripped.startswith("{"):
+            self._one_line(lineno, key, stripped)
+            return
+        # a report after a prefix nobody announced: "svc-1  | {" or "... {"schema_version": 2, ...}"
+        at = text.find('{"schema_version"')
+        if at > 0 and text.rstrip().endswith("}"):
+            self._one_line(lineno, key, text[at:].rstrip())
+            return
+        if text.endswith("{") and text.strip() != "{":
+            self._begin(lineno, key, text[:-1])
+            return
+        self._other(text)
+
+    def _other(self, text: str) -> None:
+        if text.strip():
+            self.other += 1
+            if self.first_other is None:
+                self.first_other = text.strip()[:120]
+
+    def _begin(self, lineno: int, key: str, prefix: str) -> None:
+        self.open.setdefault(key, {})[prefix] = _Open(start=lineno, prefix=prefix, parts=["{"], size=1)
+
+    def _close(self, key: str, rep: _Open) -> None:
+        reps = self.open[key]
+        del reps[rep.prefix]
+        if not reps:
+            del self.open[key]
+
+    def _add(self, lineno: int, key: str, rep: _Open, text: str) -> None:
+        if not rep.confirmed:
+            # ortdoctor's report opens with "schema_version"; other pretty JSON is read to its end and
+            # then set aside, a stray "{" after an unknown prefix (code in a log) is dropped at once
+            if '"schema_version"' in text or (not rep.prefix and text[:1].isspace() and '"' in text):
+                rep.confirmed = True
+            else:
+                self._close(key, rep)
+                self._other(rep.prefix + "{")
+                self.content(lineno, key, rep.prefix + text if rep.prefix else text, partial=False)
+                return
+        elif text[:1] == "{" and text.rstrip() == "{":
+            # a new report began where the last one was still open: that one was cut off
+            self._close(key, rep)
+            self._broken(key, rep, f"cut off after line {lineno - 1} (a new report starts at line {lineno})")
+            self._begin(lineno, key, rep.prefix)
+            return
+        rep.parts.append(text)
+        rep.size += len(text) + 1
+        if rep.size > MAX_REPORT_BYTES:
+            self._close(key, rep)
+            self._broken(key, rep, f"larger than {MAX_REPORT_BYTES // (1024 * 1024)} MiB: not a report")
+            return
+        # json.dumps(indent=...) and jq close the top-level object with "}" alone in column 0
+        if text[:1] == "}" and text.rstrip() == "}":
+            try:
+                data = json.loads("\n".join(rep.parts))
+            except ValueError:
+                return  # not the end after all: keep collecting (a cut-off report is named at the end)
+            self._close(key, rep)
+            self.report(rep.start, key, data)
+
+    def _one_line(self, lineno: int, key: str, text: str) -> None:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            if '"schema_version"' in text[:64]:
+                self._broken_at(lineno, key, f"not valid JSON ({exc})")
+            else:
+                self._other(text)
+            return
+        self.report(lineno, key, data)
+
+    def report(self, lineno: int, key: str, data: Any) -> None:
+        where = f"{self.name}:{lineno}" + (f" [{key}]" if key else "")
+        try:
+            self.on_report(data, where, pod_name(key))
+        except NotAReport as exc:
+            self.not_reports += 1
+            if self.why_not is None:
+                self.why_not = f"line {lineno}: {exc}"
+            return
+        self.reports += 1
+
+    def _broken(self, key: str, rep: _Open, why: str) -> None:
+        self._broken_at(rep.start, key, why)
+
+    def _broken_at(self, lineno: int, key: str, why: str) -> None:
+        where = f"{self.name}:{lineno}" + (f" [{key}]" if key else "")
+        self.broken += 1
+        self.on_broken(where, f"the report starting at line {lineno} is {why}", pod_name(key))
+
+    def finish(self, last_line: int) -> None:
+        for key, rest in list(self.partial.items()):  # a CRI "P" part never completed
+            del self.partial[key]
+            self.content(last_line, key, rest, partial=False)
+        for key, reps in list(self.open.items()):
+            for rep in list(reps.values()):
+                if rep.confirmed:
+                    self._broken(key, rep, f"cut off at the end of the input (line {last_line})")
+                else:
+                    self._other(rep.prefix + "{")
+        self.open.clear()
+
+
+def pod_name(key: str) -> str | None:
+    """A name for a node whose report has no host section: the pod of a kubectl prefix."""
+    if key.startswith("pod/"):
+        parts = key.split("/")
+        return parts[1] if len(parts) > 1 else None
+    return None
+
+
+def read_stream(name: str, text: Iterable[str], *, on_report: Callable[[Any, str, str | None], None],
+                on_broken: Callable[[str, str, str | None], None]) -> LineReader:
+    """Feed the lines of one input through the reader; returns it, with its counts."""
+    reader = LineReader(name, on_report, on_broken)
+    lineno = 0
+    lines = iter(text)
+    for line in lines:
+        lineno += 1
+        if line == "{\n" and "" not in reader.open:
+            # A pretty report without prefixes (a file of its own, or `srun` output): its lines are taken
+            # as they are up to the closing "}" in column 0, and parsed at once. Anything odd (cut off,
+            # not JSON) is replayed through the line-by-line path, which knows what to make of it.
+            start, parts = lineno, [line]
+            for part in lines:
+                lineno += 1
+                parts.append(part)
+                if part[:1] == "}" and part.rstrip() == "}":
+                    break
+            try:
+                data = json.loads("".join(parts))
+            except ValueError:
+                for k, part in enumerate(parts):
+                    reader.line(start + k, part)
+                continue
+            reader.report(start, "", data)
+            continue
+        reader.line(lineno, line)
+    reader.finish(lineno)
+    return reader

@@ -1,0 +1,326 @@
+"""``ortdoctor check`` on every node of a Ray cluster; the only module of ortdoctor that imports ``ray``.
+
+For each alive node, pinned there with ``NodeAffinitySchedulingStrategy(node_id, soft=False)`` and
+asking for no CPU and no GPU (so a node whose resources all belong to Serve replicas still runs it):
+
+1. a tiny task that only answers, within ``start_timeout``: a node that cannot even run that is
+   *unreachable* (its raylet is gone, or no worker can start there);
+2. then the check itself: ``python -m ortdoctor check --json`` in a child of the worker, with the
+   node's serving Python (default the worker's ``sys.executable``, or ``python``), killed past
+   ``timeout`` (*timeout*); the driver cancels the task too (``ray.cancel``) if no answer comes back.
+
+Nodes that Ray lists as dead are reported as *unreachable* with the reason Ray gives. The Ray node
+id goes into each report's host section. The task's code is shipped by value, so the workers need no
+ortdoctor of their own, only the Python that runs the check does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortdoctor.fleet.model import NodeResult, NotAReport, Status, node_from_report, node_without_report
+
+__all__ = ["INSTALL_HINT", "FleetRunError", "RayNotInstalled", "RunResult", "run_on_ray"]
+
+INSTALL_HINT = "pip install 'ortdoctor[fleet]'  (or: pip install 'ray[default]'; 'ray[client]' for ray://)"
+DRIVER_GRACE_S = 30.0  # beyond the check's own limit, before the driver gives up on a task and cancels it
+
+Progress = Callable[[int, int, NodeResult], None]
+
+
+class RayNotInstalled(ImportError):
+    """``ray`` cannot be imported here."""
+
+
+class FleetRunError(RuntimeError):
+    """The cluster cannot be reached or used at all (not one node's problem)."""
+
+
+@dataclass
+class RunResult:
+    nodes: list[NodeResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: F401
+    except ImportError as exc:
+        raise RayNotInstalled(f"ortdoctor fleet --ray needs Ray ({exc}). Install it with: {INSTALL_HINT}") from None
+    return ray
+
+
+def _connect(ray: Any, address: str) -> bool:
+    """Connect (or start, for ``local``); True when this call did, so it also disconnects."""
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
+    if address == "local":
+        kwargs["include_dashboard"] = False
+    try:
+        ray.init(address=address, **kwargs)
+    except Exception as exc:
+        raise FleetRunError(f"cannot connect to the Ray cluster at {address!r}: {type(exc).__name__}: "
+                            f"{_first_line(exc)}") from None
+    return True
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return _RAY_IDS.sub("", line).rstrip(" ,.") + "."  # Ray's internal ids say nothing to a reader
+
+
+def run_on_ray(
+    address: str = "auto",
+    *,
+    timeout: float = 120.0,
+    all_devices: bool = False,
+    no_smoke: bool = False,
+    python: str | None = None,
+    gpu_nodes_only: bool = False,
+    runtime_env: Mapping[str, Any] | None = None,
+    start_timeout: float = 60.0,
+    progress: Progress | None = None,
+    reports_dir: str | None = None,
+) -> RunResult:
+    """Check every node of the Ray cluster at ``address`` (``auto``, ``local``, ``ray://host:10001``).
+
+    ``reports_dir``: also write each node's full report there (``<host>-<node id>.json``), for a later
+    ``ortdoctor fleet merge``.
+
+    Raises:
+        RayNotInstalled: ``ray`` cannot be imported.
+        FleetRunError: the cluster cannot be reached, or has no node to check.
+    """
+    ray = _import_ray()
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from ortdoctor.fleet import _node_task
+    from ortdoctor.probes.host import RAY_NODE_ID_ENV
+
+    t0 = time.monotonic()
+    started = _connect(ray, address)
+    try:
+        _ship_by_value(ray, _node_task)
+        result = RunResult()
+        targets, result.notes, dead = _targets(ray.nodes(), gpu_nodes_only=gpu_nodes_only)
+        if not targets and not dead:
+            raise FleetRunError(f"the Ray cluster at {address!r} has no alive node to check")
+        total = len(targets) + len(dead)
+        check_args = [*(["--all-devices"] if all_devices else []), *(["--no-smoke"] if no_smoke else [])]
+        opts: dict[str, Any] = {"num_cpus": 0, "num_gpus": 0, "max_retries": 0}
+        if runtime_env:
+            opts["runtime_env"] = dict(runtime_env)
+        ping = ray.remote(**opts)(_node_task.node_facts)
+        check = ray.remote(**opts)(_node_task.run_check)
+
+        def done(node: NodeResult) -> None:
+            result.nodes.append(node)
+            if progress is not None:
+                progress(len(result.nodes), total, node)
+
+        for node in dead:
+            done(node)
+        pending: dict[Any, tuple[str, dict[str, Any], float]] = {}  # ref -> (phase, node, deadline)
+        for info in targets:
+            strategy = NodeAffinitySchedulingStrategy(node_id=info["NodeID"], soft=False)
+            ref = ping.options(scheduling_strategy=strategy).remote()
+            pending[ref] = ("ping", info, time.monotonic() + start_timeout)
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0.5)
+                for ref in ready:
+                    phase, info, _deadline = pending.pop(ref)
+                    try:
+                        answer = ray.get(ref)
+                    except Exception as exc:
+                        done(_task_failed(info, phase, exc))
+                        continue
+                    if phase == "ping":
+                        strategy = NodeAffinitySchedulingStrategy(node_id=info["NodeID"], soft=False)
+                        ref2 = check.options(scheduling_strategy=strategy).remote(
+                            python, check_args, timeout, info["NodeID"], RAY_NODE_ID_ENV)
+                        pending[ref2] = ("check", {**info, "_facts": answer},
+                                         time.monotonic() + timeout + DRIVER_GRACE_S)
+                    else:
+                        done(_checked(info, answer, reports_dir))
+                now = time.monotonic()
+                for ref, (phase, info, deadline) in list(pending.items()):
+                    if now > deadline:
+                        del pending[ref]
+                        ray.cancel(ref, force=phase == "ping")
+                        done(_late(info, phase, start_timeout if phase == "ping" else timeout))
+        except BaseException:
+            for ref in pending:  # Ctrl-C: do not leave checks running on the nodes
+                try:
+                    ray.cancel(ref)
+                except Exception:
+                    pass
+            raise
+        result.nodes.sort(key=lambda n: (str(n.host.get("name") or ""), str(n.host.get("ray_node_id") or "")))
+        result.seconds = round(time.monotonic() - t0, 3)
+        return result
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _ship_by_value(ray: Any, module: Any) -> None:
+    """Pickle the task's module by value, so workers without ortdoctor can run it."""
+    try:
+        ray.cloudpickle.register_pickle_by_value(module)
+    except Exception:  # an old cloudpickle: workers then import it, which works where ortdoctor is installed
+        pass
+
+
+# --------------------------------------------------------------------------------------------------
+# Nodes
+# --------------------------------------------------------------------------------------------------
+# Node death reasons (NodeDeathInfo.Reason in Ray's common.proto: 0 unspecified, 1 expected termination,
+# 2 unexpected termination, 3 preempted, 4 drained idle) of nodes that are meant to be gone: not a fault of
+# a node that still serves.
+_EXPECTED_DEATHS = {1, 3, 4, "EXPECTED_TERMINATION", "AUTOSCALER_DRAIN_PREEMPTED", "AUTOSCALER_DRAIN_IDLE"}
+
+
+def _targets(nodes: Sequence[Mapping[str, Any]], *, gpu_nodes_only: bool
+             ) -> tuple[list[dict[str, Any]], list[str], list[NodeResult]]:
+    """(alive nodes to check, notes, dead nodes as results)."""
+    targets: list[dict[str, Any]] = []
+    notes: list[str] = []
+    dead: list[NodeResult] = []
+    no_gpu: list[str] = []
+    scaled_down = 0
+    for n in nodes:
+        info = dict(n)
+        if not info.get("Alive"):
+            reason = info.get("DeathReason")
+            if reason in _EXPECTED_DEATHS:
+                scaled_down += 1
+                continue
+            why = info.get("DeathReasonMessage") or "Ray lists the node as dead"
+            dead.append(node_without_report(f"ray:{info.get('NodeID', '?')[:12]}", "unreachable",
+                                            f"dead: {why}", host=_ray_host(info), ray=_ray_info(info)))
+            continue
+        if gpu_nodes_only and not (info.get("Resources") or {}).get("GPU"):
+            no_gpu.append(str(info.get("NodeManagerHostname") or info.get("NodeID", "?")[:12]))
+            continue
+        targets.append(info)
+    if no_gpu:
+        notes.append(f"--gpu-nodes-only: left out {len(no_gpu)} node{'s' if len(no_gpu) != 1 else ''} where Ray "
+                     f"counts no GPU ({', '.join(no_gpu[:8])}{' ...' if len(no_gpu) > 8 else ''}); a node that "
+                     "lost its GPUs is among them")
+    if scaled_down:
+        notes.append(f"left out {scaled_down} node{'s' if scaled_down != 1 else ''} that Ray lists as stopped on "
+                     "purpose, drained or preempted")
+    return targets, notes, dead
+
+
+def _ray_info(info: Mapping[str, Any]) -> dict[str, Any]:
+    resources = info.get("Resources") or {}
+    return {
+        "node_id": info.get("NodeID"),
+        "address": info.get("NodeManagerAddress"),
+        "hostname": info.get("NodeManagerHostname"),
+        "gpus": resources.get("GPU", 0),
+        "head": "node:__internal_head__" in resources,
+    }
+
+
+def _ray_host(info: Mapping[str, Any], facts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A host section for a node without a report: what Ray and the first task know about it."""
+    hostname = (facts or {}).get("hostname") or info.get("NodeManagerHostname")
+    return {"name": hostname, "hostname": hostname, "ray_node_id": info.get("NodeID")}
+
+
+def _source(info: Mapping[str, Any]) -> str:
+    return f"ray:{str(info.get('NodeID', '?'))[:12]}"
+
+
+_NODE_GONE = {"NodeDiedError", "TaskUnschedulableError", "LocalRayletDiedError"}
+
+
+def _task_failed(info: Mapping[str, Any], phase: str, exc: BaseException) -> NodeResult:
+    kind = type(exc).__name__
+    status: Status = "unreachable" if phase == "ping" or kind in _NODE_GONE else "error"
+    what = "the first task" if phase == "ping" else "the check task"
+    if kind == "TaskUnschedulableError":  # soft=False on a node Ray no longer has
+        why = f"{what} cannot be placed on the node: Ray no longer has it ({kind})"
+    else:
+        why = f"{what} failed: {kind}: {_first_line(exc)}"
+    return node_without_report(_source(info), status, why,
+                               host=_ray_host(info, info.get("_facts")), ray=_ray_info(info))
+
+
+def _late(info: Mapping[str, Any], phase: str, limit: float) -> NodeResult:
+    if phase == "ping":
+        return node_without_report(_source(info), "unreachable",
+                                   f"no answer to a no-op task within {limit:g} s (node unreachable, or no "
+                                   "worker could start there)", host=_ray_host(info), ray=_ray_info(info))
+    return node_without_report(_source(info), "timeout",
+                               f"the check task did not come back within {limit + DRIVER_GRACE_S:g} s (cancelled)",
+                               host=_ray_host(info, info.get("_facts")), ray=_ray_info(info))
+
+
+_RAY_IDS = re.compile(r",?\s*\b(?:lease_id|task_id|name)=[^,\s]*")
+_NO_MODULE = re.compile(r"No module named '?ortdoctor'?")
+
+
+def _checked(info: Mapping[str, Any], answer: Mapping[str, Any], reports_dir: str | None) -> NodeResult:
+    host = _ray_host(info, answer)
+    ray_info = {**_ray_info(info), "python": answer.get("python"), "seconds": answer.get("seconds"),
+                "restored_cuda_visible_devices": answer.get("restored_cuda_visible_devices")}
+    source = _source(info)
+    if answer.get("outcome") == "timeout":
+        return node_without_report(source, "timeout", str(answer.get("reason")), host=host, ray=ray_info)
+    if answer.get("outcome") != "done":
+        return node_without_report(source, "error", str(answer.get("reason") or "the check did not run"),
+                                   host=host, ray=ray_info)
+    rc = answer.get("returncode")
+    stdout = str(answer.get("stdout") or "")
+    try:
+        data = json.loads(stdout)
+        if rc not in (0, 1):
+            raise ValueError(f"exit status {rc}")
+        node = node_from_report(data, source)
+    except (ValueError, NotAReport) as exc:
+        return node_without_report(source, "error", _why_no_report(answer, rc, exc), host=host, ray=ray_info)
+    node_host = dict(node.host)
+    node_host["ray_node_id"] = info.get("NodeID")  # also when the node's ortdoctor is older than the field
+    for key, value in host.items():
+        node_host.setdefault(key, value)
+    if reports_dir is not None:
+        data["host"] = {**(data.get("host") or {}), **node_host}
+        _save(reports_dir, node_host, data)
+    return NodeResult(source=node.source, status=node.status, findings=node.findings, versions=node.versions,
+                      host=node_host, smoke=node.smoke, schema_version=node.schema_version, ray=ray_info)
+
+
+def _why_no_report(answer: Mapping[str, Any], rc: Any, exc: BaseException) -> str:
+    err = str(answer.get("stderr_tail") or "").strip()
+    python = answer.get("python")
+    if _NO_MODULE.search(err):
+        return (f"ortdoctor is not installed in {python} (the Python the check ran with): install it there, "
+                "or pass --python with the serving environment's interpreter")
+    last = err.splitlines()[-1] if err else "no output on stderr"
+    return f"no report from `{python} -m ortdoctor check --json` (exit status {rc}; {exc}): {last}"
+
+
+def _save(directory: str, host: Mapping[str, Any], data: Any) -> None:
+    os.makedirs(directory, exist_ok=True)
+    name = str(host.get("name") or host.get("hostname") or "node")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80]
+    node = str(host.get("ray_node_id") or "")[:8]
+    path = os.path.join(directory, f"{safe}-{node}.json" if node else f"{safe}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, ensure_ascii=False)
+        f.write("\n")

@@ -1,0 +1,85 @@
+"""The interpreter whose environment is inspected: this one, or another named by ``--python PATH``.
+
+``ortdoctor`` installed by pipx or ``uv tool`` runs in its own environment; to inspect the environment
+that serves the model, as pip and uv do, ``--python PATH`` asks that interpreter for its identity and
+``sys.path`` in a child (it runs only this small script: nothing is imported but ``sys``, ``json`` and
+``sysconfig``), and the probes then read that environment's files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform as _platform
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["Interpreter", "InterpreterError", "describe", "this_interpreter"]
+
+_SCRIPT = (
+    "import json, platform, sys, sysconfig\n"
+    "print(json.dumps({'executable': sys.executable, 'version': platform.python_version(),\n"
+    "  'implementation': platform.python_implementation(), 'platform': sysconfig.get_platform(),\n"
+    "  'machine': platform.machine(), 'sys_platform': sys.platform, 'prefix': sys.prefix,\n"
+    "  'base_prefix': getattr(sys, 'base_prefix', sys.prefix), 'path': [p for p in sys.path if p]}))\n"
+)
+_TIMEOUT = 30.0
+
+
+class InterpreterError(ValueError):
+    """``--python`` names something that is not a working Python interpreter (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    executable: str
+    version: str
+    implementation: str
+    platform: str  # sysconfig.get_platform()
+    machine: str
+    sys_platform: str
+    prefix: str
+    base_prefix: str
+    path: tuple[str, ...]  # its sys.path, without the current directory
+    other: bool = False  # not the interpreter ortdoctor runs in
+
+
+def this_interpreter() -> Interpreter:
+    return Interpreter(sys.executable, _platform.python_version(), _platform.python_implementation(),
+                       sysconfig.get_platform(), _platform.machine(), sys.platform, sys.prefix,
+                       getattr(sys, "base_prefix", sys.prefix), tuple(p for p in sys.path if p))
+
+
+def describe(python: str, environ: Mapping[str, str] | None = None) -> Interpreter:
+    """Ask ``python`` who it is and where it imports from.
+
+    Raises:
+        InterpreterError: not found, not executable, not Python, or no answer in time.
+    """
+    path = os.path.abspath(os.path.expanduser(python))
+    if not os.path.isfile(path):
+        raise InterpreterError(f"--python {python}: no such file")
+    if not os.access(path, os.X_OK):
+        raise InterpreterError(f"--python {python}: not executable")
+    env = dict(os.environ if environ is None else environ)
+    for key in ("PYTHONHOME", "PYTHONSTARTUP"):
+        env.pop(key, None)
+    try:
+        with tempfile.TemporaryDirectory(prefix="ortdoctor-python-") as cwd:  # no stray module shadows sys
+            proc = subprocess.run([path, "-c", _SCRIPT], capture_output=True, text=True, timeout=_TIMEOUT,
+                                  env=env, cwd=cwd, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InterpreterError(f"--python {python}: could not run it: {exc}") from None
+    try:
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise InterpreterError(f"--python {python}: not a Python interpreter that answers ({tail[0]})") from None
+    return Interpreter(str(data["executable"]) or path, str(data["version"]), str(data["implementation"]),
+                       str(data["platform"]), str(data["machine"]), str(data["sys_platform"]),
+                       str(data["prefix"]), str(data["base_prefix"]),
+                       tuple(str(p) for p in data["path"] if p), other=True)

@@ -1,0 +1,157 @@
+"""Compare the outputs of the execution provider under test with the CPU EP's, within honest tolerances.
+
+Why these tolerances. The error is measured per output as the largest absolute difference divided by
+the largest magnitude of the CPU EP's output (``max|a - b| / max|b|``): a whole model's error grows
+with the size of its activations, not element by element, so a tolerance relative to each element
+would fail on every value near zero. The bound depends on the narrowest arithmetic either side used:
+
+- **float32, TF32 allowed: 1e-2.** onnxruntime's CUDA EP enables TF32 by default (``use_tf32`` is
+  ``true`` in ``onnxruntime/core/providers/cuda/cuda_execution_provider_info.h``); on Ampere and newer
+  GPUs (the H200 included) cuBLAS and cuDNN then round MatMul/Gemm/Conv inputs to a 10-bit mantissa
+  (unit roundoff 2^-11, about 4.9e-4). Each layer adds an error of that order; a few dozen layers stay
+  below 1e-2 of the output's range.
+- **float32 without TF32: 1e-4** (``use_tf32=0``, or a GPU older than compute capability 8.0). Both sides
+  are float32, but the GPU sums in a different order and uses its own exp/erf/tanh: differences of a few
+  float32 ulps per op (2^-24 = 6e-8) that stay far below 1e-4 through a network.
+- **float16: 2e-2.** Activations are stored with a 10-bit mantissa (4.9e-4 per rounding) and rounded
+  after every op, not only inside matrix products: more roundings than TF32.
+- **bfloat16: 1e-1.** A 7-bit mantissa (unit roundoff 3.9e-3).
+- **8-bit quantized models: 5e-2.** A value that lands near the middle between two quantization steps
+  may round to either when the float arithmetic before it differs by a TF32 rounding (one step is 1/256
+  of the tensor's range), and the EPs run quantized nodes differently (the CPU EP fuses QDQ groups into
+  int8 kernels, the CUDA EP runs DequantizeLinear, the float op and QuantizeLinear); a few such steps
+  reach the output.
+- **float64: 1e-7.** Only the order of summation differs.
+- **CPU EP against CPU EP: 1e-5.** The same kernels; only thread scheduling may reorder reductions.
+- **Integer and bool outputs: exact.** Token ids, argmax results and masks either agree or do not;
+  the number of differing elements is reported.
+
+An output where one side is NaN or infinite and the other is not never agrees. :func:`tolerance_for` is
+pure; :func:`compare_outputs` runs in the child, where numpy is at hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+CPU_EP = "CPUExecutionProvider"
+
+_FLOAT_BOUNDS = {"float64": 1e-7, "float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1}
+TF32_BOUND = 1e-2
+SAME_EP_BOUND = 1e-5
+QUANTIZED_BOUND = 5e-2
+#: what ``compute_types`` holds for a model with quantization ops (QuantizeLinear, MatMulInteger ...)
+QUANTIZED = "int8"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    bound: float  # largest allowed max|a-b| / max|b|; 0.0 means exact
+    basis: str  # why, in words a report can print
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bound": self.bound, "basis": self.basis}
+
+
+def tolerance_for(dtype: str, *, ep: str, tf32: bool | None, compute_types: Sequence[str] = ()) -> Tolerance:
+    """The bound for one output of ``dtype`` computed by ``ep`` against the CPU EP.
+
+    ``tf32``: whether the EP may use TF32 (None: unknown, taken as yes for the CUDA EP, its default).
+    ``compute_types``: float types the model computes in (its initializers and inputs): a float32 output
+    of a float16 model carries float16 error; :data:`QUANTIZED` when it has quantization ops.
+    """
+    if dtype not in _FLOAT_BOUNDS:
+        return Tolerance(0.0, f"{dtype}: exact")
+    if ep == CPU_EP:
+        return Tolerance(SAME_EP_BOUND, "CPU EP against CPU EP: the same kernels")
+    if QUANTIZED in compute_types:
+        return Tolerance(QUANTIZED_BOUND, "8-bit quantized arithmetic: values may round to a neighbouring "
+                         "quantization step (1/256 of a tensor's range)")
+    narrowest = _narrowest([dtype, *compute_types])
+    if narrowest in ("bfloat16", "float16"):
+        bound = _FLOAT_BOUNDS[narrowest]
+        return Tolerance(bound, f"{narrowest} arithmetic ({'7' if narrowest == 'bfloat16' else '10'}-bit mantissa)")
+    if narrowest == "float32" and ep == "CUDAExecutionProvider" and tf32 is not False:
+        return Tolerance(TF32_BOUND, "float32 with TF32 allowed (the CUDA EP's default use_tf32=1 rounds "
+                         "MatMul/Conv inputs to 10 mantissa bits on Ampere and newer)")
+    if narrowest == "float32":
+        return Tolerance(_FLOAT_BOUNDS["float32"], "float32 without TF32: summation order and math functions differ")
+    return Tolerance(_FLOAT_BOUNDS["float64"], "float64: summation order differs")
+
+
+def _narrowest(types: Sequence[str]) -> str:
+    order = ["bfloat16", "float16", "float32", "float64"]
+    present = [t for t in order if t in types]
+    return present[0] if present else "float64"
+
+
+def compare_outputs(names: Sequence[str], got: Sequence[Any], want: Sequence[Any], *, ep: str,
+                    tf32: bool | None, compute_types: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """One record per output: shapes, the largest errors, the tolerance and whether it holds.
+
+    ``got`` are the EP's outputs, ``want`` the CPU EP's (numpy arrays; anything else is "not a tensor").
+    """
+    import numpy as np
+
+    out = []
+    for name, a, b in zip(names, got, want, strict=True):
+        record: dict[str, Any] = {"output": name}
+        if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+            record.update(compared=False, agree=None, reason="not a tensor (a sequence or map output)")
+            out.append(record)
+            continue
+        dtype = _dtype_name(b.dtype)
+        tol = tolerance_for(dtype, ep=ep, tf32=tf32, compute_types=compute_types)
+        record.update(dtype=dtype, shape=list(b.shape), tolerance=tol.to_json(), compared=True)
+        if a.shape != b.shape:
+            record.update(agree=False, reason=f"shapes differ: {list(a.shape)} against {list(b.shape)}")
+        elif b.size == 0:
+            record.update(agree=True, max_abs_error=0.0, relative_error=0.0, mismatched=0)
+        elif tol.bound == 0.0:
+            mismatched = int(np.count_nonzero(a != b))
+            record.update(agree=mismatched == 0, mismatched=mismatched, elements=int(b.size),
+                          max_abs_error=float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max())
+                          if dtype != "bool" else float(mismatched > 0))
+        else:
+            record.update(_float_errors(np, a, b, tol.bound))
+        out.append(record)
+    return out
+
+
+def _float_errors(np: Any, a: Any, b: Any, bound: float) -> dict[str, Any]:
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: counted below, not warned about
+        return _errors(np, a.astype(np.float64), b.astype(np.float64), bound, b.shape)
+
+
+def _errors(np: Any, a64: Any, b64: Any, bound: float, shape: tuple[int, ...]) -> dict[str, Any]:
+    finite_a, finite_b = np.isfinite(a64), np.isfinite(b64)
+    # NaN/inf on one side only never agrees; where both are the same non-finite value they agree
+    both = finite_a & finite_b
+    odd = int(np.count_nonzero(finite_a != finite_b)
+              + np.count_nonzero(~finite_a & ~finite_b & ~((a64 == b64) | (np.isnan(a64) & np.isnan(b64)))))
+    diff = np.abs(a64[both] - b64[both])
+    max_abs = float(diff.max()) if diff.size else 0.0
+    scale = float(np.abs(b64[both]).max()) if diff.size else 0.0
+    relative = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else float("inf"))
+    where = int(np.argmax(np.where(both, np.abs(a64 - b64), -1.0)))
+    return {"max_abs_error": max_abs, "reference_max_abs": scale, "relative_error": relative,
+            "nonfinite_mismatches": odd, "agree": odd == 0 and relative <= bound,
+            "worst_index": [int(i) for i in np.unravel_index(where, shape)]}
+
+
+def _dtype_name(dtype: Any) -> str:
+    name = str(getattr(dtype, "name", dtype))
+    return {"bool_": "bool"}.get(name, name)
+
+
+def summarise(records: Sequence[Mapping[str, Any]]) -> bool | None:
+    """True when every compared output agrees, False when one does not, None when none was compared."""
+    compared = [r for r in records if r.get("compared")]
+    if not compared:
+        return None
+    return all(bool(r.get("agree")) for r in compared)
+
+
+__all__ = ["QUANTIZED", "QUANTIZED_BOUND", "SAME_EP_BOUND", "TF32_BOUND", "Tolerance", "compare_outputs", "summarise", "tolerance_for"]

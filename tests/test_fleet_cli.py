@@ -1,0 +1,96 @@
+"""`ortdoctor fleet`: usage errors, and what happens where Ray is not installed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Python's own way to make an import fail as if the package were absent: a None entry in sys.modules.
+_WITHOUT_RAY = "import sys; sys.modules['ray'] = None; from ortdoctor.cli.main import main; main(sys.argv[1:])"
+
+
+def fleet(*args: str, without_ray: bool = False) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-c", _WITHOUT_RAY, *args] if without_ray else [sys.executable, "-m", "ortdoctor", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_without_ray_it_says_how_to_install_it() -> None:
+    proc = fleet("fleet", "--ray", "auto", without_ray=True)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "ortdoctor fleet --ray needs Ray" in proc.stderr
+    assert "pip install 'ortdoctor[fleet]'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_merge_works_without_ray(tmp_path: Path) -> None:
+    path = tmp_path / "nothing.json"
+    path.write_text("{}\n")
+    proc = fleet("fleet", "merge", str(path), without_ray=True)
+    assert proc.returncode == 2  # not a report, but merge itself ran without Ray
+    assert "not an ortdoctor check report" in proc.stderr
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    proc = fleet("fleet")
+    assert proc.returncode == 2
+    assert "ortdoctor fleet --ray auto" in proc.stderr
+    assert "ortdoctor fleet merge PATH" in proc.stderr
+
+    proc = fleet("fleet", "--ray", "auto", "merge", str(tmp_path))
+    assert proc.returncode == 2
+    assert "--ray and `fleet merge` do not go together" in proc.stderr
+
+    proc = fleet("fleet", "--ray", "auto", "--runtime-env", "{pip:", without_ray=True)
+    assert proc.returncode == 2
+    assert "--runtime-env is not JSON" in proc.stderr
+
+    proc = fleet("fleet", "merge", "--json", "--format", "markdown", str(tmp_path))
+    assert proc.returncode == 2
+    assert "contradict" in proc.stderr
+
+    proc = fleet("fleet", "merge")
+    assert proc.returncode == 2  # click: PATH is required
+
+
+def test_listed_in_the_help() -> None:
+    proc = fleet("--help")
+    assert "fleet" in proc.stdout
+    assert "Check every node of a cluster (Ray), or merge nodes' reports." in proc.stdout
+
+
+def _ray_node(node_id: str, alive: bool, reason: int = 0, message: str = "", gpus: float = 0,
+              head: bool = False) -> dict[str, object]:
+    """An entry of ray.nodes() as Ray 2.60.0 returns it (the fields ortdoctor reads)."""
+    resources: dict[str, float] = {"CPU": 1.0, "node:192.0.2.2": 1.0}
+    if gpus:
+        resources["GPU"] = gpus
+    if head:
+        resources["node:__internal_head__"] = 1.0
+    return {"NodeID": node_id, "Alive": alive, "NodeManagerAddress": "192.0.2.2", "NodeManagerHostname": "vm",
+            "Resources": resources, "DeathReason": reason, "DeathReasonMessage": message, "alive": alive}
+
+
+def test_which_ray_nodes_are_checked() -> None:
+    from ortdoctor.fleet.ray_runner import _targets
+
+    nodes = [
+        _ray_node("a" * 56, True, gpus=8),
+        _ray_node("b" * 56, True, head=True),  # a CPU-only head
+        _ray_node("c" * 56, False, 1, "received SIGTERM"),  # stopped on purpose
+        _ray_node("d" * 56, False, 2, "health check failed due to missing too many heartbeats"),
+        _ray_node("e" * 56, False, 3, "preempted"),
+    ]
+    targets, notes, dead = _targets(nodes, gpu_nodes_only=False)
+    assert [t["NodeID"][0] for t in targets] == ["a", "b"]
+    assert [(d.status, d.reason) for d in dead] == [
+        ("unreachable", "dead: health check failed due to missing too many heartbeats")]
+    assert dead[0].host["ray_node_id"] == "d" * 56
+    assert notes == ["left out 2 nodes that Ray lists as stopped on purpose, drained or preempted"]
+
+    targets, notes, _ = _targets(nodes, gpu_nodes_only=True)
+    assert [t["NodeID"][0] for t in targets] == ["a"]
+    assert notes[0].startswith("--gpu-nodes-only: left out 1 node where Ray counts no GPU (vm)")

@@ -1,0 +1,166 @@
+"""`ortdoctor fleet --ray` on a real local Ray cluster whose nodes have different environments.
+
+Three raylets on this machine (``ray.cluster_utils.Cluster``), one CPU and a small object store each,
+every node started with its own environment (Ray passes ``env_vars`` to the raylet, and its workers
+inherit them): real onnxruntime wheels on PYTHONPATH (tests/support/testenvs.py) and a driver answered
+by the fake NVML library (tests/support/fake_nvml.py). A fourth node is killed before the run. The
+checks run in the workers' children exactly as on a real cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ortdoctor.fleet.drift import summarize
+from ortdoctor.fleet.render import render_text
+from tests.support import fleet_reports
+from tests.support.fleet_reports import NODES
+
+ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'ortdoctor[fleet]')")
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.slow, pytest.mark.realwheels]
+OBJECT_STORE = 80 * 1024 * 1024
+
+
+def _node_env(name: str, **extra: str) -> dict[str, str]:
+    node = next(n for n in NODES if n.name == name)
+    env = fleet_reports.node_environ(node, nvml_dir=fleet_reports.nvml_dir(), with_root=False)
+    keep = ("PYTHONPATH", "LD_LIBRARY_PATH", "FAKE_NVML")
+    return {**{k: env[k] for k in keep if k in env}, "NODE_NAME": name, **extra}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    from ray.cluster_utils import Cluster
+
+    # gpu-a: as it should be, on a Ray that empties CUDA_VISIBLE_DEVICES in tasks without GPUs (what Ray
+    # did before ray-project/ray#54868; RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO=1 brings it back)
+    head = {"num_cpus": 1, "resources": {"gpu_a": 1}, "object_store_memory": OBJECT_STORE,
+            "env_vars": _node_env("gpu-a", RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO="1"),
+            # notice the killed node within about a second (default: 3 s x 5 missed health checks)
+            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 2,
+                               "health_check_timeout_ms": 500}}
+    c = Cluster(initialize_head=True, head_node_args=head)
+    try:
+        # gpu-b: an older driver; HANG makes tests' wrapper Python hang there
+        c.add_node(num_cpus=1, resources={"gpu_b": 1}, object_store_memory=OBJECT_STORE,
+                   env_vars=_node_env("gpu-b", HANG="1"))
+        # gpu-c: an image built with the CPU package
+        c.add_node(num_cpus=1, resources={"gpu_c": 1}, object_store_memory=OBJECT_STORE, env_vars=_node_env("gpu-c"))
+        lost = c.add_node(num_cpus=1, resources={"lost": 1}, object_store_memory=OBJECT_STORE)
+        c.wait_for_nodes()
+        c.remove_node(lost, allow_graceful=False)  # killed: Ray still lists it for a while
+        yield c
+    finally:
+        c.shutdown()  # type: ignore[no-untyped-call]
+
+
+def _statuses(nodes: Any) -> dict[str, str]:
+    return {str(n.host.get("name") or n.label): n.status for n in nodes}
+
+
+def test_every_node_is_checked_and_the_fleet_names_the_drift(cluster: Any) -> None:
+    from ortdoctor.fleet.ray_runner import run_on_ray
+
+    seen: list[tuple[int, int]] = []
+    result = run_on_ray(cluster.address, timeout=60, no_smoke=True,
+                        progress=lambda done, total, node: seen.append((done, total)))
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    statuses = _statuses(result.nodes)
+    assert {k: v for k, v in statuses.items() if k.startswith("gpu-")} == {"gpu-a": "warn", "gpu-b": "fail",
+                                                                           "gpu-c": "fail"}
+    lost = [n for n in result.nodes if not str(n.host.get("name")).startswith("gpu-")]
+    assert [n.status for n in lost] == ["unreachable"]
+
+    by_name = {n.host["name"]: n for n in result.nodes if n.reason is None}
+    for node in by_name.values():
+        assert node.ray is not None
+        assert node.host["ray_node_id"] == node.ray["node_id"]  # the report's own host section says so
+        assert node.ray["python"] == sys.executable
+    # Ray emptied CUDA_VISIBLE_DEVICES in gpu-a's task; the check saw the node's own value (unset): the GPU
+    assert (by_name["gpu-a"].ray or {})["restored_cuda_visible_devices"] is True
+    assert "no-gpu-visible" not in {f.id for f in by_name["gpu-a"].findings}
+    assert by_name["gpu-a"].host["gpu_uuids"] == ["GPU-gpu-a-0"]
+
+    fleet = summarize(result.nodes, notes=result.notes)
+    groups = {f.id: set(f.nodes) for f in fleet.findings}
+    assert groups["driver-too-old"] == {"gpu-b"}
+    assert groups["ort-cpu-only"] == {"gpu-c"}
+    drift = {d.field: d for d in fleet.drift}
+    assert {v.value: v.nodes for v in drift["driver"].values} == {"580.159.04": ("gpu-a", "gpu-c"),
+                                                                  "535.183.01": ("gpu-b",)}
+    assert drift["driver"].only_on_failing == ("535.183.01",)
+    assert "1 node on driver 535.x while onnxruntime-gpu 1.31.1 (CUDA 13.0) needs >= 580: gpu-b" in (
+        drift["driver"].note or "")
+    assert drift["ort_cuda"].only_on_failing == ("CPU build",)
+    text = render_text(fleet)
+    print(text)  # the fleet report, for the record (pytest -s)
+    assert "UNREACHABLE" in text
+
+
+def test_the_command_line_with_smoke_sessions_and_saved_reports(cluster: Any, tmp_path: Path) -> None:
+    saved = tmp_path / "reports"
+    proc = subprocess.run([sys.executable, "-m", "ortdoctor", "fleet", "--ray", cluster.address, "--json",
+                           "--save-reports", str(saved)], capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr
+    assert "ortdoctor fleet: 4/4 nodes done" in proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["counts"]["nodes"] == 4
+    nodes = {n["host"]["name"]: n for n in data["nodes"]}
+    # the smoke session ran in each GPU build's node and failed there: the fake driver has no libcuda
+    assert nodes["gpu-a"]["smoke"] == "failed"
+    assert nodes["gpu-c"]["smoke"] == "not run"
+    assert {f["id"] for f in nodes["gpu-b"]["findings"]} >= {"driver-too-old", "smoke-fell-back-to-cpu"}
+
+    # the saved reports merge into the same fleet, less the node that never answered
+    files = sorted(p.name for p in saved.iterdir())
+    assert [f[:6] for f in files] == ["gpu-a-", "gpu-b-", "gpu-c-"], files
+    merged = subprocess.run([sys.executable, "-m", "ortdoctor", "fleet", "merge", "--json", str(saved)],
+                            capture_output=True, text=True, timeout=60, cwd=ROOT)
+    again = {n["host"]["name"]: n["status"] for n in json.loads(merged.stdout)["nodes"]}
+    assert again == {name: nodes[name]["status"] for name in ("gpu-a", "gpu-b", "gpu-c")}
+
+
+def test_a_hanging_check_is_killed_at_the_time_limit(cluster: Any, tmp_path: Path) -> None:
+    from ortdoctor.fleet.ray_runner import run_on_ray
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    wrapper = tmp_path / "python"
+    # the serving "Python": hangs where the node says HANG, else runs the real one
+    wrapper.write_text(f'#!/bin/sh\nif [ -n "$HANG" ]; then echo $$ > {pids}/hang; exec sleep 300; fi\n'
+                       f'exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    result = run_on_ray(cluster.address, timeout=5, no_smoke=True, python=str(wrapper))
+    statuses = _statuses(result.nodes)
+    hung = [n for n in result.nodes if n.status == "timeout"]
+    assert len(hung) == 1
+    assert hung[0].reason == "the check did not finish within 5 s (killed)"
+    assert statuses["gpu-a"] == "warn"
+    pid = int((pids / "hang").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # the whole process group was killed, nothing left behind
+
+
+def test_a_python_without_ortdoctor(cluster: Any, tmp_path: Path) -> None:
+    from ortdoctor.fleet.ray_runner import run_on_ray
+
+    bare = tmp_path / "bare"
+    venv.create(bare, with_pip=False)
+    result = run_on_ray(cluster.address, timeout=30, no_smoke=True, python=str(bare / "bin" / "python"))
+    answered = [n for n in result.nodes if n.status != "unreachable"]
+    assert len(answered) == 3
+    for node in answered:
+        assert node.status == "error"
+        assert node.reason == (f"ortdoctor is not installed in {bare / 'bin' / 'python'} (the Python the check ran "
+                               "with): install it there, or pass --python with the serving environment's interpreter")
