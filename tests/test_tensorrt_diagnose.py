@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,7 @@ TRT_PROVIDER = ElfInfo(f"{PKG}/capi/libonnxruntime_providers_tensorrt.so", "x86_
                        needed=("libcublas.so.13", "libnvinfer.so.10", "libnvonnxparser.so.10", "libcudart.so.13",
                                "libcudnn.so.9"))
 TRT_LIBS = f"{SITE}/tensorrt_libs"
+PIP = "/venv/bin/python -m pip"  # every package fix names the inspected interpreter
 
 
 def trt_install(version: str, cuda: int | None = 13, *, origin: str = "pip", directory: str = TRT_LIBS,
@@ -181,7 +181,7 @@ def test_tensorrt_11_beside_a_build_that_needs_10_names_both_majors_and_pins_10(
     assert "libnvinfer.so.10" in f.detail
     assert "libnvinfer.so.11" in f.detail
     assert f.fix is not None
-    assert f.fix.startswith('pip install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com')
+    assert f.fix.startswith(f'{PIP} install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com')
     assert "pypi.nvidia.com while installing" in f.fix  # the -libs package is an sdist that downloads from there
     assert "ortdoctor preload --tensorrt" in f.fix
 
@@ -190,7 +190,7 @@ def test_tensorrt_11_from_the_unsuffixed_meta_package_is_uninstalled_first() -> 
     dists = (TensorrtDistribution("tensorrt", "11.4.0.106", SITE), *pip_dists("11.4.0.106"))
     f = one(run(env_with(trt_install("11.4.0.106"), dists=dists)), "tensorrt-major-mismatch")
     assert f.fix is not None
-    assert f.fix.startswith('pip uninstall -y tensorrt && pip install "tensorrt-cu13==10.*"')
+    assert f.fix.startswith(f'{PIP} uninstall -y tensorrt && {PIP} install "tensorrt-cu13==10.*"')
 
 
 def test_a_cuda_12_build_is_pinned_to_tensorrt_cu12() -> None:
@@ -243,8 +243,8 @@ def test_tensorrt_for_cuda_12_beside_a_cuda_13_build() -> None:
     assert "built for CUDA 13" in f.detail
     assert "CUDA 12 (the -cu12 package name)" in f.detail
     assert f.fix is not None
-    assert f.fix.startswith("pip uninstall -y tensorrt-cu12 tensorrt-cu12-libs "
-                                                  'tensorrt-cu12-bindings && pip install "tensorrt-cu13==10.*"')
+    assert f.fix.startswith(f"{PIP} uninstall -y tensorrt-cu12 tensorrt-cu12-libs "
+                            f'tensorrt-cu12-bindings && {PIP} install "tensorrt-cu13==10.*"')
 
 
 def test_the_matching_cuda_major_is_preferred_when_both_are_installed() -> None:
@@ -257,7 +257,7 @@ def test_no_onnx_parser_and_no_builder_resource() -> None:
     f = one(run(env_with(trt_install("10.16.1.11", parser=False, resource=False))), "tensorrt-incomplete")
     assert "lacks libnvonnxparser.so.10; libnvinfer_builder_resource.so.10.16.1 " in f.detail
     assert f.fix is not None
-    assert f.fix.startswith('pip install --force-reinstall "tensorrt-cu13==10.*"')
+    assert f.fix.startswith(f'{PIP} install --force-reinstall "tensorrt-cu13==10.*"')
     g = one(run(env_with(trt_install("10.16.1.11", resource=False))), "tensorrt-incomplete")
     assert "lacks libnvinfer_builder_resource.so.10.16.1 " in g.detail
     assert "Unable to load library" in g.detail
@@ -284,14 +284,14 @@ def test_older_than_the_documented_build() -> None:
     assert "tensorrt-older-than-build" not in ids(diagnose(newer, replace(full_plan(), cuda_major=12), SHIPPED))
 
 
-def test_an_undefined_tensorrt_symbol_is_an_older_tensorrt_not_a_missing_one() -> None:
+def test_an_undefined_tensorrt_symbol_is_not_a_missing_tensorrt() -> None:
     text = ("[E:onnxruntime:Default, provider_bridge_ort.cc:2430 operator()] ... Failed to load library "
             "/x/onnxruntime/capi/libonnxruntime_providers_tensorrt.so with error: "
             "/x/onnxruntime/capi/libonnxruntime_providers_tensorrt.so: undefined symbol: "
             "createNvOnnxParserRefitter_INTERNAL\n"
             "RuntimeError: ... RegisterTensorRTPluginsAsCustomOps(...) Please install TensorRT libraries as "
             "mentioned in the GPU requirements page")
-    assert finding_ids(text) == ["tensorrt-older-than-build"]
+    assert finding_ids(text) == ["tensorrt-ep-create-failed"]
 
 
 def test_no_tensorrt_provider_no_tensorrt_findings() -> None:
@@ -361,7 +361,7 @@ def test_with_no_other_cudart_registration_fails_although_the_package_ships_one(
     assert f.severity == "warning"
     assert "registering the plugin fails with `libcudart.so.13: cannot open shared object file`" in f.detail
     assert f.fix is not None
-    assert f.fix.startswith('pip install "nvidia-cuda-runtime==13.*"')
+    assert f.fix.startswith(f'{PIP} install "nvidia-cuda-runtime==13.*"')
 
 
 def test_a_cuda_12_plugin_beside_a_cuda_13_build() -> None:
@@ -369,8 +369,8 @@ def test_a_cuda_12_plugin_beside_a_cuda_13_build() -> None:
     f = one(run(env), "plugin-ep-cuda-major-mismatch")
     assert "libcudart.so.12" in f.detail
     assert "CUDA 13" in f.detail
-    assert f.fix == ("pip uninstall -y onnxruntime-ep-nv-tensorrt-rtx-cu12 && "
-                     "pip install onnxruntime-ep-nv-tensorrt-rtx-cu13==0.5.0")
+    assert f.fix == (f"{PIP} uninstall -y onnxruntime-ep-nv-tensorrt-rtx-cu12 && "
+                     f"{PIP} install onnxruntime-ep-nv-tensorrt-rtx-cu13==0.5.0")
 
 
 def test_a_cuda_plugin_ep_build_is_a_note() -> None:
@@ -386,80 +386,62 @@ def test_a_cuda_plugin_ep_build_is_a_note() -> None:
 # --------------------------------------------------------------------------------------------------
 # Every printed package spec exists
 # --------------------------------------------------------------------------------------------------
-_SPEC = re.compile(r'pip install (?:--[\w-]+ )*"?([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?(?:(==|~=)([0-9][^"\s]*))?"?')
-
-
-@cache
-def _table() -> dict[str, list[str]]:
-    data = yaml.safe_load((ROOT / "scripts" / "data" / "package_table.yaml").read_text())
-    out: dict[str, list[str]] = {}
-    for name, e in data["tensorrt"].items():
-        out[name] = [*e.get("versions_10x", []), *e.get("versions_11x", []), *e.get("other_versions", [])]
-    for name, e in data["plugin_eps"].items():
-        if e.get("exists", True):
-            out[name] = list(e.get("versions", []))
-    for component in data["nvidia"].values():
-        for name, e in component.items():
-            if e.get("exists"):
-                out[name] = [v for series in (e.get("series") or {}).values() for v in series]
-    return out
-
-
-def printed_specs(text: str) -> list[tuple[str, str, str]]:
-    return [(m.group(1), m.group(2) or "", m.group(3) or "") for m in _SPEC.finditer(text)]
-
-
-def _exists(name: str, op: str, version: str) -> bool:
-    versions = _table().get(name)
-    if versions is None:
-        return False
-    if op == "==" and version.endswith(".*"):
-        return any(v.startswith(version[:-1]) for v in versions)
-    if op == "==":
-        return version in versions
-    return bool(versions)
-
-
-def _all_fixes() -> list[str]:
-    fixes: list[str] = []
+def tensorrt_findings() -> list[Finding]:
+    """Every TensorRT and plugin-EP finding with a package fix, for CUDA 11, 12 and 13 builds (also used by
+    tests/test_fix_specs.py, which checks every spec any fix prints)."""
     cases = [
         run(env_with(trt_install("11.4.0.106"), dists=pip_dists("11.4.0.106"))),
+        run(env_with(trt_install("11.4.0.106"), dists=(TensorrtDistribution("tensorrt", "11.4.0.106", SITE),
+                                                       *pip_dists("11.4.0.106")))),
         run(env_with()),
         run(env_with(trt_install("10.16.1.11", 12), dists=pip_dists("10.16.1.11", 12))),
-        run(env_with(trt_install("10.16.1.11", parser=False))),
+        run(env_with(trt_install("10.16.1.11", parser=False, resource=False))),
         run(healthy_env(plugins=PluginEpInfo(packages=(plugin_package(variant="cu12"),)))),
         diagnose(healthy_env(ort=replace(ort_gpu(), is_gpu_build=False, cuda_provider=None, cuda_version=None),
                              plugins=PluginEpInfo(packages=(plugin_package(),)), system=system_with_path()),
                  None, SHIPPED),
     ]
-    for cuda, version in ((12, "1.26.0"), (11, "1.18.1")):
+    for cuda, version in ((12, "1.26.0"), (11, "1.18.1"), (12, "1.24.4")):
         provider = replace(TRT_PROVIDER, needed=("libnvinfer.so.10", "libnvonnxparser.so.10"))
         env = env_with(trt_install("11.4.0.106", cuda), dists=pip_dists("11.4.0.106", cuda),
                        ort={"cuda_version": f"{cuda}.8", "version": version, "tensorrt_provider": provider})
         cases.append(diagnose(env, replace(full_plan(), cuda_major=cuda), SHIPPED))
-    for findings in cases:
-        fixes += [f.fix for f in findings if f.fix and f.id.startswith(("tensorrt", "plugin-ep"))]
-    return fixes
+        older = env_with(trt_install("10.4.0.26", cuda),
+                         ort={"cuda_version": f"{cuda}.8", "version": version, "tensorrt_provider": provider})
+        cases.append(diagnose(older, replace(full_plan(), cuda_major=cuda), SHIPPED))
+    return [f for findings in cases for f in findings if f.id.startswith(("tensorrt", "plugin-ep"))]
 
 
 def test_every_pip_spec_the_tensorrt_and_plugin_fixes_print_exists() -> None:
-    fixes = _all_fixes()
-    specs = [s for fix in fixes for s in printed_specs(fix)]
-    assert {s[0] for s in specs} >= {"tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11",
-                                     "onnxruntime-ep-nv-tensorrt-rtx-cu13", "nvidia-cuda-runtime"}
-    missing = [s for s in specs if not _exists(*s)]
-    assert missing == []
-    # every tensorrt-cuNN pin keeps the major: an unpinned install is TensorRT 11
-    assert all(op == "==" and v == "10.*" for name, op, v in specs if name.startswith("tensorrt-"))
+    from tests.support.pypi import spec_problem, specs_of
+
+    findings = tensorrt_findings()
+    specs = {spec for f in findings for s in f.steps if s.verb == "install" for spec in specs_of(s.args)}
+    assert specs >= {"tensorrt-cu13==10.*", "tensorrt-cu12==10.*", "tensorrt-cu11==10.*",
+                     "onnxruntime-ep-nv-tensorrt-rtx-cu13==0.5.0", "nvidia-cuda-runtime==13.*"}
+    assert [spec_problem(s) for s in sorted(specs) if spec_problem(s)] == []
+    # every tensorrt-cuNN pin keeps the major (an unpinned install is TensorRT 11), from NVIDIA's index
+    for f in findings:
+        for s in f.steps:
+            if s.verb == "install" and any(a.startswith("tensorrt-") for a in s.args):
+                assert any(a.endswith("==10.*") for a in s.args), (f.id, s.args)
+                assert s.args[-2:] == ("--extra-index-url", "https://pypi.nvidia.com"), (f.id, s.args)
+        if f.steps:
+            assert f.fix is not None
+            assert f"{PIP} " in f.fix, (f.id, f.fix)  # the inspected interpreter's pip, never a bare `pip`
+            assert "\npip " not in "\n" + f.fix, (f.id, f.fix)
+            assert " && pip " not in f.fix, (f.id, f.fix)
 
 
-def test_the_catalog_fixes_print_only_existing_specs() -> None:
+def test_the_catalog_fixes_name_only_existing_specs() -> None:
     from ortdoctor.core.catalog import CATALOG
+    from ortdoctor.diagnose.fixes import pip_specs
+    from tests.support.pypi import spec_problem
 
     for fid in ("tensorrt-unavailable", "tensorrt-major-mismatch", "tensorrt-cuda-major-mismatch",
                 "tensorrt-incomplete", "tensorrt-older-than-build", "plugin-ep-cuda-major-mismatch"):
-        for spec in printed_specs(CATALOG[fid].fix):
-            assert _exists(*spec), (fid, spec)
+        for spec in pip_specs(CATALOG[fid].fix):
+            assert spec_problem(spec) is None, (fid, spec)
 
 
 def test_ld_library_path_entries_that_are_relative_are_not_searched_for_tensorrt() -> None:

@@ -462,12 +462,11 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="The TensorRT EP is built against one TensorRT minor (1.22: 10.9, 1.24: 10.14, from the "
         "documentation and release notes); a library of the same major but an older minor may lack functions "
         "the provider calls, and loading the provider then fails with `undefined symbol: <function>`.",
-        evidence="The installed TensorRT version against the matrix's documented build minor of the release; "
-        "in an error text, `libonnxruntime_providers_tensorrt.so: undefined symbol: ...`.",
+        evidence="The installed TensorRT version against the matrix's documented build minor of the release "
+        "(an `undefined symbol` in ORT's own message is `tensorrt-ep-create-failed`).",
         fix='pip install "tensorrt-cu12==10.*" --extra-index-url https://pypi.nvidia.com  (the newest of the major)',
         modes=(20,),
         docs=(_TRT_EP_DOCS,),
-        produced_by="check, smoke, explain",
     ),
     CatalogEntry(
         id="plugin-ep-cuda-major-mismatch",

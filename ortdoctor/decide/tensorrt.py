@@ -14,11 +14,21 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ortdoctor.core.facts import Candidate, ElfInfo, Environment, LibraryPlan, PeInfo, Source, TensorrtInstall
+from ortdoctor.core.facts import (
+    Candidate,
+    ElfInfo,
+    Environment,
+    LibraryPlan,
+    PackageStep,
+    PeInfo,
+    Source,
+    TensorrtInstall,
+)
+from ortdoctor.decide.fixes import Installer, step
 from ortdoctor.decide.matrix.model import LibSpec, Matrix, ReleaseMatch, TensorrtBuild, TensorrtPip
 
-__all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "install_command", "plan_tensorrt", "tensorrt_fix",
-           "tensorrt_need"]
+__all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "plan_tensorrt", "tensorrt_fix", "tensorrt_need",
+           "tensorrt_steps"]
 
 _TRT_SONAME_RE = re.compile(r"^lib(nvinfer|nvinfer_plugin|nvonnxparser)\.so\.(\d+)$")
 _TRT_DLL_RE = re.compile(r"^(nvinfer|nvinfer_plugin|nvonnxparser)(?:_(\d+))?\.dll$", re.I)
@@ -151,29 +161,33 @@ def _specs(matrix: Matrix, major: int) -> tuple[LibSpec, ...]:
                  for n in ("nvinfer", "nvinfer_plugin", "nvonnxparser"))
 
 
-def install_command(plan: TensorrtPlan) -> str | None:
-    """The pinned pip command for the needed major and the build's CUDA major; None when PyPI has none."""
+def tensorrt_steps(plan: TensorrtPlan, installed: Sequence[tuple[str, str]] = (), *,
+                   reinstall: bool = False) -> tuple[PackageStep, ...]:
+    """The package steps that install the needed major for the build's CUDA major, pinned (an unpinned
+    ``tensorrt-cu13`` is TensorRT 11), from NVIDIA's index (the -libs sdists download from it); installed
+    TensorRT distributions the install would not replace are removed first. () when PyPI has none."""
     if plan.pip is None or plan.need.major is None:
-        return None
-    index = f" --extra-index-url {plan.index_url}" if plan.index_url else ""
-    return f'pip install "{plan.pip.spec(plan.need.major)}"{index}'
-
-
-def tensorrt_fix(plan: TensorrtPlan, installed: Sequence[tuple[str, str]] = (), *, reinstall: bool = False) -> str:
-    """The pinned install command for the needed major and the build's CUDA major, with what to remove
-    first (installed TensorRT distributions that the install would not replace) and how to load it."""
-    cmd = install_command(plan)
-    major, cuda = plan.need.major, plan.need.cuda_major
-    if cmd is None or plan.pip is None:
-        return (f"Install TensorRT {major} for CUDA {cuda} from NVIDIA (the tar file, with its lib/ on "
-                "LD_LIBRARY_PATH), or an onnxruntime-gpu whose TensorRT EP links a TensorRT that exists for "
-                "your CUDA (`ortdoctor matrix`)")
-    if reinstall:
-        cmd = cmd.replace("pip install ", "pip install --force-reinstall ", 1)
+        return ()
     target = {plan.pip.package, plan.pip.libs_package or "", f"{plan.pip.package}-bindings"}
-    remove = [name for name, _version in installed if name not in target]
-    if remove:
-        cmd = f"pip uninstall -y {' '.join(dict.fromkeys(remove))} && {cmd}"
+    remove = list(dict.fromkeys(name for name, _version in installed if name not in target))
+    steps = [step("uninstall", "-y", *remove)] if remove else []
+    args = ["--force-reinstall"] if reinstall else []
+    args.append(plan.pip.spec(plan.need.major))
+    if plan.index_url:
+        args += ["--extra-index-url", plan.index_url]
+    steps.append(step("install", *args))
+    return tuple(steps)
+
+
+def tensorrt_fix(plan: TensorrtPlan, installer: Installer, installed: Sequence[tuple[str, str]] = (), *,
+                 reinstall: bool = False) -> tuple[str, tuple[PackageStep, ...]]:
+    """:func:`tensorrt_steps` as the command ``installer`` runs, with why NVIDIA's index must be reachable
+    and how to load TensorRT afterwards; the text alone where PyPI has no package for it."""
+    steps = tensorrt_steps(plan, installed, reinstall=reinstall)
+    if not steps or plan.pip is None:
+        return (f"Install TensorRT {plan.need.major} for CUDA {plan.need.cuda_major} from NVIDIA (the tar file, with "
+                "its lib/ on LD_LIBRARY_PATH), or an onnxruntime-gpu whose TensorRT EP links a TensorRT that exists "
+                "for your CUDA (`ortdoctor matrix`)", ())
     note = (f"({plan.pip.libs_package} is a source package that downloads the wheel from {plan.index_url} while "
             "installing: that host must be reachable)") if plan.pip.libs_package and plan.index_url else ""
-    return "\n".join(x for x in (cmd, note, LOAD_HINT) if x)
+    return "\n".join(x for x in (installer.commands(steps), note, LOAD_HINT) if x), steps

@@ -13,7 +13,16 @@ import re
 from typing import TYPE_CHECKING
 
 from ortdoctor.core.catalog import make
-from ortdoctor.core.facts import ElfInfo, Finding, PeInfo, PluginEpPackage, Severity, TensorrtInstall
+from ortdoctor.core.facts import (
+    ElfInfo,
+    Finding,
+    PackageStep,
+    PeInfo,
+    PluginEpPackage,
+    Severity,
+    TensorrtInstall,
+)
+from ortdoctor.decide.fixes import pin_series, step
 from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, tensorrt_fix
 from ortdoctor.diagnose.context import CUDA_SONAME, Ctx
 
@@ -60,24 +69,25 @@ def check_tensorrt(ctx: Ctx, smoke: SmokeResult | None = None) -> list[Finding]:
             detail = (f"{head}; installed is TensorRT {', '.join(map(str, majors))}:\n{found}\n"
                       f"The loader never takes one major for another: TensorrtExecutionProvider fails with "
                       f"`libnvinfer.so.{need.major}: cannot open shared object file`.")
-            return [make("tensorrt-major-mismatch", detail, tensorrt_fix(plan, installed),
+            fix, steps = tensorrt_fix(plan, ctx.installer, installed)
+            return [make("tensorrt-major-mismatch", detail, fix, steps=steps,
                          severity="error" if requested else None,
                          title=f"TensorRT {', '.join(map(str, majors))} is installed; the TensorRT EP needs "
                                f"TensorRT {need.major}")]
         detail = (f"{head}, which is not installed (no pip tensorrt_libs, nothing on LD_LIBRARY_PATH or in the "
                   "ld.so cache); only matters if TensorrtExecutionProvider is requested.")
-        fix = ("Request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install it:\n"
-               + tensorrt_fix(plan))
-        return [make("tensorrt-unavailable", detail, fix, severity="error" if requested else None)]
+        install, steps = tensorrt_fix(plan, ctx.installer)
+        fix = "Request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install it:\n" + install
+        return [make("tensorrt-unavailable", detail, fix, steps=steps, severity="error" if requested else None)]
     out: list[Finding] = []
     if chosen in plan.other_cuda:
+        fix, steps = tensorrt_fix(plan, ctx.installer, [(d.name, d.version) for d in ctx.env.tensorrt.distributions
+                                                        if f"-cu{chosen.cuda_major}" in d.name])
         out.append(make(
             "tensorrt-cuda-major-mismatch",
             f"{build} is built for CUDA {ctx.cuda_major}; the TensorRT {need.major} installed is built for CUDA "
             f"{chosen.cuda_major} ({chosen.cuda_source}): {_where(chosen)}.",
-            tensorrt_fix(plan, [(d.name, d.version) for d in ctx.env.tensorrt.distributions
-                                if f"-cu{chosen.cuda_major}" in d.name]),
-            severity="error" if requested else None))
+            fix, steps=steps, severity="error" if requested else None))
     lacks = list(plan.missing)
     if not any(r.startswith(f"libnvinfer_builder_resource.so.{need.major}") for r in chosen.builder_resources):
         short = ".".join(chosen.version.split(".")[:3]) if chosen.version else f"{need.major}.x.y"
@@ -85,12 +95,13 @@ def check_tensorrt(ctx: Ctx, smoke: SmokeResult | None = None) -> list[Finding]:
                      "dlopens it: `createInferBuilder: Error Code 6: API Usage Error (Unable to load library: "
                      "libnvinfer_builder_resource.so...)`)")
     if lacks:
+        fix, steps = tensorrt_fix(plan, ctx.installer, reinstall=True) if chosen.origin == "pip" else (
+            f"Reinstall the whole TensorRT {need.major} in {chosen.directory}: " + _system_install(ctx, plan, chosen),
+            ())
         out.append(make(
             "tensorrt-incomplete",
             f"{_where(chosen)} lacks " + "; ".join(lacks) + ".",
-            tensorrt_fix(plan, reinstall=True) if chosen.origin == "pip" else
-            f"Reinstall the whole TensorRT {need.major} in {chosen.directory}: " + _system_install(ctx, plan, chosen),
-            severity="error" if requested and plan.missing else None))
+            fix, steps=steps, severity="error" if requested and plan.missing else None))
     if not plan.loader_finds:
         owner = chosen.distribution or chosen.origin
         first = need.sonames[0] if need.sonames else f"libnvinfer.so.{need.major}"
@@ -124,11 +135,11 @@ def _older_than_build(ctx: Ctx, plan: TensorrtPlan, chosen: TensorrtInstall) -> 
     if (int(have.group(1)), int(have.group(2))) >= (int(want.group(1)), int(want.group(2))):
         return []
     line = ctx.match.release.line if ctx.match else "this release"
-    fix = tensorrt_fix(plan) if plan.pip is not None else None
+    fix, steps = tensorrt_fix(plan, ctx.installer) if plan.pip is not None else ("", ())
     return [make("tensorrt-older-than-build",
                  f"onnxruntime-gpu {line}'s TensorRT EP was built with TensorRT {built.tensorrt} ({built.source}); "
                  f"installed is {chosen.version} ({chosen.version_source or chosen.origin}) in {chosen.directory}.",
-                 fix or "")]
+                 fix, steps=steps)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -177,23 +188,26 @@ def check_plugin_eps(ctx: Ctx) -> list[Finding]:
         other = {n: m for n, m in majors.items() if ctx.cuda_major is not None and m != ctx.cuda_major}
         if other:
             major = sorted(set(other.values()))[0]
-            fix = _variant_fix(pkg, ctx.cuda_major)
+            steps = _variant_steps(ctx, pkg)
             out.append(make(
                 "plugin-ep-cuda-major-mismatch",
                 f"{pkg.name} {pkg.version} ({pkg.location}) needs {', '.join(sorted(other))} (CUDA {major}); "
                 f"{ctx.env.ort.active or 'onnxruntime'} {ctx.env.ort.version} is built for CUDA {ctx.cuda_major}. "
                 "Registering the plugin brings a second CUDA major into the process.",
-                fix or ""))
+                ctx.run(*steps) if steps else "", steps=steps))
         out += _bundled(ctx, pkg)
     return out
 
 
-def _variant_fix(pkg: PluginEpPackage, cuda_major: int | None) -> str | None:
-    """``onnxruntime-ep-nv-tensorrt-rtx-cu12`` -> the -cu13 variant, when it names its CUDA major."""
+def _variant_steps(ctx: Ctx, pkg: PluginEpPackage) -> tuple[PackageStep, ...]:
+    """``onnxruntime-ep-nv-tensorrt-rtx-cu12`` -> the -cu13 variant of the same version, where PyPI has it."""
     m = re.match(r"^(.*-cu)(\d+)$", pkg.name)
-    if m is None or cuda_major is None:
-        return None
-    return f"pip uninstall -y {pkg.name} && pip install {m.group(1)}{cuda_major}=={pkg.version}"
+    if m is None or ctx.cuda_major is None:
+        return ()
+    variant = f"{m.group(1)}{ctx.cuda_major}"
+    if pkg.version not in ctx.matrix.versions_of(variant):
+        return ()
+    return (step("uninstall", "-y", pkg.name), step("install", f"{variant}=={pkg.version}"))
 
 
 def _bundled(ctx: Ctx, pkg: PluginEpPackage) -> list[Finding]:
@@ -248,12 +262,13 @@ def _bundled(ctx: Ctx, pkg: PluginEpPackage) -> list[Finding]:
                          "file` although the package ships a copy.")
         if pkg.import_effects:
             lines.append(f"Importing {pkg.import_name or pkg.name} " + ", ".join(pkg.import_effects) + ".")
+        steps: tuple[PackageStep, ...] = ()
         if other is None:
-            fix = _runtime_fix(soname)
+            fix, steps = _runtime_fix(ctx, soname)
         else:
             fix = (f"Load the chosen CUDA set before importing {pkg.import_name or pkg.name} (`import ortdoctor.hook` "
                    f"first in the program), so the plugin uses the process's {soname}" if ctx.plan else "")
-        out.append(make("plugin-ep-bundled-cuda-library", "\n".join(lines), fix, severity=severity,
+        out.append(make("plugin-ep-bundled-cuda-library", "\n".join(lines), fix, severity=severity, steps=steps,
                         title=f"{pkg.name} bundles its own {soname}"))
     return out
 
@@ -262,14 +277,15 @@ def _bundled(ctx: Ctx, pkg: PluginEpPackage) -> list[Finding]:
 _RUNTIME_WHEELS = {13: "nvidia-cuda-runtime", 12: "nvidia-cuda-runtime-cu12", 11: "nvidia-cuda-runtime-cu11"}
 
 
-def _runtime_fix(soname: str) -> str:
+def _runtime_fix(ctx: Ctx, soname: str) -> tuple[str, tuple[PackageStep, ...]]:
     m = re.match(r"^libcudart\.so\.(\d+)", soname)
     wheel = _RUNTIME_WHEELS.get(int(m.group(1))) if m else None
-    if m is None or wheel is None:
-        return f"Install the CUDA library {soname} where the loader finds it (LD_LIBRARY_PATH or the ld.so cache)"
+    if m is None or wheel is None or not ctx.matrix.versions_of(wheel):
+        return f"Install the CUDA library {soname} where the loader finds it (LD_LIBRARY_PATH or the ld.so cache)", ()
+    steps = (step("install", pin_series(ctx.matrix, wheel)),)
     layout = "nvidia/cu13/lib" if m.group(1) == "13" else "nvidia/cuda_runtime/lib"
-    return (f'pip install "{wheel}=={m.group(1)}.*" and put its directory (site-packages/{layout}) on '
-            "LD_LIBRARY_PATH before Python starts")
+    return (f"{ctx.run(*steps)}\nthen put its directory (site-packages/{layout}) on LD_LIBRARY_PATH before Python "
+            "starts"), steps
 
 
 def check_cuda_plugin_ep(ctx: Ctx) -> list[Finding]:

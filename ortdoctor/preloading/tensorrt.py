@@ -15,6 +15,7 @@ from typing import Any
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Environment, Finding
+from ortdoctor.decide.fixes import Installer
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, tensorrt_fix
 from ortdoctor.preloading import loader
@@ -29,18 +30,19 @@ def _best(measured: str | None, planned: str | None) -> str | None:
     return measured or planned
 
 
-def _missing(tplan: TensorrtPlan) -> Finding:
+def _missing(tplan: TensorrtPlan, installer: Installer) -> Finding:
     need = tplan.need
+    fix, steps = tensorrt_fix(tplan, installer)
     if tplan.other_major:
         majors = ", ".join(sorted({str(i.major) for i in tplan.other_major}))
         where = "; ".join(f"{i.directory} (TensorRT {i.major})" for i in tplan.other_major)
         return make("tensorrt-major-mismatch",
                     f"The TensorRT EP links libnvinfer.so.{need.major}; installed is TensorRT {majors}: {where}.",
-                    tensorrt_fix(tplan), severity="error",
+                    fix, steps=steps, severity="error",
                     title=f"TensorRT {majors} is installed; the TensorRT EP needs TensorRT {need.major}")
     return make("tensorrt-unavailable",
                 f"The TensorRT EP links libnvinfer.so.{need.major}; no TensorRT {need.major} was found (pip "
-                "tensorrt_libs, LD_LIBRARY_PATH, the ld.so cache).", tensorrt_fix(tplan), severity="error")
+                "tensorrt_libs, LD_LIBRARY_PATH, the ld.so cache).", fix, steps=steps, severity="error")
 
 
 def load_tensorrt(
@@ -61,6 +63,7 @@ def load_tensorrt(
     ``failed(name, soname, error, required)`` and ``skipped(name, reason)`` build the preloader's own
     entries, so this module needs none of its types.
     """
+    installer = Installer.of(env.python)
     match = matrix.release_for(env.ort.version) if env.ort.version else None
     tplan = plan_tensorrt(env, matrix, match, cuda_major)
     if tplan is None or tplan.need.major is None:
@@ -70,7 +73,7 @@ def load_tensorrt(
         failed("nvinfer", f"libnvinfer.so.{tplan.need.major}", "not found"
                + (f"; only TensorRT {', '.join(sorted({str(i.major) for i in tplan.other_major}))}"
                   if tplan.other_major else ""), True)
-        result.findings.append(_missing(tplan))
+        result.findings.append(_missing(tplan, installer))
         return
     specs = {s.name: s for s in (matrix.tensorrt.majors[tplan.need.major].libraries
                                  if matrix.tensorrt and tplan.need.major in matrix.tensorrt.majors else ())}
@@ -78,9 +81,10 @@ def load_tensorrt(
         if lp.chosen is None:
             if lp.required:
                 failed(lp.name, lp.soname, f"not in {tplan.chosen.directory}", True)
+                fix, steps = tensorrt_fix(tplan, installer, reinstall=True)
                 result.findings.append(make(
                     "tensorrt-incomplete", f"{tplan.chosen.directory} has no {lp.soname}, which the TensorRT EP "
-                    "links.", tensorrt_fix(tplan, reinstall=True), severity="error"))
+                    "links.", fix, steps=steps, severity="error"))
             else:
                 skipped(lp.name, f"not in {tplan.chosen.directory} (the TensorRT EP does not link it)")
             continue
@@ -98,8 +102,9 @@ def load_tensorrt(
             got = loader.load(lp.chosen.path, global_=global_)
         except loader.LoadError as exc:
             failed(lp.name, lp.soname, f"{lp.chosen.path}: {exc}", lp.required)
+            fix, steps = tensorrt_fix(tplan, installer, reinstall=True)
             result.findings.append(make(
-                "lib-load-failed", f"{lp.chosen.path}: {exc}", tensorrt_fix(tplan, reinstall=True),
+                "lib-load-failed", f"{lp.chosen.path}: {exc}", fix, steps=steps,
                 severity="error" if lp.required else "warning", title=f"{lp.soname} exists but does not load"))
             continue
         spec = specs.get(lp.name)
