@@ -262,3 +262,15 @@ def test_check_never_imports_onnxruntime_or_torch() -> None:
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "onnxruntime-gpu []"
+
+
+@pytest.mark.realwheels
+def test_nvml_without_libcuda_fails_the_health_check(tmp_path: Path) -> None:
+    """A container started with NVIDIA_DRIVER_CAPABILITIES=utility: NVML answers, libcuda.so.1 is not
+    there. The `--no-smoke` health check of docs/recipes.md must fail, not pass."""
+    nvml = fake_nvml.build(tmp_path / "utility-only", libcuda=False).parent
+    proc = run_check("ort-gpu", "nvidia-cu13", extra_env=_nvml_env(nvml, f"driver=580.159.04;cuda=13000;{H200}"))
+    rep = report_of(proc)
+    assert rep["driver"]["available"] is True
+    assert "libcuda-missing" in errors(rep)
+    assert proc.returncode == 1

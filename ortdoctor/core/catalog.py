@@ -649,15 +649,41 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         id="gpu-arch-unsupported",
         severity="error",
         title="the GPU's architecture has no kernels in this onnxruntime build",
-        cause="Wheels carry device code for a fixed list of architectures: new GPUs (sm_120, sm_121) on older "
-        "wheels, and old GPUs (Maxwell, Pascal, Volta) on CUDA 13 builds, fail with "
-        "`cudaErrorNoKernelImageForDevice` at run time, often in Relu/Mul while MatMul works.",
-        evidence="NVML's compute capability against the build's architecture list (where the matrix knows it) "
-        "and CUDA 13's sm_75 floor.",
-        fix="Install a build that includes the architecture (1.28+ for sm_120; a CUDA 12 build for "
-        "pre-Turing GPUs), or build from source with CMAKE_CUDA_ARCHITECTURES.",
+        cause="A CUDA build carries kernels for a fixed list of GPU architectures: SASS (native code) for "
+        "`sm_XY`, which runs on GPUs of the same major and a minor at least its own (an `sm_XYa` target only "
+        "on exactly X.Y; on Jetson only on exactly its own compute capability), and PTX for `compute_XY`, "
+        "which the driver JIT-compiles for X.Y and later GPUs when it knows the PTX's ISA version. A GPU "
+        "with neither fails with `cudaErrorNoKernelImageForDevice` (\"no kernel image is available for "
+        "execution on the device\") at the first kernel, after the session was created: onnxruntime-gpu "
+        "1.29-1.31 (Linux x86_64) carry SASS for sm_75/80/86/89, sm_90a and sm_120a and no PTX, so nothing "
+        "for B200/B300 (sm_100, sm_103) or V100 (sm_70); CUDA 13 builds have nothing below sm_75.",
+        evidence="NVML's compute capability of each GPU the session uses (every visible one with "
+        "`--all-devices`) against the targets in the installed CUDA provider's fatbin headers (read from "
+        "the file itself; the matrix's row for the release where it cannot be read), and the driver's CUDA "
+        "version against the PTX ISA version.",
+        fix="Install a release that carries kernels for the GPU (the finding names them, from the matrix), "
+        "or build from source with --cmake_extra_defines CMAKE_CUDA_ARCHITECTURES=<XY> (100 for sm_100); "
+        "for PTX a newer driver can JIT, upgrade the driver.",
         modes=(10,),
-        docs=(_ORT_ISSUES + "26245", _ORT_ISSUES + "27528"),
+        docs=(_ORT_ISSUES + "26245", _ORT_ISSUES + "27528",
+              "https://docs.nvidia.com/cuda/ada-compatibility-guide/index.html",
+              "https://docs.nvidia.com/cuda/parallel-thread-execution/#release-notes-ptx-release-history"),
+    ),
+    CatalogEntry(
+        id="gpu-arch-ptx-jit",
+        severity="info",
+        title="the GPU runs this build only through PTX JIT compilation",
+        cause="The build has no SASS (native code) for the GPU's architecture, only PTX for an older one: "
+        "the driver JIT-compiles every kernel the process uses at first use, so the first runs are slow, "
+        "and the results live in the driver's JIT cache (`~/.nv/ComputeCache`, `CUDA_CACHE_MAXSIZE`). "
+        "onnxruntime-gpu up to 1.20 carry PTX for compute_52-compute_80, 1.21-1.26 for compute_90, "
+        "1.27-1.28 for compute_120.",
+        evidence="NVML's compute capability against the installed CUDA provider's fatbin targets, and the "
+        "driver's CUDA version against the PTX ISA version.",
+        fix="Install a release with native code for the GPU (the finding names it), or keep the JIT cache "
+        "large enough: export CUDA_CACHE_MAXSIZE=4294967296",
+        modes=(10,),
+        docs=("https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#just-in-time-compilation",),
     ),
     CatalogEntry(
         id="gpu-low-memory",

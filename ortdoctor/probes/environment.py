@@ -20,7 +20,7 @@ from ortdoctor.formats.procmaps import mapped_paths
 from ortdoctor.probes.driver import probe_driver
 from ortdoctor.probes.interpreter import Interpreter
 from ortdoctor.probes.nvidia_wheels import probe_nvidia_wheels
-from ortdoctor.probes.ort import probe_ort
+from ortdoctor.probes.ort import add_kernels, probe_ort
 from ortdoctor.probes.platform import probe_python
 from ortdoctor.probes.plugin_eps import probe_plugin_eps
 from ortdoctor.probes.system import probe_system
@@ -66,7 +66,8 @@ def collect_environment(
         fs_root: root for /proc, /dev, /etc and the default library directories (tests).
         ld_cache_path: the ld.so cache (default ``<fs_root>/etc/ld.so.cache``).
         maps_path: the maps file for already-mapped libraries.
-        query_driver: False skips NVML (the driver is reported as not queried).
+        query_driver: False skips NVML (the driver is reported as not queried). The CUDA provider's
+            kernel architectures are read only when NVML lists GPUs.
         on_probe: called as ``on_probe("ort", OrtInfo)`` as soon as the onnxruntime probe (the first,
             and a cheap one) is done: ``check`` starts its smoke child there, so the child runs while the
             other probes do.
@@ -83,7 +84,7 @@ def collect_environment(
     if site_dirs is not None:
         python = dataclasses.replace(python, site_dirs=sites)
     index = DistIndex(sites)
-    ort = probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index)
+    ort = probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index, kernels=False)
     if on_probe is not None:
         on_probe("ort", ort)
 
@@ -94,6 +95,10 @@ def collect_environment(
     else:
         driver = DriverInfo(available=False, error="not queried", cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
                             nvidia_visible_devices=env.get("NVIDIA_VISIBLE_DEVICES"))
+    if driver.devices:
+        # The kernel architectures matter only against GPUs: read once NVML has listed some (after the
+        # smoke child started); the preload path (no driver query) and GPU-less hosts never pay for them.
+        ort = add_kernels(ort)
     return Environment(
         python=python,
         ort=ort,

@@ -109,6 +109,7 @@ def _ort(env: Environment, recommendation: str | None) -> dict[str, Any]:
         "package_name": ort.package_name,
         "is_gpu_build": ort.is_gpu_build,
         "cuda_provider": to_jsonable(ort.cuda_provider),
+        "kernels": to_jsonable(ort.kernels),
         "tensorrt_provider": to_jsonable(ort.tensorrt_provider),
         "pybind": to_jsonable(ort.pybind),
         "other_cuda_libraries": [to_jsonable(x) for x in ort.other_cuda_libraries],
