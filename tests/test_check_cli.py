@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support import fake_nvml, testenvs
+from tests.support.report_schema import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +37,7 @@ def run_check(*envs: str, args: tuple[str, ...] = ("--json", "--no-smoke"), extr
 def report_of(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert "Traceback" not in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stdout
-    data: dict[str, Any] = json.loads(proc.stdout)
+    data: dict[str, Any] = validate(json.loads(proc.stdout))
     return data
 
 
@@ -274,3 +275,20 @@ def test_nvml_without_libcuda_fails_the_health_check(tmp_path: Path) -> None:
     assert rep["driver"]["available"] is True
     assert "libcuda-missing" in errors(rep)
     assert proc.returncode == 1
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "latin-1"])
+def test_a_console_that_is_not_utf8_gets_ascii_marks_not_a_crash(encoding: str) -> None:
+    # Windows consoles redirected to a file write cp1252; the report's marks become ASCII there
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(testenvs.ensure("ort-cpu"))]),
+               PYTHONIOENCODING=encoding, PYTHONUTF8="0")
+    for args in (("--no-smoke",), ("--no-smoke", "-q"), ("--no-smoke", "--format", "markdown"), ("--no-smoke", "--json")):
+        proc = subprocess.run([sys.executable, "-m", "ortdoctor", "check", *args], env=env, capture_output=True,
+                              timeout=120, cwd=ROOT)
+        out, err = proc.stdout.decode(encoding), proc.stderr.decode(encoding)
+        assert proc.returncode == 1, err
+        assert "internal error" not in err
+        if "--json" in args:
+            assert validate(json.loads(out))["verdict"] == "fail"
+        else:
+            assert "x FAIL: onnxruntime 1.31.1 cannot use the GPU here" in out

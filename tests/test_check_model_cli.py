@@ -17,6 +17,7 @@ import pytest
 
 from ortdoctor.doctor.check import run_check
 from tests.support import models, testenvs
+from tests.support.report_schema import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +44,7 @@ def check(*args: str, envs: tuple[str, ...] = ("ort-cpu",)) -> subprocess.Comple
 
 
 def as_json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(proc.stdout)
+    data: dict[str, Any] = validate(json.loads(proc.stdout))
     return data
 
 

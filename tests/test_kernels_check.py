@@ -25,6 +25,7 @@ from ortdoctor.formats.fatbin import FatbinInfo, KernelImage
 from ortdoctor.probes.environment import collect_environment
 from ortdoctor.probes.ort import isolated_targets, probe_ort, read_kernels
 from tests.support import fake_nvml, testenvs
+from tests.support.report_schema import validate
 from tests.test_diagnose import driver_ok, full_plan, healthy_env, ort_gpu, python_info
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -297,7 +298,7 @@ def check(nvml_dir: Path, *devices: Device, args: tuple[str, ...] = ()) -> tuple
     proc = subprocess.run([sys.executable, "-m", "ortdoctor", "check", "--json", "--no-smoke", *args], env=env,
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
+    return proc.returncode, validate(json.loads(proc.stdout))
 
 
 def ids(report: dict[str, Any]) -> list[str]:

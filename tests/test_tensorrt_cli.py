@@ -19,6 +19,7 @@ import pytest
 
 from tests.support import plugin_wheels, testenvs
 from tests.support.fake_tensorrt import build_tensorrt, install_plugin, install_tensorrt_pip
+from tests.support.report_schema import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.realwheels
@@ -61,6 +62,11 @@ def data(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return parsed
 
 
+def checked(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """A `check --json` report, validated against the shipped JSON Schema."""
+    return validate(data(proc))
+
+
 def finding(report: dict[str, Any], fid: str) -> dict[str, Any]:
     hits = [f for f in report["findings"] if f["id"] == fid]
     assert hits, (fid, [f["id"] for f in report["findings"]])
@@ -68,7 +74,7 @@ def finding(report: dict[str, Any], fid: str) -> dict[str, Any]:
 
 
 def test_1_31_1_with_tensorrt_11_names_both_majors_and_pins_tensorrt_10(trt11_site: Path) -> None:
-    report = data(cli("check", "--no-smoke", "--json", sites=(trt11_site,)))
+    report = checked(cli("check", "--no-smoke", "--json", sites=(trt11_site,)))
     f = finding(report, "tensorrt-major-mismatch")
     assert f["title"] == "TensorRT 11 is installed; the TensorRT EP needs TensorRT 10"
     assert "links libnvinfer.so.10 and libnvonnxparser.so.10 (TensorRT 10)" in f["detail"]
@@ -144,7 +150,7 @@ def test_the_hook_loads_tensorrt_when_asked(trt10_site: Path, tmp_path: Path) ->
 def test_check_provider_tensorrt_runs_the_session_on_the_tensorrt_ep(trt10_site: Path, tmp_path: Path) -> None:
     proc = cli("check", "--provider", "tensorrt", "--provider-option", "trt_fp16_enable=1", "--json",
                sites=(trt10_site,), env={"TMPDIR": str(tmp_path)})
-    report = data(proc)
+    report = checked(proc)
     smoke = report["smoke"]
     assert smoke["ep"] == "TensorrtExecutionProvider"
     assert smoke["ran"] is True
@@ -165,7 +171,7 @@ def test_check_provider_tensorrt_runs_the_session_on_the_tensorrt_ep(trt10_site:
 
 
 def test_check_provider_tensorrt_without_tensorrt_is_an_error() -> None:
-    report = data(cli("check", "--provider", "tensorrt", "--json"))
+    report = checked(cli("check", "--provider", "tensorrt", "--json"))
     f = finding(report, "tensorrt-unavailable")
     assert f["severity"] == "error"
     assert 'pip install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com' in f["fix"]
@@ -176,7 +182,7 @@ def test_check_provider_tensorrt_without_tensorrt_is_an_error() -> None:
 
 def test_the_smoke_child_registers_the_plugin_and_lists_ort_devices(plugin_site: Path) -> None:
     proc = cli("check", "--json", sites=(plugin_site,))
-    smoke = data(proc)["smoke"]
+    smoke = checked(proc)["smoke"]
     (plugin,) = smoke["plugin_eps"]
     assert plugin["package"] == "onnxruntime-ep-nv-tensorrt-rtx-cu13"
     assert plugin["ep_name"] == "NvTensorRTRTXExecutionProvider"
@@ -201,7 +207,7 @@ def test_the_plugin_stage_writes_nothing_into_the_package(plugin_site: Path) -> 
 
 def test_the_real_trt_rtx_plugin_beside_the_cuda_13_wheels() -> None:
     site = plugin_wheels.ensure_trt_rtx_cu13()
-    report = data(cli("check", "--json", sites=(site,)))
+    report = checked(cli("check", "--json", sites=(site,)))
     f = finding(report, "plugin-ep-bundled-cuda-library")
     assert "ships libcudart.so.13.4.36 (soname libcudart.so.13)" in f["detail"]
     assert "/nvidia/cu13/lib/libcudart.so.13 (13.0.96)" in f["detail"]

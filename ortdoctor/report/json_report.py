@@ -22,7 +22,8 @@ SCHEMA_VERSION = 2  # 2: the "host" object
 
 
 def dumps(report: Report) -> str:
-    return json.dumps(to_json(report), indent=2, ensure_ascii=False)
+    # ASCII with \u escapes: valid JSON on any console encoding (cp1252, latin-1), decoded by every parser
+    return json.dumps(to_json(report), indent=2)
 
 
 def to_json(report: Report) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "nvidia_wheels": [to_jsonable(w) for w in env.nvidia_wheels],
         "tensorrt": to_jsonable(env.tensorrt),
         "plugin_eps": to_jsonable(env.plugins),
-        "system": to_jsonable(env.system),
+        "system": _system(env),
         "matrix": report.matrix_path,
         "timings_ms": dict(report.timings_ms),
     }
@@ -62,8 +63,25 @@ def _host(report: Report) -> dict[str, Any] | None:
     return host_json(report.host, (d.uuid for d in report.env.driver.devices)) if report.host else None
 
 
+# The ld.so cache lists every library of the system (hundreds, ~36 KB); the report keeps the ones a GPU
+# session can load: CUDA, cuDNN, TensorRT, the driver's and onnxruntime's own.
+_GPU_SONAME_PREFIXES = ("libcuda", "libcublas", "libcudnn", "libcufft", "libcufile", "libcurand", "libcusparse",
+                        "libcusolver", "libcupti", "libcutensor", "libnv", "libnccl", "libonnxruntime", "libtorch",
+                        "libc10")
+
+
+def _system(env: Environment) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(env.system)
+    cache = data.get("ldconfig")
+    if isinstance(cache, dict):
+        data["ldconfig"] = {k: v for k, v in cache.items() if k.lower().startswith(_GPU_SONAME_PREFIXES)}
+        data["ldconfig_entries"] = len(cache)
+    return data
+
+
 def finding_json(f: Finding) -> dict[str, Any]:
-    return {"id": f.id, "severity": f.severity, "title": f.title, "detail": f.detail, "fix": f.fix}
+    return {"id": f.id, "severity": f.severity, "title": f.title, "detail": f.detail, "fix": f.fix,
+            "steps": [{"verb": s.verb, "args": list(s.args)} for s in f.steps]}
 
 
 def _python(env: Environment) -> dict[str, Any]:
