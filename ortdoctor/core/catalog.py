@@ -562,7 +562,9 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         fix="Install the NVIDIA driver (sudo apt-get install nvidia-driver-580 or newer; Windows: NVIDIA's "
         "installer); in a container: docker run --gpus all with nvidia-container-toolkit on the host",
         modes=(8,),
-        docs=("https://github.com/Akegarasu/lora-scripts/issues/101",),
+        docs=("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
+              "https://docs.nvidia.com/deploy/cuda-compatibility/",
+              "https://github.com/Akegarasu/lora-scripts/issues/101"),
     ),
     CatalogEntry(
         id="libcuda-missing",

@@ -351,8 +351,9 @@ def _split_sublibraries(run: _Run, sublibraries: bool) -> list[LibraryPlan]:
                     + (f": {run.installer.commands(steps)}" if steps else ""),
                     title=f"{lp.soname} is not beside the cuDNN library", steps=steps))
             run.result.skipped.append(SkippedLib(
-                lp.name, f"cuDNN sub-library: {spec.sublibrary_of} loads it on first use"
-                + (f" from {where}" if where else "")))
+                lp.name, f"cuDNN sub-library: {spec.sublibrary_of} loads it on first use from {where}" if where
+                else f"cuDNN sub-library: not in this cuDNN (its release has none, or {spec.sublibrary_of} "
+                "loads it only when present)"))
         else:
             if lp.name == "cudnn" and lp.chosen is not None:
                 main_cudnn_dir = os.path.dirname(lp.chosen.path)

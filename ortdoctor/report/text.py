@@ -424,17 +424,24 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     notes = [f for f in report.findings if f.severity == "info" and f not in model_findings]
     out: list[str] = []
     if problems:
-        out += ["", s.bold(f"Problems ({_counts(problems)})")]
+        theirs = [f for f in model_findings if f.severity != "info"]
+        more = f"; {_counts(theirs)} of the model's above" if theirs else ""
+        out += ["", s.bold(f"Problems ({_counts(problems)}{more})")]
         for f in problems:
             out += _finding(f, s)
     elif model_findings and report.verdict != "ok":
         out += ["", s.bold("Problems: ") + "only the model's (listed under Model above)"]
     elif report.verdict == "ok":
         out += ["", s.green("No problems found.")]
-    if notes:
-        out += ["", s.bold("Notes") + s.dim(" (ortdoctor explain ID, or --debug, for detail)")]
+    if notes and debug:
+        out += ["", s.bold("Notes")]
         for f in notes:
-            out += _finding(f, s) if debug else [f"{s.mark(INFO)} {f.title}  {s.dim('[' + f.id + ']')}"]
+            out += _finding(f, s)
+    elif notes:
+        # one line: notes explain, they do not block; -v (or `explain ID`) shows each in full
+        ids = ", ".join(f.id for f in notes)
+        out += ["", textwrap.fill(f"{INFO} {len(notes)} note{'s' if len(notes) > 1 else ''}: {ids}  (-v shows them; "
+                                  "ortdoctor explain ID)", _WIDTH, subsequent_indent="  ", break_on_hyphens=False)]
     return out
 
 
