@@ -450,3 +450,12 @@ def test_ld_library_path_entries_that_are_relative_are_not_searched_for_tensorrt
                                                                    SearchDir("tensorrt_libs", "LD_LIBRARY_PATH",
                                                                              relative=True))))
     assert "tensorrt-not-on-loader-path" in ids(run(env))
+
+
+def test_the_explain_table_reads_the_matrix_for_lines_the_documentation_left_out() -> None:
+    from ortdoctor.decide.tensorrt_versions import tensorrt_for
+
+    assert tensorrt_for("1.24.4") == "10.14"  # v1.24.1 release notes, via the matrix
+    assert tensorrt_for("1.31.1") == "10.x"  # the wheel links libnvinfer.so.10; the minor is not published
+    assert tensorrt_for("1.22.0") == "10.9"
+    assert tensorrt_for("9.9.0") is None
