@@ -50,7 +50,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "other one needs).",
         evidence="The `*.dist-info` directories of every site directory on `sys.path`; the `onnxruntime/` "
         "package directory itself.",
-        fix='pip install "onnxruntime-gpu[cuda,cudnn]"  (a CUDA 12 driver or toolkit: use the CUDA 12 '
+        fix='python -m pip install "onnxruntime-gpu[cuda,cudnn]"  (a CUDA 12 driver or toolkit: use the CUDA 12 '
         "feed with --index-url, see `ortdoctor matrix`)",
         modes=(1,),
         docs=(_INSTALL_DOCS,),
@@ -64,7 +64,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         evidence="`capi/build_and_package_info.py` (package_name, empty cuda_version) and the absence of the "
         "CUDA provider library; `get_available_providers()` showing `AzureExecutionProvider` without "
         "`CUDAExecutionProvider`.",
-        fix='pip uninstall -y onnxruntime && pip install "onnxruntime-gpu[cuda,cudnn]"',
+        fix='python -m pip uninstall -y onnxruntime && python -m pip install "onnxruntime-gpu[cuda,cudnn]"',
         modes=(1,),
         docs=(_ORT_ISSUES + "10685", _INSTALL_DOCS),
     ),
@@ -78,8 +78,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "the CPU wheel in after the GPU one.",
         evidence="Every `*.dist-info/RECORD` listing files under `onnxruntime/`; the RECORD hash of the "
         "pybind module compared with the file on disk tells which wheel won.",
-        fix="pip uninstall -y onnxruntime onnxruntime-gpu onnxruntime-directml onnxruntime-openvino && "
-        'pip install "onnxruntime-gpu[cuda,cudnn]"',
+        fix="python -m pip uninstall -y onnxruntime onnxruntime-gpu onnxruntime-directml onnxruntime-openvino && "
+        'python -m pip install "onnxruntime-gpu[cuda,cudnn]"',
         modes=(1,),
         docs=(_ORT_ISSUES + "4809", "https://github.com/huggingface/optimum/issues/1064"),
     ),
@@ -90,7 +90,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="Files of the installed distribution are missing or unreadable: a partial uninstall, a "
         "hand-copied package, or a broken RECORD/METADATA.",
         evidence="`build_and_package_info.py` unreadable, RECORD or METADATA missing, the pybind module absent.",
-        fix="pip install --force-reinstall --no-deps onnxruntime-gpu",
+        fix='python -m pip install --force-reinstall --no-deps "onnxruntime-gpu==<installed version>"  (pinned: a '
+        "reinstall without a pin moves to the newest build, which may be for another CUDA major)",
         modes=(1,),
     ),
     CatalogEntry(
@@ -100,7 +101,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="Some releases shipped broken: 1.27.0's Linux pybind module gained a hard `NEEDED "
         "libcudart.so.13`, so `import onnxruntime` fails on CPU-only and CUDA 12 hosts.",
         evidence="The installed version against the `known_bad` entries of the compatibility matrix.",
-        fix='pip install "onnxruntime-gpu!=1.27.0"  (the matrix names the fix for each release)',
+        fix='python -m pip install "onnxruntime-gpu!=1.27.0"  (the matrix names the fix for each release)',
         modes=(11,),
         docs=(_ORT_ISSUES + "29500",),
     ),
@@ -111,7 +112,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="The release is newer than every line the matrix knows (or too old to be listed), so its "
         "CUDA/cuDNN needs are taken from the nearest known line and from the installed files.",
         evidence="The installed version against the matrix's release lines.",
-        fix="pip install --upgrade ortdoctor  (a newer matrix), or pass --matrix FILE",
+        fix="Update ortdoctor (each release carries a newer matrix), or pass --matrix FILE",
     ),
     CatalogEntry(
         id="ort-import-fails",
@@ -122,8 +123,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "raises ImportError before any session exists. Downstream code often misreports this as "
         '"onnxruntime not installed".',
         evidence="DT_NEEDED of the pybind module; where each CUDA soname resolves.",
-        fix='pip install "onnxruntime-gpu!=1.27.0", or install the CUDA runtime it needs '
-        "(`pip install nvidia-cuda-runtime`) and make it loadable (`import ortdoctor.hook` first)",
+        fix='python -m pip install "onnxruntime-gpu!=1.27.0", or install the CUDA runtime it needs '
+        "(`python -m pip install nvidia-cuda-runtime`) and make it loadable (`import ortdoctor.hook` first)",
         modes=(11,),
         docs=(_ORT_ISSUES + "29500",),
     ),
@@ -161,7 +162,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         evidence="DT_NEEDED of `libonnxruntime_providers_cuda.so` (import table on Windows) and the "
         "matrix's lazily loaded libraries, searched in every location: loaded objects, --directory, "
         "nvidia wheels (both layouts), torch/lib, conda, CUDA_HOME, LD_LIBRARY_PATH, ld.so.cache.",
-        fix='pip install "onnxruntime-gpu[cuda,cudnn]"  (or the single nvidia-* wheels the finding names)',
+        fix='python -m pip install "onnxruntime-gpu[cuda,cudnn]"  (or the single nvidia-* wheels the finding names)',
         modes=(2, 21),
         docs=(_ORT_ISSUES + "25609", _ORT_ISSUES + "24719"),
     ),
@@ -203,7 +204,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "alongside usually decides which cuDNN is present (torch 2.3: cuDNN 8; >= 2.4: cuDNN 9).",
         evidence="The cuDNN major the build needs against the `libcudnn.so.*` files and nvidia-cudnn-cu* "
         "wheels present.",
-        fix="pip install nvidia-cudnn-cu13  (cu12 for a CUDA 12 build), or an onnxruntime-gpu built for "
+        fix="python -m pip install nvidia-cudnn-cu13  (cu12 for a CUDA 12 build), or an onnxruntime-gpu built for "
         "the cuDNN you have",
         modes=(7,),
         docs=(_ORT_ISSUES + "21354", _CUDA_EP_DOCS),
@@ -249,7 +250,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "a library that cannot be found (`libz.so.1` in a slim image, an older glibc).",
         evidence="The loader's own error for each copy that was tried, in search order; the file's size "
         "against the size its wheel's RECORD promises.",
-        fix="Reinstall the wheel that ships the file (`pip install --force-reinstall --no-deps NAME==VERSION`), "
+        fix="Reinstall the wheel that ships the file (`python -m pip install --force-reinstall --no-deps NAME==VERSION`), "
         "or install the library its error names.",
         modes=(2,),
         produced_by="preload",
@@ -339,7 +340,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="No single location has the whole set, so libraries that must come from one release "
         "(cuBLAS with cuBLASLt, cuDNN with its sub-libraries) are taken from different installs.",
         evidence="The directory each library of a family is chosen from.",
-        fix='pip install "onnxruntime-gpu[cuda,cudnn]"  (one complete set of NVIDIA wheels in one environment)',
+        fix='python -m pip install "onnxruntime-gpu[cuda,cudnn]"  (one complete set of NVIDIA wheels in one environment)',
         modes=(15, 16),
     ),
     CatalogEntry(
@@ -348,7 +349,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         title="the CUDA provider needs a library the compatibility matrix does not list",
         cause="A newer build links a library the matrix does not know yet; it is searched for anyway.",
         evidence="DT_NEEDED of the CUDA provider against the matrix's library list.",
-        fix="pip install --upgrade ortdoctor  (a newer matrix)",
+        fix="Update ortdoctor (each release carries a newer matrix), or pass --matrix FILE",
     ),
     CatalogEntry(
         id="cudnn-sublibrary-mismatch",
@@ -357,7 +358,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="cuDNN 9 dlopens its sub-libraries by bare name; when one is missing from the wheel the loader "
         "takes a system copy of another version (`CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH`).",
         evidence="The directory and version of each `libcudnn*.so.9` chosen or mapped.",
-        fix="pip install --force-reinstall nvidia-cudnn-cu13  (cu12 for CUDA 12), or remove the stray "
+        fix="python -m pip install --force-reinstall nvidia-cudnn-cu13  (cu12 for CUDA 12), or remove the stray "
         "system cuDNN from the loader path",
         modes=(15,),
         docs=("https://github.com/pytorch/pytorch/issues/185512",),
@@ -369,7 +370,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="The `nvidia-*-cu13` names (except cuDNN) are deprecated 0.0.1 stubs; CUDA 13 wheels are "
         "unsuffixed (`nvidia-cublas`, `nvidia-cuda-runtime`).",
         evidence="Installed nvidia-* distributions at version 0.0.1.",
-        fix="pip uninstall -y <stub> && pip install nvidia-cuda-runtime nvidia-cublas nvidia-cufft nvidia-curand",
+        fix="python -m pip uninstall -y <stub> && python -m pip install nvidia-cuda-runtime nvidia-cublas nvidia-cufft nvidia-curand",
         modes=(12,),
         docs=("https://github.com/InternLM/lmdeploy/issues/4116",),
     ),
@@ -383,7 +384,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         evidence="DT_NEEDED of `libonnxruntime_providers_tensorrt.so` (libnvinfer.so.N) against every TensorRT "
         "install found: pip's `tensorrt_libs/`, LD_LIBRARY_PATH, the ld.so cache.",
         fix="Request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install the "
-        'TensorRT major the provider links, pinned: pip install "tensorrt-cu13==10.*" --extra-index-url '
+        'TensorRT major the provider links, pinned: python -m pip install "tensorrt-cu13==10.*" --extra-index-url '
         "https://pypi.nvidia.com (CUDA 13 builds; tensorrt-cu12==10.* for CUDA 12: its -libs package downloads "
         "the wheel from pypi.nvidia.com), then load it with `ortdoctor preload --tensorrt` or ORTDOCTOR_TENSORRT=1 "
         "and `import ortdoctor.hook`.",
@@ -401,7 +402,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "(`libnvinfer.so.10: cannot open shared object file`).",
         evidence="The TensorRT major in the provider's DT_NEEDED against the major of every TensorRT install "
         "(file names `libnvinfer.so.N`, the pip distribution's version).",
-        fix='pip install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com  (the CUDA major of '
+        fix='python -m pip install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com  (the CUDA major of '
         "the onnxruntime build; uninstall the other major's tensorrt-cuNN, -libs and -bindings first), then "
         "`ortdoctor preload --tensorrt`.",
         modes=(20,),
@@ -416,7 +417,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "onnxruntime-gpu puts two CUDA majors into one process, which NVIDIA does not support.",
         evidence="The `-cuNN` of the pip distribution that owns `tensorrt_libs/`, dpkg's version suffix, or the "
         "CUDA sonames in libnvinfer's DT_NEEDED, against the onnxruntime build's CUDA major.",
-        fix='pip install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com  (the -cuNN of the '
+        fix='python -m pip install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com  (the -cuNN of the '
         "onnxruntime build's CUDA major; TensorRT 10 for CUDA 13 starts at 10.13.2.6).",
         modes=(20,),
         docs=(_TRT_EP_DOCS,),
@@ -432,7 +433,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "Usage Error (Unable to load library: libnvinfer_builder_resource.so.10.7.0 ...)`.",
         evidence="The files of the chosen TensorRT install: the needed sonames and "
         "`libnvinfer_builder_resource.so.<version>` beside libnvinfer.",
-        fix='Reinstall TensorRT whole: pip install --force-reinstall "tensorrt-cu13==10.*" --extra-index-url '
+        fix='Reinstall TensorRT whole: python -m pip install --force-reinstall "tensorrt-cu13==10.*" --extra-index-url '
         "https://pypi.nvidia.com (or the whole tarball / the apt packages libnvinfer10 libnvinfer-plugin10 "
         "libnvonnxparsers10).",
         modes=(20,),
@@ -464,7 +465,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "the provider calls, and loading the provider then fails with `undefined symbol: <function>`.",
         evidence="The installed TensorRT version against the matrix's documented build minor of the release "
         "(an `undefined symbol` in ORT's own message is `tensorrt-ep-create-failed`).",
-        fix='pip install "tensorrt-cu12==10.*" --extra-index-url https://pypi.nvidia.com  (the newest of the major)',
+        fix='python -m pip install "tensorrt-cu12==10.*" --extra-index-url https://pypi.nvidia.com  (the newest of the '
+        "major)",
         modes=(20,),
         docs=(_TRT_EP_DOCS,),
     ),
@@ -477,8 +479,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "it brings a second CUDA major into the process when it is registered.",
         evidence="DT_NEEDED of every shared library the `onnxruntime-ep-*` distribution installs, against the "
         "onnxruntime build's CUDA major.",
-        fix="Install the plugin variant for the build's CUDA major: pip uninstall -y "
-        "onnxruntime-ep-nv-tensorrt-rtx-cu12 && pip install onnxruntime-ep-nv-tensorrt-rtx-cu13==0.5.0",
+        fix="Install the plugin variant for the build's CUDA major: python -m pip uninstall -y "
+        "onnxruntime-ep-nv-tensorrt-rtx-cu12 && python -m pip install onnxruntime-ep-nv-tensorrt-rtx-cu13==0.5.0",
         modes=(28,),
         docs=("https://onnxruntime.ai/docs/execution-providers/plugin-ep-libraries/usage.html",),
     ),
@@ -870,7 +872,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "`pip list` for onnxruntime and onnxruntime-gpu.",
         fix="Make the onnxruntime-gpu build and the CUDA/cuDNN on PATH match: install the CUDA major the build was "
         "linked against with its cuDNN, or the onnxruntime-gpu built for your CUDA (`ortdoctor matrix`); if both "
-        'onnxruntime and onnxruntime-gpu are installed: pip uninstall -y onnxruntime onnxruntime-gpu && pip install '
+        'onnxruntime and onnxruntime-gpu are installed: python -m pip uninstall -y onnxruntime onnxruntime-gpu && python -m pip install '
         '"onnxruntime-gpu[cuda,cudnn]"',
         modes=(3, 5),
         docs=("https://github.com/neuralchen/SimSwap/issues/98",
@@ -1052,8 +1054,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "`AttributeError: _ARRAY_API not found` / `numpy.core.multiarray failed to import` while importing "
         "onnxruntime's pybind module: onnxruntime 1.18.0 and older were built against NumPy 1.",
         evidence="The error text; the installed numpy and onnxruntime versions.",
-        fix="<python> -m pip install 'numpy<2' (with the same Python that runs the program), or upgrade "
-        "onnxruntime to a release built against NumPy 2.",
+        fix='python -m pip install "numpy<2" (with the Python that runs the program), or upgrade onnxruntime '
+        "to 1.19 or newer (built against NumPy 2).",
         docs=("https://github.com/hacksider/Deep-Live-Cam/issues/1108", _ORT_ISSUES + "21063"),
         produced_by="explain",
     ),

@@ -32,11 +32,11 @@ from ortdoctor.diagnose.neighbours import check_siblings, check_torch
 from ortdoctor.diagnose.package import check_import, check_package, check_platform, check_release
 from ortdoctor.diagnose.smoke import classify_smoke
 from ortdoctor.diagnose.tensorrt import check_cuda_plugin_ep, check_plugin_eps, check_tensorrt
-from ortdoctor.prove.smoke.devices import DeviceSmoke
-from ortdoctor.prove.smoke.runner import SmokeResult
 
 if TYPE_CHECKING:
     from ortdoctor.decide.matrix.model import Matrix
+    from ortdoctor.prove.smoke.devices import DeviceSmoke
+    from ortdoctor.prove.smoke.runner import SmokeResult
 
 
 def diagnose(
@@ -93,6 +93,6 @@ def diagnose(
     if gpu_build:
         found += check_multiprocessing(ctx)
     found = merge_plan_findings(found, plan)
-    found = merge_smoke(found, smoke)
+    found = merge_smoke(found, smoke, ctx.installer)
     found = merge_device_smokes(found, ctx, smoke, device_smokes)
     return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
