@@ -37,16 +37,40 @@ def _key(line: str) -> tuple[int, int]:
 
 
 def tensorrt_for(ort_version: str | None) -> str | None:
-    """The TensorRT version the TensorRT EP of that onnxruntime release needs, when the table has it."""
+    """The TensorRT version the TensorRT EP of that onnxruntime release needs: the documented major.minor
+    (the matrix's ``tensorrt.builds``, else this table), else ``"10.x"`` from the major the release's wheel
+    links (``tensorrt_needed``); None when nothing says."""
     if not ort_version:
         return None
     parts = ort_version.strip().split(".")
     if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
         return None
     key = (int(parts[0]), int(parts[1]))
+    from_matrix = _from_matrix(f"{key[0]}.{key[1]}")
+    if from_matrix is not None and "x" not in from_matrix:
+        return from_matrix
     for first, last, trt in TENSORRT_BY_ORT:
         if _key(first) <= key <= _key(last):
             return trt
+    return from_matrix
+
+
+def _from_matrix(line: str) -> str | None:
+    from ortdoctor.decide.matrix.load import load_matrix
+    from ortdoctor.decide.matrix.model import MatrixError
+
+    try:
+        matrix = load_matrix()
+    except MatrixError:
+        return None
+    facts = matrix.tensorrt
+    build = facts.build_for(line) if facts is not None else None
+    if build is not None:
+        return build.tensorrt
+    release = next((r for r in matrix.releases if r.line == line), None)
+    for soname in release.tensorrt_needed if release is not None else ():
+        if soname.startswith("libnvinfer.so."):
+            return f"{soname.rsplit('.', 1)[-1]}.x"
     return None
 
 

@@ -29,9 +29,10 @@ from ortdoctor.diagnose.environment import (
 )
 from ortdoctor.diagnose.libraries import check_libraries, check_torch_copies
 from ortdoctor.diagnose.merge import merge_device_smokes, merge_plan_findings, merge_smoke
-from ortdoctor.diagnose.neighbours import check_siblings, check_tensorrt, check_torch
+from ortdoctor.diagnose.neighbours import check_siblings, check_torch
 from ortdoctor.diagnose.package import check_import, check_package, check_platform, check_release
 from ortdoctor.diagnose.smoke import classify_smoke
+from ortdoctor.diagnose.tensorrt import check_cuda_plugin_ep, check_plugin_eps, check_tensorrt
 
 if TYPE_CHECKING:
     from ortdoctor.decide.matrix.model import Matrix
@@ -83,7 +84,10 @@ def diagnose(
         found += check_torch(ctx)
         found += check_torch_copies(ctx)
         found += check_siblings(ctx)
-        found += check_tensorrt(ctx)
+        found += check_tensorrt(ctx, smoke)
+        found += check_cuda_plugin_ep(ctx)
+    if ort.installed:
+        found += check_plugin_eps(ctx)
     found += check_search_path(ctx)
     found += check_installer(ctx)
     found += check_nvidia_stubs(ctx)

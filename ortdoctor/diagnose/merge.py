@@ -73,8 +73,10 @@ def merge_smoke(found: list[Finding], smoke: Any, installer: Installer | None = 
     if any(f.id == fid for f in found):
         return found
     providers = getattr(smoke, "providers", None)
-    detail = "The smoke session (MatMul+Add+Relu on the CUDA EP, CPU fallback disabled, in a child process)"
-    detail += f" ran on {list(providers)}" if providers else " did not run on the CUDA EP"
+    ep = getattr(smoke, "ep", None) or "CUDAExecutionProvider"
+    ep_words = "the CUDA EP" if ep == "CUDAExecutionProvider" else ep
+    detail = f"The smoke session (MatMul+Add+Relu on {ep_words}, CPU fallback disabled, in a child process)"
+    detail += f" ran on {list(providers)}" if providers else f" did not run on {ep_words}"
     status = getattr(smoke, "exit_status", None)
     if status and status != "0":
         detail += f" (child exit: {status})"

@@ -31,8 +31,8 @@ _INT_KEYS = "__int_keys__"
 _CLASSES: dict[str, type[Any]] = {
     cls.__name__: cls for cls in (model.LibSpec, model.CudaMajor, model.CudnnMajor, model.Feed, model.KnownBad,
                                   model.PlatformArchs, model.Release, model.TorchVariant, model.TorchRelease,
-                                  model.PackageRow,
-                                  model.Matrix)
+                                  model.PackageRow, model.Matrix, model.TensorrtBuild, model.TensorrtPip,
+                                  model.TensorrtMajor, model.TensorrtFacts)
 }
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
