@@ -62,7 +62,8 @@ def collect_environment(
             an import would get, and, unless ``site_dirs`` is given, where distributions are found.
         site_dirs: the directories to scan for ``*.dist-info`` (default: those on ``sys_path``).
         environ: environment variables (default ``os.environ``).
-        nvml: an NVML module for the driver probe (default: ``pynvml``, imported lazily).
+        nvml: an NVML module for the driver probe (default: the driver library bound with
+            :mod:`ortdoctor.probes.nvml`; pynvml where that binding cannot be set up).
         fs_root: root for /proc, /dev, /etc and the default library directories (tests).
         ld_cache_path: the ld.so cache (default ``<fs_root>/etc/ld.so.cache``).
         maps_path: the maps file for already-mapped libraries.
