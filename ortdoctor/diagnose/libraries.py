@@ -122,7 +122,8 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
         steps = package_fix(ctx, wanted)
         fixes = []
         if steps:
-            fixes.append(f"{ctx.run(*steps)}  (the build's CUDA {plan.cuda_major} libraries), " + preload_hint)
+            # the command alone on the first line (pasted as it stands), the why as a shell comment
+            fixes.append(f"{ctx.run(*steps)}  # the build's CUDA {plan.cuda_major} libraries\n" + preload_hint)
         have = _other_major(ctx, group)
         if have is not None and not is_cudnn and have != ctx.cuda_major:
             alt = build_for_major(ctx, have)

@@ -225,7 +225,7 @@ def check_import(ctx: Ctx) -> list[Finding]:
     steps = (gpu_install(ctx.matrix, good),) if good else ()
     runtime = library_specs(ctx.matrix, [s for s in ctx.matrix.libraries_for(ctx.cuda_major or 0, None)
                                         if s.soname in cuda_needed], cudnn_major=None)
-    fix = (f"{ctx.run(*steps)}  (a release whose pybind module does not link CUDA)\nor " if steps else "")
+    fix = (f"{ctx.run(*steps)}  # a release whose pybind module does not link CUDA\nor " if steps else "")
     fix += ("install and preload the CUDA runtime: " + (ctx.run(step("install", *runtime)) + ", then " if runtime
                                                           else "") + "`import ortdoctor.hook` before `import onnxruntime`")
     return [make("ort-import-fails", detail, fix, steps=steps)]
