@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.convergence import harness  # noqa: E402
-from tests.convergence.scenarios import BY_NAME, SCENARIOS  # noqa: E402
+from tests.convergence import harness
+from tests.convergence.scenarios import BY_NAME, SCENARIOS
 
 
 def _cell(text: str | None) -> str:

@@ -17,11 +17,17 @@ One scenario, as a user lives it:
 4. the check again: **converged** when it has no ``error`` and no ``warning`` apart from :data:`EXCUSED`
    (notes, severity ``info``, are allowed), and the decoy was never called.
 
+A fix that installs the NVIDIA wheels leaves libraries pip put where the loader does not look: its
+second line says "then ``import ortdoctor.hook``". The findings that say only that
+(:data:`PRELOAD_ADVICE`) are allowed after the fix when ``ortdoctor preload`` in the venv then loads every
+library the build needs: "works with the preload" is proven, not assumed.
+
 Wheels are fetched once with ``pip download`` into a cache directory (``.testenvs/convergence-wheels/``
 by default, ``$ORTDOCTOR_CONVERGENCE_WHEELS`` elsewhere) and installed from it with ``--no-index``, so the
-broken environment is the same every time. The pasted fix runs with the normal index and the cache as
-an extra ``--find-links`` location (pip prefers a local file of the same version), so a fix that asks
-for something the cache lacks still gets it from PyPI, as it would for a user.
+broken environment is the same every time. The pasted fix runs with PyPI as usual plus the cache as a
+local PEP 503 index listed last (pip takes the last of equal candidates, so a file the cache holds is
+not downloaded again), so a fix that asks for something the cache lacks still gets it from PyPI, as it
+would for a user.
 
 Only the standard library is used: the harness runs ortdoctor as a program, never imports it.
 """
@@ -31,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,6 +57,8 @@ WHEELS = Path(os.environ.get("ORTDOCTOR_CONVERGENCE_WHEELS", TESTENVS / "converg
 #: driver here, and ``--no-smoke`` runs no smoke session.
 EXCUSED_IDS = frozenset({"driver-missing"})
 EXCUSED_PREFIXES = ("smoke-",)
+#: Findings whose whole remedy is the preload a package fix's second line prescribes.
+PRELOAD_ADVICE = frozenset({"cuda-lib-not-loadable", "default-loader-picks-other-copy"})
 
 PIP_QUIET = ("--disable-pip-version-check", "--no-input", "--progress-bar", "off")
 
@@ -85,7 +94,8 @@ class Round:
     rc: int
     verdict: str | None
     findings: list[dict[str, Any]]
-    problems: list[str]  # "id (severity)" of every error/warning that is not excused
+    problems: list[str]  # "id (severity)" of every error/warning that is neither excused nor preload advice
+    preload_advice: list[str]  # ids of PRELOAD_ADVICE findings present (warnings)
 
 
 @dataclass
@@ -99,6 +109,7 @@ class Outcome:
     fix_output: str = ""
     decoy_calls: list[str] = field(default_factory=list)
     after: Round | None = None
+    preload_failed: list[str] | None = None  # after the fix, where preload advice remains: what did not load
     missing_expected: list[str] = field(default_factory=list)
     error: str | None = None  # the harness itself could not build the scenario
     seconds: float = 0.0
@@ -106,7 +117,11 @@ class Outcome:
     @property
     def converged(self) -> bool:
         return (self.error is None and self.fix_rc == 0 and not self.decoy_calls and self.after is not None
-                and not self.after.problems)
+                and not self.after.problems and not self.preload_failed)
+
+    @property
+    def needs_preload(self) -> bool:
+        return self.after is not None and bool(self.after.preload_advice)
 
     @property
     def rounds(self) -> int:
@@ -125,7 +140,7 @@ class Outcome:
         if self.pasted is None:
             return diag + "no primary fix printed"
         if self.converged:
-            return diag + "converged in one round"
+            return diag + "converged in one round" + (" (works with the preload: proven)" if self.needs_preload else "")
         parts = []
         if self.fix_rc:
             parts.append(f"fix exited {self.fix_rc}")
@@ -133,6 +148,8 @@ class Outcome:
             parts.append("the decoy ran: " + "; ".join(self.decoy_calls))
         if self.after is not None and self.after.problems:
             parts.append("left: " + ", ".join(self.after.problems))
+        if self.preload_failed:
+            parts.append("the preload fails: " + "; ".join(self.preload_failed))
         return diag + "NOT converged: " + "; ".join(parts)
 
 
@@ -147,13 +164,13 @@ def pypi_reachable(timeout: float = 10.0) -> bool:
         return False
 
 
-def _pip_env(extra_find_links: Sequence[Path] = ()) -> dict[str, str]:
+def _pip_env(*, local_index: bool = False) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV", "PIP_USER")}
-    # Keep the user's own find-links; add the cache. No HTTP cache: the wheel cache is the one copy.
-    links = [p for p in env.get("PIP_FIND_LINKS", "").split() if p] + [str(p) for p in extra_find_links]
-    if links:
-        env["PIP_FIND_LINKS"] = " ".join(links)
+    if local_index:  # the cache as the last index: pip takes the last of equal candidates
+        extra = [u for u in env.get("PIP_EXTRA_INDEX_URL", "").split() if u]
+        env["PIP_EXTRA_INDEX_URL"] = " ".join([*extra, (WHEELS / "simple").as_uri()])
+    # No HTTP cache: the wheel cache is the one copy.
     env["PIP_NO_CACHE_DIR"] = "1"
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env
@@ -185,9 +202,23 @@ def fetch(requirements: Sequence[str], *, python: str = sys.executable) -> None:
     WHEELS.mkdir(parents=True, exist_ok=True)
     _checked([python, "-m", "pip", "download", *PIP_QUIET, "--only-binary=:all:", "-d", str(WHEELS),
               *(r for r in requirements if r != "--no-deps"), *(["--no-deps"] if "--no-deps" in requirements else [])],
-             env=_pip_env([WHEELS]))
+             env=_pip_env())
     mark.parent.mkdir(parents=True, exist_ok=True)
     mark.write_text("\n".join(requirements) + "\n")
+    _write_simple_index()
+
+
+def _write_simple_index() -> None:
+    """``<cache>/simple/<project>/index.html``: the cache as a PEP 503 index pip can list last."""
+    by_project: dict[str, list[Path]] = {}
+    for wheel in sorted(WHEELS.glob("*.whl")):
+        project = re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower()
+        by_project.setdefault(project, []).append(wheel)
+    root = WHEELS / "simple"
+    for project, wheels in by_project.items():
+        (root / project).mkdir(parents=True, exist_ok=True)
+        links = "".join(f'<a href="{w.as_uri()}">{w.name}</a><br>' for w in wheels)
+        (root / project / "index.html").write_text(f"<!DOCTYPE html><html><body>{links}</body></html>\n")
 
 
 def fetch_scenario(s: Scenario) -> None:
@@ -200,7 +231,12 @@ def build_ortdoctor_wheel(out: Path, *, python: str = sys.executable) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     _checked([python, "-m", "pip", "wheel", *PIP_QUIET, "--no-deps", "-w", str(out), str(ROOT)], env=_pip_env())
     wheel = next(out.glob("ortdoctor-*.whl"))
-    fetch([str(wheel)])
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    _checked([python, "-m", "pip", "download", *PIP_QUIET, "--only-binary=:all:", "-d", str(WHEELS), str(wheel)],
+             env=_pip_env())
+    for stale in WHEELS.glob("ortdoctor-*.whl"):  # the code under test is never served from the cache
+        stale.unlink()
+    _write_simple_index()
     return wheel
 
 
@@ -250,7 +286,7 @@ class Workspace:
 
     def user_env(self) -> dict[str, str]:
         """The shell the user pastes into: the decoy first on PATH, no venv activated."""
-        env = _pip_env([WHEELS])
+        env = _pip_env(local_index=True)
         env["PATH"] = f"{self.decoy_bin}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
         env["NO_COLOR"] = "1"
         return env
@@ -269,12 +305,12 @@ def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
     """The broken venv, with ortdoctor installed into it."""
     _checked([sys.executable, "-m", "venv", *(["--without-pip"] if s.without_pip else []), str(ws.venv)])
     env = _pip_env()
+    env.pop("PIP_FIND_LINKS", None)
     offline = ["--no-index", "--find-links", str(WHEELS), "--only-binary=:all:"]
     if s.without_pip:
         pip = [sys.executable, "-m", "pip", "--python", ws.python, "install", *PIP_QUIET]
     else:
         pip = [ws.python, "-m", "pip", "install", *PIP_QUIET]
-    env.pop("PIP_FIND_LINKS", None)
     for reqs in s.installs:
         _checked([*pip, *offline, *reqs], env=env)
     _checked([*pip, *offline, str(ortdoctor_wheel)], env=env)
@@ -293,9 +329,23 @@ def check(ws: Workspace) -> Round:
     except json.JSONDecodeError as e:
         raise HarnessError(f"check --json gave no JSON (rc {proc.returncode}): {e}\n{proc.stderr[-3000:]}") from e
     findings = list(report.get("findings", []))
-    problems = [f"{f['id']} ({f['severity']})" for f in findings
-                if f["severity"] in ("error", "warning") and not excused(f["id"])]
-    return Round(proc.returncode, report.get("verdict"), findings, problems)
+    serious = [f for f in findings if f["severity"] in ("error", "warning") and not excused(f["id"])]
+    advice = [f["id"] for f in serious if f["id"] in PRELOAD_ADVICE and f["severity"] == "warning"]
+    problems = [f"{f['id']} ({f['severity']})" for f in serious if f["id"] not in advice]
+    return Round(proc.returncode, report.get("verdict"), findings, problems, advice)
+
+
+def preload_failures(ws: Workspace) -> list[str]:
+    """``ortdoctor preload --json`` in the venv: what did not load (empty when everything did)."""
+    proc = _run([str(ws.venv / "bin" / "ortdoctor"), "preload", "--json"], env=ws.user_env(), cwd=ws.cwd, timeout=300)
+    try:
+        result = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return [f"preload --json exited {proc.returncode} without JSON: {(proc.stdout + proc.stderr)[-500:]}"]
+    failed = [f"{f.get('soname') or f.get('name')}: {f.get('error')}" for f in result.get("failed", [])]
+    if not result.get("loaded"):
+        failed.append(f"nothing loaded (exit {proc.returncode})")
+    return failed
 
 
 def primary(findings: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -322,6 +372,8 @@ def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False) -> O
             out.fix_output = (proc.stdout + proc.stderr)[-4000:]
             out.decoy_calls = ws.decoy_calls()
             out.after = check(ws)
+            if out.after.preload_advice:
+                out.preload_failed = preload_failures(ws)
         elif p is not None:
             out.primary_id = p["id"]
     except (HarnessError, subprocess.TimeoutExpired, OSError, StopIteration) as e:
