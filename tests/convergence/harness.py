@@ -109,6 +109,7 @@ class Outcome:
     fix_output: str = ""
     decoy_calls: list[str] = field(default_factory=list)
     after: Round | None = None
+    printed: bool | None = None  # the pasted line is a whole line of the human report too
     preload_failed: list[str] | None = None  # after the fix, where preload advice remains: what did not load
     missing_expected: list[str] = field(default_factory=list)
     error: str | None = None  # the harness itself could not build the scenario
@@ -116,7 +117,8 @@ class Outcome:
 
     @property
     def converged(self) -> bool:
-        return (self.error is None and self.fix_rc == 0 and not self.decoy_calls and self.after is not None
+        return (self.error is None and self.fix_rc == 0 and not self.decoy_calls and self.printed is not False
+                and self.after is not None
                 and not self.after.problems and not self.preload_failed)
 
     @property
@@ -142,6 +144,8 @@ class Outcome:
         if self.converged:
             return diag + "converged in one round" + (" (works with the preload: proven)" if self.needs_preload else "")
         parts = []
+        if self.printed is False:
+            parts.append("the human report does not print the pasted line whole")
         if self.fix_rc:
             parts.append(f"fix exited {self.fix_rc}")
         if self.decoy_calls:
@@ -335,6 +339,13 @@ def check(ws: Workspace) -> Round:
     return Round(proc.returncode, report.get("verdict"), findings, problems, advice)
 
 
+def printed_in_text(ws: Workspace, line: str) -> bool:
+    """The human report (``check --no-smoke``, what a user copies from) shows ``line`` unbroken."""
+    proc = _run([str(ws.venv / "bin" / "ortdoctor"), "check", "--no-smoke"], env=ws.user_env(), cwd=ws.cwd,
+                timeout=300)
+    return any(text.rstrip().endswith(line) for text in proc.stdout.splitlines())
+
+
 def preload_failures(ws: Workspace) -> list[str]:
     """``ortdoctor preload --json`` in the venv: what did not load (empty when everything did)."""
     proc = _run([str(ws.venv / "bin" / "ortdoctor"), "preload", "--json"], env=ws.user_env(), cwd=ws.cwd, timeout=300)
@@ -367,6 +378,7 @@ def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False) -> O
             out.primary_id = p["id"]
             out.fix = str(p["fix"])
             out.pasted = out.fix.splitlines()[0]
+            out.printed = printed_in_text(ws, out.pasted)
             proc = _run(["bash", "-c", out.pasted], env=ws.user_env(), cwd=ws.cwd, timeout=1800)
             out.fix_rc = proc.returncode
             out.fix_output = (proc.stdout + proc.stderr)[-4000:]
