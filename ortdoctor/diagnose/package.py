@@ -19,6 +19,7 @@ from ortdoctor.decide.fixes import gpu_install, library_specs, step
 from ortdoctor.decide.loader_view import (
     loader_visible,
 )
+from ortdoctor.decide.matrix.model import python_line
 from ortdoctor.diagnose.context import CUDA_SONAME, Ctx, ort_family
 from ortdoctor.formats.distinfo import normalize
 
@@ -150,10 +151,12 @@ def _recommendation(ctx: Ctx) -> Recommendation | None:
     torch = env.torch.version if env.torch is not None and env.torch.cuda else None
     if cuda is None and torch is None:
         return None
-    # Agree with torch when possible; else the driver alone decides.
-    rec = ctx.matrix.recommend(cuda, torch)
+    # Agree with torch when possible; else the driver alone decides. Either way a build with wheels
+    # for the inspected Python (a fix pip cannot install converges nowhere).
+    python = env.python.version
+    rec = ctx.matrix.recommend(cuda, torch, python)
     if rec is None and torch is not None and cuda is not None:
-        rec = ctx.matrix.recommend(cuda, None)
+        rec = ctx.matrix.recommend(cuda, None, python)
     return rec
 
 
@@ -161,14 +164,18 @@ def _install_steps(ctx: Ctx) -> tuple[PackageStep, ...]:
     """What to install on this machine: a build for the driver's (or torch's) CUDA major, pinned; the
     newest build with its CUDA and cuDNN wheels when nothing says which CUDA the machine has."""
     rec = _recommendation(ctx)
-    return rec.steps if rec is not None and rec.steps else (gpu_install(ctx.matrix, _newest_gpu(ctx.matrix)),)
+    return rec.steps if rec is not None and rec.steps else (
+        gpu_install(ctx.matrix, _newest_gpu(ctx.matrix, ctx.env.python.version)),)
 
 
-def _newest_gpu(matrix: Matrix) -> str | None:
-    """The newest onnxruntime-gpu release that is not known to be bad (pinned: today's answer stays
-    today's answer when the fix is pasted next month)."""
+def _newest_gpu(matrix: Matrix, python: str | None = None) -> str | None:
+    """The newest onnxruntime-gpu release that is not known to be bad and has wheels for ``python`` where
+    known (pinned: today's answer stays today's answer when the fix is pasted next month)."""
+    line = python_line(python)
     for release in matrix.releases:
         good = [v for v in release.versions if release.bad(v) is None]
+        if line is not None and release.python and line not in release.python:
+            continue
         if release.pypi and good:
             return max(good, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))
     return None
