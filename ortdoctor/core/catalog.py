@@ -110,7 +110,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="The release is newer than every line the matrix knows (or too old to be listed), so its "
         "CUDA/cuDNN needs are taken from the nearest known line and from the installed files.",
         evidence="The installed version against the matrix's release lines.",
-        fix="pip install --upgrade ortdoctor  (a newer matrix), or pass --matrix FILE",
+        fix='pip install --upgrade "ortdoctor @ git+https://github.com/ortdoctor/ortdoctor"  # a newer matrix\nor pass --matrix FILE',
     ),
     CatalogEntry(
         id="ort-import-fails",
@@ -347,7 +347,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         title="the CUDA provider needs a library the compatibility matrix does not list",
         cause="A newer build links a library the matrix does not know yet; it is searched for anyway.",
         evidence="DT_NEEDED of the CUDA provider against the matrix's library list.",
-        fix="pip install --upgrade ortdoctor  (a newer matrix)",
+        fix='pip install --upgrade "ortdoctor @ git+https://github.com/ortdoctor/ortdoctor"  # a newer matrix',
     ),
     CatalogEntry(
         id="cudnn-sublibrary-mismatch",
