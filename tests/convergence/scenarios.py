@@ -36,6 +36,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     # ---- old builds (no build_and_package_info.py), each with a wrong major
     Scenario("old-1.20-cuda13-wheels", "onnxruntime-gpu 1.20.2 (CUDA 12, cuDNN 9) with the CUDA 13 wheels",
              (("onnxruntime-gpu==1.20.2",), CUDA13), ("cuda-major-mismatch",), fix_needs=(FIX_CUDA12,), ci=True),
+    Scenario("old-1.20-alone", "onnxruntime-gpu 1.20.2 (CUDA 12, cuDNN 9) without any NVIDIA wheel",
+             (("onnxruntime-gpu==1.20.2",),), ("cuda-lib-missing",), fix_needs=(FIX_CUDA12,)),
     Scenario("old-1.20-cuda11-wheels", "onnxruntime-gpu 1.20.2 (CUDA 12, cuDNN 9) with the CUDA 11 wheels",
              (("onnxruntime-gpu==1.20.2",), CUDA11), ("cuda-major-mismatch",), fix_needs=(FIX_CUDA12,)),
     Scenario("old-1.19-cudnn8-wheels", "onnxruntime-gpu 1.19.2 (CUDA 12, cuDNN 9) with CUDA 12 wheels but cuDNN 8",
