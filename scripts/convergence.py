@@ -58,6 +58,8 @@ def details(outcomes: list[harness.Outcome]) -> str:
             lines = [f"{f['severity']}: {f['id']}: {f.get('title', '')}\n  fix: {f.get('fix')}" for f in o.after.findings
                      if f["severity"] != "info"]
             out.append("Check after:\n\n```text\n" + "\n".join(lines) + "\n```\n")
+        if o.later_fixes:
+            out.append("Later rounds pasted:\n\n```text\n" + "\n".join(o.later_fixes) + "\n```\n")
     return "\n".join(out)
 
 
@@ -69,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write the markdown table (and details) here")
     ap.add_argument("--json", type=Path, help="write every outcome as JSON here")
     ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="where one round does not converge, paste the next fix up to this many rounds in all, "
+                         "to say how many it takes (default 3; the verdict stays 'not converged')")
     args = ap.parse_args(argv)
     if args.list:
         for s in SCENARIOS:
@@ -92,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"convergence: {s.name}: fetching wheels", file=sys.stderr, flush=True)
             harness.fetch_scenario(s)
             print(f"convergence: {s.name}: running", file=sys.stderr, flush=True)
-            o = harness.run_scenario(s, wheel, keep=args.keep)
+            o = harness.run_scenario(s, wheel, keep=args.keep, extra_rounds=args.rounds - 1)
             print(f"convergence: {s.name}: {o.summary()} ({o.seconds:.0f} s)", file=sys.stderr, flush=True)
             outcomes.append(o)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -108,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.write_text(text)
     if args.json:
-        args.json.write_text(json.dumps([dataclasses.asdict(o) | {"converged": o.converged} for o in outcomes],
+        args.json.write_text(json.dumps([dataclasses.asdict(o) | {"converged": o.converged, "rounds": o.rounds} for o in outcomes],
                                         indent=1))
     return 0 if all(o.converged for o in outcomes) else 1
 

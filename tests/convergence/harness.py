@@ -111,6 +111,9 @@ class Outcome:
     after: Round | None = None
     printed: bool | None = None  # the pasted line is a whole line of the human report too
     preload_failed: list[str] | None = None  # after the fix, where preload advice remains: what did not load
+    # where the first round did not converge and more were allowed: (further rounds pasted, clean after them)
+    later_rounds: tuple[int, bool] | None = None
+    later_fixes: list[str] = field(default_factory=list)  # the first line pasted in each further round
     missing_expected: list[str] = field(default_factory=list)
     error: str | None = None  # the harness itself could not build the scenario
     seconds: float = 0.0
@@ -126,11 +129,16 @@ class Outcome:
         return self.after is not None and bool(self.after.preload_advice)
 
     @property
-    def rounds(self) -> int:
-        """Fix rounds needed: 1 when the pasted primary fix left the environment clean, 0 when nothing
-        was pasted (no primary finding), else the failure is reported with its round count of 1 as
-        "not converged"."""
-        return 1 if self.pasted is not None else 0
+    def rounds(self) -> str:
+        """Fix rounds pasted: "1" when the first left the environment clean; where it did not and more
+        rounds were allowed, the rounds the later fixes needed ("3" clean after three, ">3" never)."""
+        if self.pasted is None:
+            return "0"
+        if self.converged:
+            return "1"
+        if self.later_rounds is None:
+            return "1 (not clean)"
+        return str(1 + self.later_rounds[0]) if self.later_rounds[1] else f">{1 + self.later_rounds[0]}"
 
     def summary(self) -> str:
         if self.error:
@@ -154,6 +162,9 @@ class Outcome:
             parts.append("left: " + ", ".join(self.after.problems))
         if self.preload_failed:
             parts.append("the preload fails: " + "; ".join(self.preload_failed))
+        if self.later_rounds is not None:
+            n, clean = self.later_rounds
+            parts.append(f"clean after {1 + n} rounds" if clean else f"still not clean after {1 + n} rounds")
         return diag + "NOT converged: " + "; ".join(parts)
 
 
@@ -364,7 +375,37 @@ def primary(findings: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return next((f for f in findings if f["severity"] == "error" and not excused(f["id"])), None)
 
 
-def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False) -> Outcome:
+def next_fix(findings: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """In a later round: the primary finding, else the first warning that has a fix and is neither
+    excused nor preload advice (what a user would do next)."""
+    p = primary(findings)
+    if p is not None:
+        return p
+    return next((f for f in findings if f["severity"] == "warning" and f.get("fix") and not excused(f["id"])
+                 and f["id"] not in PRELOAD_ADVICE), None)
+
+
+def _later_rounds(ws: Workspace, out: Outcome, limit: int) -> None:
+    """Paste the next fix while problems remain, up to ``limit`` further rounds (reporting only)."""
+    after = out.after
+    done = 0
+    while after is not None and after.problems and done < limit:
+        f = next_fix(after.findings)
+        if f is None:
+            break
+        line = str(f["fix"]).splitlines()[0]
+        out.later_fixes.append(f"{f['id']}: {line}")
+        _run(["bash", "-c", line], env=ws.user_env(), cwd=ws.cwd, timeout=1800)
+        done += 1
+        after = check(ws)
+    clean = after is not None and not after.problems
+    out.later_rounds = (done, clean)
+
+
+def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False, extra_rounds: int = 0) -> Outcome:
+    """Build the scenario, paste its primary fix, check again. ``extra_rounds``: where one round did not
+    converge, go on pasting the next fix that many times more to say how many rounds it takes (the
+    verdict stays "not converged")."""
     started = time.monotonic()
     out = Outcome(s.name)
     ws = Workspace()
@@ -386,6 +427,8 @@ def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False) -> O
             out.after = check(ws)
             if out.after.preload_advice:
                 out.preload_failed = preload_failures(ws)
+            if not out.converged and extra_rounds:
+                _later_rounds(ws, out, extra_rounds)
         elif p is not None:
             out.primary_id = p["id"]
     except (HarnessError, subprocess.TimeoutExpired, OSError, StopIteration) as e:

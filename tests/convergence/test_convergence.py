@@ -58,3 +58,16 @@ def test_the_ci_scenarios_are_the_telling_ones() -> None:
     assert any(s.without_pip for s in CI)
     assert "both-packages" in names
     assert "cuda13-build-cu12-wheels" in names
+
+
+def test_a_later_round_takes_the_next_fix_a_user_would() -> None:
+    findings = [
+        {"id": "driver-missing", "severity": "error", "fix": "install a driver"},
+        {"id": "cuda-lib-not-loadable", "severity": "warning", "fix": "import ortdoctor.hook"},
+        {"id": "cudnn-major-mismatch", "severity": "warning", "fix": "/v/bin/python -m pip uninstall -y x"},
+        {"id": "multiprocessing-fork", "severity": "info", "fix": None},
+    ]
+    assert harness.primary(findings) is None  # the machine's own problem is never the primary fix
+    nxt = harness.next_fix(findings)
+    assert nxt is not None
+    assert nxt["id"] == "cudnn-major-mismatch"
