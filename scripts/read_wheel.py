@@ -12,8 +12,12 @@ It reads, without installing anything:
   * the ELF DT_NEEDED of ``capi/libonnxruntime_providers_cuda.so``, of the pybind module
     (``capi/onnxruntime_pybind11_state*.so``) and of the TensorRT provider when present,
   * the GPU architectures the CUDA provider has kernels for (``archs``: SASS ``sm_XY``, then PTX
-    ``compute_XY``) and the PTX ISA version of its PTX, from its fatbin headers,
+    ``compute_XY``), the PTX ISA version of its PTX (``ptx_isa``) and the targets only single-GPU kernels
+    carry (``isolated``), from its fatbin headers: the matrix row's keys, ready to paste,
   * the Python tag of the wheel file name.
+
+A Windows or Linux aarch64 wheel (``--platform``) gives only its architectures, as the row's
+``platform_archs`` entry.
 
 Only those members are extracted (the CUDA provider alone is ~280 MB), into a temporary directory
 that is removed afterwards. With ``--download`` the wheel itself is deleted too: disk space matters
@@ -40,12 +44,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ortdoctor.formats.elf import ElfError, read_elf
 from ortdoctor.formats.fatbin import FatbinError, read_fatbin
+from ortdoctor.probes.ort import isolated_targets
 
 # The CUDA/cuDNN sonames worth recording; everything else in DT_NEEDED (libc, libstdc++, ...) is noise.
 _CUDA_SONAME = re.compile(r"^lib(cudart|cublasLt|cublas|cufft|curand|nvrtc|cudnn(?:_[a-z_]+)?|nvinfer(?:_plugin)?|"
                           r"nvonnxparser|cupti|nvToolsExt|nvJitLink|cusparse|cusolver)\.so")
-_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
-              "manylinux2014_x86_64")
+_PLATFORMS = {
+    "linux_x86_64": ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+                     "manylinux2014_x86_64"),
+    "win_amd64": ("win_amd64",),
+    "linux_aarch64": ("manylinux_2_34_aarch64", "manylinux_2_28_aarch64"),
+}
 
 
 def _member(names: list[str], pattern: str) -> str | None:
@@ -110,17 +119,51 @@ def _elf(zf: zipfile.ZipFile, member: str | None, tmp: Path, strings: bool = Fal
         if strings and not any(_CUDA_SONAME.match(n) for n in info.needed):
             out["strings_cuda"] = _strings_cuda(target)
         if strings:
-            try:
-                fatbin = read_fatbin(target)
-                out["archs"] = list(fatbin.archs)
-                out["ptx_isa"] = [f"{major}.{minor}" for major, minor in fatbin.ptx_isas]
-            except FatbinError as exc:
-                out["archs"] = [f"<unreadable: {exc}>"]
+            out.update(_kernels(target))
         return out
     except ElfError as exc:
         return {"needed": [f"<unreadable: {exc}>"]}
     finally:
         target.unlink()
+
+
+def _kernels(path: Path) -> dict[str, Any]:
+    """``archs``, ``ptx_isa`` and ``isolated`` of a CUDA library, as the matrix writes them."""
+    try:
+        fatbin = read_fatbin(path)
+    except FatbinError as exc:
+        return {"archs": [f"<unreadable: {exc}>"]}
+    out: dict[str, Any] = {"archs": list(fatbin.archs)}
+    if fatbin.ptx_isas:
+        major, minor = fatbin.ptx_isas[-1]
+        out["ptx_isa"] = f"{major}.{minor}"
+    isolated = isolated_targets(fatbin)
+    if isolated:
+        out["isolated"] = list(isolated)
+    return out
+
+
+def _platform_of(wheel: Path) -> str:
+    tag = wheel.name[:-4].split("-")[-1]
+    if tag.startswith("win"):
+        return "win_amd64"
+    return "linux_aarch64" if "aarch64" in tag else "linux_x86_64"
+
+
+def read_platform_archs(wheel: Path) -> dict[str, Any]:
+    """A Windows or Linux aarch64 wheel's CUDA provider architectures, as a row's ``platform_archs`` entry."""
+    platform = _platform_of(wheel)
+    member_re = (r"^onnxruntime/capi/onnxruntime_providers_cuda\.dll$" if platform.startswith("win")
+                 else r"^onnxruntime/capi/libonnxruntime_providers_cuda\.so$")
+    with zipfile.ZipFile(wheel) as zf, tempfile.TemporaryDirectory(prefix="ortdoctor-wheel-") as tmpdir:
+        member = _member(zf.namelist(), member_re)
+        if member is None:
+            raise SystemExit(f"{wheel.name} has no CUDA provider ({member_re})")
+        target = Path(tmpdir) / Path(member).name
+        with zf.open(member) as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        entry = {**_kernels(target), "source": wheel.name}
+    return {"version": wheel.name.split("-")[1], "platform_archs": {platform: entry}}
 
 
 def read_wheel(wheel: Path) -> dict[str, Any]:
@@ -165,17 +208,17 @@ def read_wheel(wheel: Path) -> dict[str, Any]:
         facts["tensorrt_needed_cuda"] = (
             None if trt_elf is None else [n for n in trt_elf["needed"] if _CUDA_SONAME.match(n)])
         facts["tensorrt_needed"] = None if trt_elf is None else trt_elf["needed"]
-        if prov and "archs" in prov:
-            facts["archs"] = prov["archs"]
-            facts["ptx_isa"] = prov.get("ptx_isa", [])
+        for key in ("archs", "ptx_isa", "isolated"):
+            if prov and key in prov:
+                facts[key] = prov[key]
     return facts
 
 
-def download(version: str, python_version: str, dest: Path) -> Path:
+def download(version: str, python_version: str, dest: Path, platform: str = "linux_x86_64") -> Path:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet", "--no-cache-dir",
            "--disable-pip-version-check", f"onnxruntime-gpu=={version}", "-d", str(dest),
            "--python-version", python_version, "--implementation", "cp"]
-    for plat in _PLATFORMS:
+    for plat in _PLATFORMS[platform]:
         cmd += ["--platform", plat]
     subprocess.run(cmd, check=True)
     wheels = sorted(dest.glob("*.whl"))
@@ -189,15 +232,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("wheel", nargs="?", help="an onnxruntime-gpu .whl file")
     ap.add_argument("--download", metavar="VERSION", help="download onnxruntime-gpu==VERSION, read, delete")
     ap.add_argument("--python-version", default="3.11", help="interpreter the downloaded wheel is for")
+    ap.add_argument("--platform", choices=sorted(_PLATFORMS), default="linux_x86_64",
+                    help="the wheel to download (win_amd64, linux_aarch64: its platform_archs entry only)")
     args = ap.parse_args(argv)
     if bool(args.wheel) == bool(args.download):
         ap.error("give a wheel file or --download VERSION")
+
+    def facts_of(wheel: Path) -> dict[str, Any]:
+        return read_wheel(wheel) if _platform_of(wheel) == "linux_x86_64" else read_platform_archs(wheel)
+
     if args.wheel:
-        facts = read_wheel(Path(args.wheel))
+        facts = facts_of(Path(args.wheel))
     else:
         tmp = Path(tempfile.mkdtemp(prefix="ortdoctor-dl-"))
         try:
-            facts = read_wheel(download(args.download, args.python_version, tmp))
+            facts = facts_of(download(args.download, args.python_version, tmp, args.platform))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     sys.stdout.write(yaml.safe_dump(facts, sort_keys=False, default_flow_style=None, width=200))

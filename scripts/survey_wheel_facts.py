@@ -39,11 +39,19 @@ from ortdoctor.formats.pe import PeError, read_pe
 
 OUT = Path(__file__).resolve().parent / "data" / "wheel_facts.json"
 
-# The newest patch of every minor line from 1.15 on, plus 1.18.0 and 1.20.2 (named in issue reports).
-RELEASES = ("1.15.1", "1.16.3", "1.17.1", "1.18.0", "1.18.1", "1.19.2", "1.20.2", "1.21.1", "1.22.0",
-            "1.23.2", "1.24.4", "1.25.1", "1.26.0", "1.27.0", "1.28.0", "1.29.0", "1.30.0", "1.31.1")
-# cp311 wheels exist for every one of them, for both platforms.
+# The newest patch of every minor line PyPI still has (1.11 on; older files were removed), plus 1.18.0,
+# 1.20.2 and 1.23.0 (named in issue reports; 1.23.0's PTX is compute_90a, 1.23.2's compute_90).
+RELEASES = ("1.11.1", "1.12.1", "1.13.1", "1.14.1", "1.15.1", "1.16.3", "1.17.1", "1.18.0", "1.18.1", "1.19.2", "1.20.2", "1.21.1", "1.22.0",
+            "1.23.0", "1.23.2", "1.24.4", "1.25.1", "1.26.0", "1.27.0", "1.28.0", "1.29.0", "1.30.0", "1.31.1")
+# cp311 wheels exist for every one of them from 1.15 on, for both platforms; older lines stop at cp310
+# (1.12-1.14) or cp39 (1.11).
 PYTHON = "3.11"
+OLDER_PYTHON = {"1.11": "3.9", "1.12": "3.10", "1.13": "3.10", "1.14": "3.10"}
+
+
+def python_for(version: str) -> str:
+    """The Python version whose wheel is read for ``version``."""
+    return OLDER_PYTHON.get(".".join(version.split(".")[:2]), PYTHON)
 PLATFORMS = {
     "linux_x86_64": ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
                      "manylinux2014_x86_64"],
@@ -71,7 +79,7 @@ PROVIDERS = {
 
 def _pip_download(version: str, platform: str, dest: Path) -> tuple[Path, list[str]]:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
-           "--no-cache-dir", "--disable-pip-version-check", "--python-version", PYTHON, "--implementation", "cp",
+           "--no-cache-dir", "--disable-pip-version-check", "--python-version", python_for(version), "--implementation", "cp",
            f"onnxruntime-gpu=={version}", "-d", str(dest)]
     for tag in PLATFORMS[platform]:
         cmd += ["--platform", tag]
@@ -79,7 +87,7 @@ def _pip_download(version: str, platform: str, dest: Path) -> tuple[Path, list[s
     wheels = sorted(dest.glob("*.whl"))
     if len(wheels) != 1:
         raise RuntimeError(f"pip download gave {len(wheels)} wheels for {version} {platform}")
-    shown = ["pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", PYTHON,
+    shown = ["pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", python_for(version),
              *(x for tag in PLATFORMS[platform] for x in ("--platform", tag)), f"onnxruntime-gpu=={version}"]
     return wheels[0], shown
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support import fake_nvml, testenvs
+from tests.support.report_schema import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +37,7 @@ def run_check(*envs: str, args: tuple[str, ...] = ("--json", "--no-smoke"), extr
 def report_of(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert "Traceback" not in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stdout
-    data: dict[str, Any] = json.loads(proc.stdout)
+    data: dict[str, Any] = validate(json.loads(proc.stdout))
     return data
 
 
@@ -262,3 +263,32 @@ def test_check_never_imports_onnxruntime_or_torch() -> None:
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "onnxruntime-gpu []"
+
+
+@pytest.mark.realwheels
+def test_nvml_without_libcuda_fails_the_health_check(tmp_path: Path) -> None:
+    """A container started with NVIDIA_DRIVER_CAPABILITIES=utility: NVML answers, libcuda.so.1 is not
+    there. The `--no-smoke` health check of docs/recipes.md must fail, not pass."""
+    nvml = fake_nvml.build(tmp_path / "utility-only", libcuda=False).parent
+    proc = run_check("ort-gpu", "nvidia-cu13", extra_env=_nvml_env(nvml, f"driver=580.159.04;cuda=13000;{H200}"))
+    rep = report_of(proc)
+    assert rep["driver"]["available"] is True
+    assert "libcuda-missing" in errors(rep)
+    assert proc.returncode == 1
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "latin-1"])
+def test_a_console_that_is_not_utf8_gets_ascii_marks_not_a_crash(encoding: str) -> None:
+    # Windows consoles redirected to a file write cp1252; the report's marks become ASCII there
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(testenvs.ensure("ort-cpu"))]),
+               PYTHONIOENCODING=encoding, PYTHONUTF8="0")
+    for args in (("--no-smoke",), ("--no-smoke", "-q"), ("--no-smoke", "--format", "markdown"), ("--no-smoke", "--json")):
+        proc = subprocess.run([sys.executable, "-m", "ortdoctor", "check", *args], env=env, capture_output=True,
+                              timeout=120, cwd=ROOT)
+        out, err = proc.stdout.decode(encoding), proc.stderr.decode(encoding)
+        assert proc.returncode == 1, err
+        assert "internal error" not in err
+        if "--json" in args:
+            assert validate(json.loads(out))["verdict"] == "fail"
+        else:
+            assert "x FAIL: onnxruntime 1.31.1 cannot use the GPU here" in out

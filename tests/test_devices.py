@@ -27,6 +27,7 @@ from ortdoctor.diagnose.driver import visible_devices
 from ortdoctor.prove.smoke.devices import default_parallelism, run_device_smokes
 from ortdoctor.prove.smoke.runner import SmokeRequest
 from tests.support import fake_nvml, testenvs
+from tests.support.report_schema import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 MATRIX = load_matrix(None)
@@ -324,7 +325,7 @@ def check(fake_nvml_dir: Path, child: tuple[str, ...], *args: str, spec: str = S
     proc = subprocess.run([sys.executable, "-m", "ortdoctor", "check", "--json", *args], env=env,
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout), proc.stderr
+    return proc.returncode, validate(json.loads(proc.stdout)), proc.stderr
 
 
 def ids(report: dict[str, Any]) -> list[str]:

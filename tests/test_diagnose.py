@@ -759,8 +759,8 @@ def test_smoke_confirms_an_existing_finding_with_orts_message() -> None:
     f = one(found, "driver-missing")
     assert "Confirmed by the smoke session" in f.detail
     assert "libcuda.so.1: cannot open shared object file" in f.detail
-    fell = one(found, "smoke-fell-back-to-cpu")
-    assert "driver-missing" in fell.detail
+    # the cause carries the smoke session's evidence: no second error saying only that it fell back
+    assert "smoke-fell-back-to-cpu" not in ids(found)
     # the consequence line is not a second finding
     assert "cuda-ep-fell-back-to-cpu" not in ids(found)
 
@@ -802,3 +802,24 @@ def test_catalog_entries_are_complete(fid: str) -> None:
     assert e.evidence
     assert e.fix
     assert e.severity in ("error", "warning", "info")
+
+
+def test_nvml_without_libcuda_cannot_run_a_session() -> None:
+    """A container started with NVIDIA_DRIVER_CAPABILITIES=utility: nvidia-smi works, CUDA does not."""
+    found = run(healthy_env(driver=driver_ok(libcuda=())))
+    f = one(found, "libcuda-missing")
+    assert f.severity == "error"
+    assert "NVML works" in f.detail
+    assert "libcuda-missing" not in ids(run())
+
+
+def test_libraries_only_a_preload_finds_are_a_note_when_the_hook_is_installed() -> None:
+    from ortdoctor.report.model import Report, verdict_of
+
+    bare = healthy_env(system=SystemInfo())
+    hooked = dataclasses.replace(bare, python=dataclasses.replace(bare.python, hook_pth=f"{SITE}/ortdoctor_hook.pth"))
+    for env, severity, outcome in ((bare, "warning", "works-with-preload"), (hooked, "info", "works")):
+        found = run(env)
+        assert one(found, "cuda-lib-not-loadable").severity == severity
+        report = Report(verdict_of(found), tuple(found), env, full_plan(), None)
+        assert report.outcome == outcome

@@ -208,7 +208,7 @@ def test_read_wheel_records_archs_and_tensorrt_needed(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     facts = yaml.safe_load(proc.stdout)
     assert facts["archs"] == ["sm_75", "sm_86", "compute_86"]
-    assert facts["ptx_isa"] == ["9.0"]
+    assert facts["ptx_isa"] == "9.0"  # pastes into the matrix row as it is
     assert facts["tensorrt_needed"][:2] == ["libnvinfer.so.10", "libnvonnxparser.so.10"]
     assert facts["tensorrt_needed_cuda"] == ["libnvinfer.so.10", "libnvonnxparser.so.10"]
 

@@ -207,13 +207,15 @@ def _bytes(text: str) -> Any:
 
 
 def test_cri_log_file_with_partial_lines(tmp_path: Path, reports: dict[str, str]) -> None:
-    # kubelet's own file (/var/log/pods/.../0.log): a compact report is longer than 16 KiB, so containerd
-    # writes it as "P" parts and a final "F"; the stderr stream shares the file
+    # kubelet's own file (/var/log/pods/.../0.log): a line longer than containerd's
+    # max_container_log_line_size (16 KiB by default; 4 KiB here, as some clusters set it) is written as
+    # "P" parts and a final "F"; the stderr stream shares the file
+    size = 4096
     lines = ["2026-12-01T10:00:00.000000001Z stderr F starting ortdoctor check"]
     for n, text in enumerate(reports.values()):
         one = compact(text)
-        assert len(one) > 16384
-        parts = [one[i:i + 16384] for i in range(0, len(one), 16384)]
+        assert len(one) > size
+        parts = [one[i:i + size] for i in range(0, len(one), size)]
         for k, part in enumerate(parts):
             tag = "F" if k == len(parts) - 1 else "P"
             lines.append(f"2026-12-01T10:00:{n:02d}.{k:09d}Z stdout {tag} {part}")

@@ -347,7 +347,9 @@ def test_failed_smoke_shows_the_classified_cause_not_a_cut_message(machine: Mach
     assert "RuntimeError" not in smoke_block
     assert "cuda_execution_provider_info" not in smoke_block
     assert "session 36.5 ms" in smoke_block
-    assert "FromProviderOptions" in by_id(found, "smoke-failed").detail  # the raw text stays in the finding
+    # the cause carries ORT's line; no second error only says "the smoke session failed"
+    assert "cudaGetDeviceCount" in by_id(found, "no-gpu-visible").detail
+    assert "smoke-failed" not in [f.id for f in found]
 
 
 def test_preload_of_the_system_toolkit_warns_that_torch_uses_other_files(machine: Machine) -> None:
@@ -425,3 +427,36 @@ def test_markdown_report_names_the_default_loader_copies(machine: Machine) -> No
     assert "default loader: system 9.14.0" in text
     assert "needs preload" not in text
     assert "first run 57.7 ms" in text
+
+
+def test_hidden_libraries_and_other_copies_are_one_warning_with_one_shell_line(machine: Machine) -> None:
+    # cuDNN is in no directory the loader searches, and for CUDA the loader would take the toolkit's
+    # copies: one cure (the preload), so one warning whose shell line covers both directories
+    env = machine_env(machine)
+    _plan, found, text = check(replace(env, system=replace(env.system, ldconfig={
+        so: p for so, p in env.system.ldconfig.items() if "cudnn" not in so})))
+    ids = [f.id for f in found]
+    assert "default-loader-picks-other-copy" not in ids
+    f = by_id(found, "cuda-lib-not-loadable")
+    assert f.severity == "warning"
+    assert "the dynamic loader maps other copies" in f.detail
+    assert f.fix is not None
+    (line,) = [x for x in f.fix.splitlines() if "LD_LIBRARY_PATH=" in x]
+    assert str(machine.cudnn) in line
+    assert str(machine.cu13) in line
+    assert text.count("export LD_LIBRARY_PATH=") == 1
+
+
+def test_shell_lines_never_carry_unsafe_ld_library_path_entries_along(machine: Machine) -> None:
+    from ortdoctor.core.facts import SearchDir
+
+    env = machine_env(machine, torch=None)
+    unsafe = (SearchDir(path="", origin="LD_LIBRARY_PATH", exists=True, relative=False, note="empty entry"),
+              SearchDir(path="/opt/keep", origin="LD_LIBRARY_PATH", exists=True, relative=False))
+    env = replace(env, system=replace(env.system, ldconfig={}, cuda_home=None, ld_library_path=unsafe))
+    _plan, found, _text = check(env)
+    assert "ld-library-path-unsafe" in [f.id for f in found]
+    fix = by_id(found, "cuda-lib-not-loadable").fix or ""
+    (line,) = [x for x in fix.splitlines() if "LD_LIBRARY_PATH=" in x]
+    assert "$LD_LIBRARY_PATH" not in line  # the current value holds the empty entry
+    assert line.endswith(":/opt/keep")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ortdoctor.preloading import hook_install
+from tests.support import testenvs
 from tests.test_preload_helpers import MAPS_SNIPPET, ROOT, build_fake_site, child_json, run_child
 
 HOOK_AND_REPORT = MAPS_SNIPPET + """
@@ -141,7 +142,7 @@ def test_installed_pth_runs_the_hook_at_interpreter_start(tmp_path: Path):
     proc = run_child(
         "import sys; from ortdoctor.cli.main import main; "
         f"sys.argv = ['ortdoctor', 'hook', 'install', '--site-dir', {str(pth_dir)!r}]; main()",
-        pythonpath=[])
+        pythonpath=[site])
     assert proc.returncode == 0, proc.stderr
     assert f"wrote {pth_dir / 'ortdoctor_hook.pth'}" in proc.stdout
     # a new interpreter that processes that site directory runs the hook before user code
@@ -158,6 +159,32 @@ def test_installed_pth_runs_the_hook_at_interpreter_start(tmp_path: Path):
         pythonpath=[])
     assert f"removed {pth_dir / 'ortdoctor_hook.pth'}" in proc.stdout
     assert os.listdir(pth_dir) == []
+
+
+def test_hook_install_refuses_where_there_is_nothing_to_preload(tmp_path: Path):
+    # a CPU-only onnxruntime: the hook would warn at every interpreter start, so install says why and stops
+    pth_dir = tmp_path / "pth-site"
+    pth_dir.mkdir()
+    install = ("import sys; from ortdoctor.cli.main import main; "
+               f"sys.argv = ['ortdoctor', 'hook', 'install', '--site-dir', {str(pth_dir)!r}] + sys.argv[1:]; main()")
+    proc = run_child(install, pythonpath=[testenvs.ensure("ort-cpu")])
+    assert proc.returncode == 1
+    assert "no CUDA build of onnxruntime is installed here" in proc.stderr
+    assert "[ort-cpu-only]" in proc.stderr
+    assert 'pip install "onnxruntime-gpu[cuda,cudnn]' in proc.stderr
+    assert os.listdir(pth_dir) == []
+    forced = subprocess.run([sys.executable, "-c", install, "--force"], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert forced.returncode == 0, forced.stderr
+    assert os.listdir(pth_dir) == ["ortdoctor_hook.pth"]
+
+
+def test_strict_names_the_problem_and_its_fix(tmp_path: Path):
+    proc = run_child("import ortdoctor.hook", pythonpath=[testenvs.ensure("ort-cpu")], env={"ORTDOCTOR_STRICT": "1"})
+    assert proc.returncode == 1
+    assert "PreloadError: ortdoctor [ort-cpu-only]: " in proc.stderr
+    assert "Fix: " in proc.stderr
+    assert "see findings" not in proc.stderr
 
 
 def test_fast_path_replays_a_clean_decision_and_is_invalidated_by_changes(tmp_path: Path):
@@ -212,3 +239,10 @@ def test_fast_path_ignores_a_cache_file_others_can_write(tmp_path: Path):
     assert run_child(code, pythonpath=[site], env=env).stdout.strip() == "False"
     entry.chmod(0o666)
     assert run_child(code, pythonpath=[site], env=env).stdout.strip() == "True"
+
+
+def test_the_pth_name_is_the_one_the_probe_looks_for() -> None:
+    from ortdoctor.preloading.hook_install import PTH_NAME
+    from ortdoctor.probes.platform import HOOK_PTH
+
+    assert PTH_NAME == HOOK_PTH

@@ -114,7 +114,7 @@ def test_ok_report_summary_says_proved() -> None:
     rep = dataclasses.replace(make_report(healthy_env(), full_plan()), smoke=smoke, smoke_skipped=None)
     md = render(rep, redact=Redactor())
     assert_one_details_block(md)
-    assert "✔ OK: onnxruntime-gpu 1.31.1 can use the GPU, proved by the smoke session" in md.splitlines()[0]
+    assert "✔ OK: onnxruntime-gpu 1.31.1 works as is, proved by the smoke session" in md.splitlines()[0]
     assert "| ✔ | cudart | `libcudart.so.13` | 13.0.96 |" in md
     assert "ran on CUDAExecutionProvider, CPUExecutionProvider (device 0), results correct" in md
 

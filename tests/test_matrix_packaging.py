@@ -68,3 +68,9 @@ def test_wheel_ships_the_snapshot_of_its_matrix(built_wheel: Path, tmp_path: Pat
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_wheel_ships_the_report_schema(built_wheel: Path) -> None:
+    with zipfile.ZipFile(built_wheel) as zf:
+        shipped = zf.read("ortdoctor/report/check.schema.json")
+    assert shipped == (REPO / "ortdoctor" / "report" / "check.schema.json").read_bytes()

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tests.support import testenvs
+from tests.support.report_schema import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 BERT = ROOT / "tests" / "data" / "models" / "bert_optimum.onnx"
@@ -33,7 +34,7 @@ def check(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.realwheels
 def test_no_flags_json(tmp_path: Path) -> None:
     proc = check("--json", "--model", str(BERT))
-    model = json.loads(proc.stdout)["model"]
+    model = validate(json.loads(proc.stdout))["model"]
     assert "/bert/encoder/layer.0/attention/self/Sqrt" in model["shape_only_nodes"]
     assert model["run"]["inputs_valid"] is True
     assert model["run"]["iobinding"]["used"] is False

@@ -158,7 +158,11 @@ def test_cli_text_json_print_env_and_exit_codes(tmp_path: Path):
     proc = _cli(["preload", "--directory", "", "--print-env"], pythonpath=[site])
     assert proc.returncode == 0, proc.stderr
     assert "libcudart.so.13" in proc.stdout
-    assert "mapped:" in proc.stdout
+    assert "Loaded (each mapped into this process, checked in /proc/self/maps):" in proc.stdout
+    assert "mapped:" not in proc.stdout  # the proof is the path shown; -v prints each mapping
+    assert "not Windows" not in proc.stdout
+    verbose = _cli(["preload", "--directory", "", "-v"], pythonpath=[site])
+    assert "mapped:" in verbose.stdout
     lib = site / "nvidia/cu13/lib"
     assert f"export LD_LIBRARY_PATH={lib}:{site / 'nvidia/cudnn/lib'}" in proc.stdout
     proc = _cli(["preload", "--json", "--no-cudnn"], pythonpath=[site])

@@ -71,7 +71,7 @@ def _usage_error(message: str) -> None:
               help="Seconds the smoke session may take (also the model check's, whose default is 120).")
 @click.option("--all-devices", is_flag=True,
               help="Check every GPU CUDA can see: the smoke session once per device, in parallel children.")
-@click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Also check this ONNX model: where each node runs on the CUDA EP, and why not on the GPU.")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=1x3x224x224",
               help="With --model: this input's shape for the test run (repeatable; default: chosen from the model).")

@@ -17,12 +17,38 @@ def command() -> None:
     """Opt-in: make every Python of this environment run `import ortdoctor.hook` at start-up."""
 
 
+def _nothing_to_preload(site_dir: str | None) -> str | None:
+    """Why the hook would have nothing to preload here (no CUDA build of onnxruntime), with the fix; None
+    when a CUDA build is installed. Without this, every interpreter start would print the same warning."""
+    from ortdoctor.doctor.check import run_check
+
+    # the hook runs with this interpreter's whole sys.path, plus the directory its .pth goes into
+    report = run_check(smoke=False, sys_path=None if site_dir is None else [*sys.path, site_dir])
+    if report.env.ort.is_gpu_build:
+        return None
+    lines = ["ortdoctor hook install: no CUDA build of onnxruntime is installed here, so the hook would have "
+             "nothing to preload and would warn at every interpreter start."]
+    for f in report.findings:
+        if f.severity == "error" and f.id.startswith("ort-"):
+            lines.append(f"  {f.title}  [{f.id}]")
+            if f.fix:
+                lines += [f"    fix: {line}" for line in f.fix.splitlines()[:1]]
+    lines.append("Install onnxruntime-gpu first (`ortdoctor fix` shows the commands), or pass --force.")
+    return "\n".join(lines)
+
+
 @command.command("install")
 @_SITE
-def install_cmd(site_dir: str | None) -> None:
+@click.option("--force", is_flag=True, help="Install even when no CUDA build of onnxruntime is installed yet.")
+def install_cmd(site_dir: str | None, force: bool) -> None:
     """Add ortdoctor_hook.pth to site-packages."""
     from ortdoctor.preloading.hook_install import HookInstallError, install
 
+    if not force:
+        why = _nothing_to_preload(site_dir)
+        if why is not None:
+            click.echo(why, err=True)
+            sys.exit(exitcodes.FAIL)
     try:
         path = install(site_dir)
     except HookInstallError as exc:

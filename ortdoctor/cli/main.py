@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import traceback
 from typing import Any
 
 import click
@@ -20,6 +19,7 @@ from ortdoctor.core import exitcodes
 # The short help lives here so `ortdoctor --help` lists every command without importing any of them.
 _COMMANDS = {
     "check": ("check", "Find what is wrong, say how to fix it, prove the CUDA EP."),
+    "fix": ("fix", "Show the pip commands that fix what check finds; run them with --yes."),
     "preload": ("preload", "Load the CUDA/cuDNN libraries onnxruntime-gpu needs."),
     "explain": ("explain", "Explain a finding id, an error text or a log."),
     "matrix": ("matrix", "Show the matrix; pick a build for a CUDA/torch stack."),
@@ -33,6 +33,7 @@ _HELP = """Why is my ONNX Runtime session not using the GPU?
 \b
 Common uses:
   ortdoctor check                  inspect, decide and prove the CUDA EP works
+  ortdoctor fix [--yes]            the package commands that fix it, for this interpreter
   ortdoctor preload --directory "" load the right CUDA/cuDNN libraries, show which
   ortdoctor explain - < log.txt    turn an ONNX Runtime error into cause and fix
 
@@ -65,6 +66,9 @@ def main(argv: list[str] | None = None) -> Any:
     """Console entry point: no traceback reaches the user unless --debug was given."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
+    from ortdoctor.cli.console import make_streams_safe
+
+    make_streams_safe()
     try:
         return cli.main(args=args, prog_name="ortdoctor", standalone_mode=True)
     except SystemExit:
@@ -74,6 +78,8 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(130)
     except Exception as exc:  # a bug in ortdoctor: say so, say where to report it, exit 3
         if debug:
+            import traceback  # only on this path: it costs ~8 ms to import
+
             traceback.print_exc()
         else:
             click.echo(

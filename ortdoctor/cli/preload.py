@@ -26,9 +26,11 @@ from ortdoctor.core import exitcodes
               help="No report: stdout has only --print-env's line (for eval); failures go to stderr.")
 @click.option("--matrix", "matrix_path", type=click.Path(dir_okay=False), default=None,
               help="A compatibility matrix file instead of the shipped one (default: $ORTDOCTOR_MATRIX).")
+@click.option("--verbose", "-v", is_flag=True, help="More detail: each library's mapping and inode, every skip.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 def command(directory: str | None, no_cuda: bool, no_cudnn: bool, no_msvc: bool, dry_run: bool, as_json: bool,
-            print_env: bool, allow_unsafe_dirs: bool, quiet: bool, matrix_path: str | None, debug: bool) -> None:
+            print_env: bool, allow_unsafe_dirs: bool, quiet: bool, matrix_path: str | None, verbose: bool,
+            debug: bool) -> None:
     """Load the CUDA and cuDNN libraries onnxruntime-gpu needs, by absolute path, and prove it.
 
     Exit 0: everything loaded; 1: something failed; 2: bad option, directory or matrix file.
@@ -47,7 +49,7 @@ def command(directory: str | None, no_cuda: bool, no_cudnn: bool, no_msvc: bool,
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     elif not quiet:
-        click.echo(render_text(result), nl=False)
+        click.echo(render_text(result, verbose=verbose or debug), nl=False)
     elif not result.ok:
         # the error findings say what failed and the fix; a bare load failure has no finding of its own
         errors = [f for f in result.findings if f.severity == "error"]

@@ -49,7 +49,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "other one needs).",
         evidence="The `*.dist-info` directories of every site directory on `sys.path`; the `onnxruntime/` "
         "package directory itself.",
-        fix='pip install "onnxruntime-gpu[cuda,cudnn]"  (a CUDA 12 driver or toolkit: use the CUDA 12 '
+        fix='python -m pip install "onnxruntime-gpu[cuda,cudnn]"  (a CUDA 12 driver or toolkit: use the CUDA 12 '
         "feed with --index-url, see `ortdoctor matrix`)",
         modes=(1,),
         docs=(_INSTALL_DOCS,),
@@ -63,7 +63,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         evidence="`capi/build_and_package_info.py` (package_name, empty cuda_version) and the absence of the "
         "CUDA provider library; `get_available_providers()` showing `AzureExecutionProvider` without "
         "`CUDAExecutionProvider`.",
-        fix='pip uninstall -y onnxruntime && pip install "onnxruntime-gpu[cuda,cudnn]"',
+        fix='python -m pip uninstall -y onnxruntime && python -m pip install "onnxruntime-gpu[cuda,cudnn]"',
         modes=(1,),
         docs=(_ORT_ISSUES + "10685", _INSTALL_DOCS),
     ),
@@ -77,8 +77,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "the CPU wheel in after the GPU one.",
         evidence="Every `*.dist-info/RECORD` listing files under `onnxruntime/`; the RECORD hash of the "
         "pybind module compared with the file on disk tells which wheel won.",
-        fix="pip uninstall -y onnxruntime onnxruntime-gpu onnxruntime-directml onnxruntime-openvino && "
-        'pip install "onnxruntime-gpu[cuda,cudnn]"',
+        fix="python -m pip uninstall -y onnxruntime onnxruntime-gpu onnxruntime-directml onnxruntime-openvino && "
+        'python -m pip install "onnxruntime-gpu[cuda,cudnn]"',
         modes=(1,),
         docs=(_ORT_ISSUES + "4809", "https://github.com/huggingface/optimum/issues/1064"),
     ),
@@ -89,7 +89,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="Files of the installed distribution are missing or unreadable: a partial uninstall, a "
         "hand-copied package, or a broken RECORD/METADATA.",
         evidence="`build_and_package_info.py` unreadable, RECORD or METADATA missing, the pybind module absent.",
-        fix="pip install --force-reinstall --no-deps onnxruntime-gpu",
+        fix='python -m pip install --force-reinstall --no-deps "onnxruntime-gpu==<installed version>"  (pinned: a '
+        "reinstall without a pin moves to the newest build, which may be for another CUDA major)",
         modes=(1,),
     ),
     CatalogEntry(
@@ -99,7 +100,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="Some releases shipped broken: 1.27.0's Linux pybind module gained a hard `NEEDED "
         "libcudart.so.13`, so `import onnxruntime` fails on CPU-only and CUDA 12 hosts.",
         evidence="The installed version against the `known_bad` entries of the compatibility matrix.",
-        fix='pip install "onnxruntime-gpu!=1.27.0"  (the matrix names the fix for each release)',
+        fix='python -m pip install "onnxruntime-gpu!=1.27.0"  (the matrix names the fix for each release)',
         modes=(11,),
         docs=(_ORT_ISSUES + "29500",),
     ),
@@ -110,7 +111,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="The release is newer than every line the matrix knows (or too old to be listed), so its "
         "CUDA/cuDNN needs are taken from the nearest known line and from the installed files.",
         evidence="The installed version against the matrix's release lines.",
-        fix='pip install --upgrade "ortdoctor @ git+https://github.com/ortdoctor/ortdoctor"  # a newer matrix\nor pass --matrix FILE',
+        fix="Update ortdoctor (each release carries a newer matrix), or pass --matrix FILE",
     ),
     CatalogEntry(
         id="ort-import-fails",
@@ -121,8 +122,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "raises ImportError before any session exists. Downstream code often misreports this as "
         '"onnxruntime not installed".',
         evidence="DT_NEEDED of the pybind module; where each CUDA soname resolves.",
-        fix='pip install "onnxruntime-gpu!=1.27.0", or install the CUDA runtime it needs '
-        "(`pip install nvidia-cuda-runtime`) and make it loadable (`import ortdoctor.hook` first)",
+        fix='python -m pip install "onnxruntime-gpu!=1.27.0", or install the CUDA runtime it needs '
+        "(`python -m pip install nvidia-cuda-runtime`) and make it loadable (`import ortdoctor.hook` first)",
         modes=(11,),
         docs=(_ORT_ISSUES + "29500",),
     ),
@@ -160,7 +161,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         evidence="DT_NEEDED of `libonnxruntime_providers_cuda.so` (import table on Windows) and the "
         "matrix's lazily loaded libraries, searched in every location: loaded objects, --directory, "
         "nvidia wheels (both layouts), torch/lib, conda, CUDA_HOME, LD_LIBRARY_PATH, ld.so.cache.",
-        fix='pip install "onnxruntime-gpu[cuda,cudnn]"  (or the single nvidia-* wheels the finding names)',
+        fix='python -m pip install "onnxruntime-gpu[cuda,cudnn]"  (or the single nvidia-* wheels the finding names)',
         modes=(2, 21),
         docs=(_ORT_ISSUES + "25609", _ORT_ISSUES + "24719"),
     ),
@@ -202,7 +203,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "alongside usually decides which cuDNN is present (torch 2.3: cuDNN 8; >= 2.4: cuDNN 9).",
         evidence="The cuDNN major the build needs against the `libcudnn.so.*` files and nvidia-cudnn-cu* "
         "wheels present.",
-        fix="pip install nvidia-cudnn-cu13  (cu12 for a CUDA 12 build), or an onnxruntime-gpu built for "
+        fix="python -m pip install nvidia-cudnn-cu13  (cu12 for a CUDA 12 build), or an onnxruntime-gpu built for "
         "the cuDNN you have",
         modes=(7,),
         docs=(_ORT_ISSUES + "21354", _CUDA_EP_DOCS),
@@ -248,7 +249,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "a library that cannot be found (`libz.so.1` in a slim image, an older glibc).",
         evidence="The loader's own error for each copy that was tried, in search order; the file's size "
         "against the size its wheel's RECORD promises.",
-        fix="Reinstall the wheel that ships the file (`pip install --force-reinstall --no-deps NAME==VERSION`), "
+        fix="Reinstall the wheel that ships the file (`python -m pip install --force-reinstall --no-deps NAME==VERSION`), "
         "or install the library its error names.",
         modes=(2,),
         produced_by="preload",
@@ -338,7 +339,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="No single location has the whole set, so libraries that must come from one release "
         "(cuBLAS with cuBLASLt, cuDNN with its sub-libraries) are taken from different installs.",
         evidence="The directory each library of a family is chosen from.",
-        fix='pip install "onnxruntime-gpu[cuda,cudnn]"  (one complete set of NVIDIA wheels in one environment)',
+        fix='python -m pip install "onnxruntime-gpu[cuda,cudnn]"  (one complete set of NVIDIA wheels in one environment)',
         modes=(15, 16),
     ),
     CatalogEntry(
@@ -347,7 +348,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         title="the CUDA provider needs a library the compatibility matrix does not list",
         cause="A newer build links a library the matrix does not know yet; it is searched for anyway.",
         evidence="DT_NEEDED of the CUDA provider against the matrix's library list.",
-        fix='pip install --upgrade "ortdoctor @ git+https://github.com/ortdoctor/ortdoctor"  # a newer matrix',
+        fix="Update ortdoctor (each release carries a newer matrix), or pass --matrix FILE",
     ),
     CatalogEntry(
         id="cudnn-sublibrary-mismatch",
@@ -356,7 +357,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="cuDNN 9 dlopens its sub-libraries by bare name; when one is missing from the wheel the loader "
         "takes a system copy of another version (`CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH`).",
         evidence="The directory and version of each `libcudnn*.so.9` chosen or mapped.",
-        fix="pip install --force-reinstall nvidia-cudnn-cu13  (cu12 for CUDA 12), or remove the stray "
+        fix="python -m pip install --force-reinstall nvidia-cudnn-cu13  (cu12 for CUDA 12), or remove the stray "
         "system cuDNN from the loader path",
         modes=(15,),
         docs=("https://github.com/pytorch/pytorch/issues/185512",),
@@ -368,7 +369,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="The `nvidia-*-cu13` names (except cuDNN) are deprecated 0.0.1 stubs; CUDA 13 wheels are "
         "unsuffixed (`nvidia-cublas`, `nvidia-cuda-runtime`).",
         evidence="Installed nvidia-* distributions at version 0.0.1.",
-        fix="pip uninstall -y <stub> && pip install nvidia-cuda-runtime nvidia-cublas nvidia-cufft nvidia-curand",
+        fix="python -m pip uninstall -y <stub> && python -m pip install nvidia-cuda-runtime nvidia-cublas nvidia-cufft nvidia-curand",
         modes=(12,),
         docs=("https://github.com/InternLM/lmdeploy/issues/4116",),
     ),
@@ -381,7 +382,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "(`libnvinfer.so.10: cannot open shared object file`) and buries any CUDA failure.",
         evidence="DT_NEEDED of `libonnxruntime_providers_tensorrt.so` (libnvinfer.so.N) and where it resolves.",
         fix="Request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install the "
-        "matching TensorRT (pip install tensorrt-cu13 / tensorrt-cu12) with its lib dir loadable.",
+        "matching TensorRT (python -m pip install tensorrt-cu13 / tensorrt-cu12) with its lib dir loadable.",
         modes=(20,),
         docs=(_ORT_ISSUES + "18597",),
     ),
@@ -433,7 +434,24 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         fix="Install the NVIDIA driver (sudo apt-get install nvidia-driver-580 or newer; Windows: NVIDIA's "
         "installer); in a container: docker run --gpus all with nvidia-container-toolkit on the host",
         modes=(8,),
-        docs=("https://github.com/Akegarasu/lora-scripts/issues/101",),
+        docs=("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
+              "https://docs.nvidia.com/deploy/cuda-compatibility/",
+              "https://github.com/Akegarasu/lora-scripts/issues/101"),
+    ),
+    CatalogEntry(
+        id="libcuda-missing",
+        severity="error",
+        title="NVML works but the CUDA driver library libcuda.so.1 is missing",
+        cause="The driver's management library answers (nvidia-smi works) but its CUDA library is not in the "
+        "loader's path: a container started with `NVIDIA_DRIVER_CAPABILITIES=utility` (NVML only), a driver "
+        "installed without its compute part, or a libcuda in a directory nothing points at. Every CUDA session "
+        "fails to create a context, and onnxruntime falls back to the CPU.",
+        evidence="NVML's answer against libcuda.so.1 in the ld.so cache, LD_LIBRARY_PATH and the default "
+        "directories.",
+        fix="docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ...; on a host, install the "
+        "driver's compute library (libnvidia-compute-<branch>).",
+        modes=(8,),
+        docs=("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html",),
     ),
     CatalogEntry(
         id="driver-too-old",
@@ -505,15 +523,41 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         id="gpu-arch-unsupported",
         severity="error",
         title="the GPU's architecture has no kernels in this onnxruntime build",
-        cause="Wheels carry device code for a fixed list of architectures: new GPUs (sm_120, sm_121) on older "
-        "wheels, and old GPUs (Maxwell, Pascal, Volta) on CUDA 13 builds, fail with "
-        "`cudaErrorNoKernelImageForDevice` at run time, often in Relu/Mul while MatMul works.",
-        evidence="NVML's compute capability against the build's architecture list (where the matrix knows it) "
-        "and CUDA 13's sm_75 floor.",
-        fix="Install a build that includes the architecture (1.28+ for sm_120; a CUDA 12 build for "
-        "pre-Turing GPUs), or build from source with CMAKE_CUDA_ARCHITECTURES.",
+        cause="A CUDA build carries kernels for a fixed list of GPU architectures: SASS (native code) for "
+        "`sm_XY`, which runs on GPUs of the same major and a minor at least its own (an `sm_XYa` target only "
+        "on exactly X.Y; on Jetson only on exactly its own compute capability), and PTX for `compute_XY`, "
+        "which the driver JIT-compiles for X.Y and later GPUs when it knows the PTX's ISA version. A GPU "
+        "with neither fails with `cudaErrorNoKernelImageForDevice` (\"no kernel image is available for "
+        "execution on the device\") at the first kernel, after the session was created: onnxruntime-gpu "
+        "1.29-1.31 (Linux x86_64) carry SASS for sm_75/80/86/89, sm_90a and sm_120a and no PTX, so nothing "
+        "for B200/B300 (sm_100, sm_103) or V100 (sm_70); CUDA 13 builds have nothing below sm_75.",
+        evidence="NVML's compute capability of each GPU the session uses (every visible one with "
+        "`--all-devices`) against the targets in the installed CUDA provider's fatbin headers (read from "
+        "the file itself; the matrix's row for the release where it cannot be read), and the driver's CUDA "
+        "version against the PTX ISA version.",
+        fix="Install a release that carries kernels for the GPU (the finding names them, from the matrix), "
+        "or build from source with --cmake_extra_defines CMAKE_CUDA_ARCHITECTURES=<XY> (100 for sm_100); "
+        "for PTX a newer driver can JIT, upgrade the driver.",
         modes=(10,),
-        docs=(_ORT_ISSUES + "26245", _ORT_ISSUES + "27528"),
+        docs=(_ORT_ISSUES + "26245", _ORT_ISSUES + "27528",
+              "https://docs.nvidia.com/cuda/ada-compatibility-guide/index.html",
+              "https://docs.nvidia.com/cuda/parallel-thread-execution/#release-notes-ptx-release-history"),
+    ),
+    CatalogEntry(
+        id="gpu-arch-ptx-jit",
+        severity="info",
+        title="the GPU runs this build only through PTX JIT compilation",
+        cause="The build has no SASS (native code) for the GPU's architecture, only PTX for an older one: "
+        "the driver JIT-compiles every kernel the process uses at first use, so the first runs are slow, "
+        "and the results live in the driver's JIT cache (`~/.nv/ComputeCache`, `CUDA_CACHE_MAXSIZE`). "
+        "onnxruntime-gpu up to 1.20 carry PTX for compute_52-compute_80, 1.21-1.26 for compute_90, "
+        "1.27-1.28 for compute_120.",
+        evidence="NVML's compute capability against the installed CUDA provider's fatbin targets, and the "
+        "driver's CUDA version against the PTX ISA version.",
+        fix="Install a release with native code for the GPU (the finding names it), or keep the JIT cache "
+        "large enough: export CUDA_CACHE_MAXSIZE=4294967296",
+        modes=(10,),
+        docs=("https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#just-in-time-compilation",),
     ),
     CatalogEntry(
         id="gpu-low-memory",
@@ -698,7 +742,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "`pip list` for onnxruntime and onnxruntime-gpu.",
         fix="Make the onnxruntime-gpu build and the CUDA/cuDNN on PATH match: install the CUDA major the build was "
         "linked against with its cuDNN, or the onnxruntime-gpu built for your CUDA (`ortdoctor matrix`); if both "
-        'onnxruntime and onnxruntime-gpu are installed: pip uninstall -y onnxruntime onnxruntime-gpu && pip install '
+        'onnxruntime and onnxruntime-gpu are installed: python -m pip uninstall -y onnxruntime onnxruntime-gpu && python -m pip install '
         '"onnxruntime-gpu[cuda,cudnn]"',
         modes=(3, 5),
         docs=("https://github.com/neuralchen/SimSwap/issues/98",

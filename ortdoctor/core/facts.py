@@ -69,6 +69,7 @@ class PythonInfo:
     uv_on_path: str | None = None  # the `uv` a shell runs first
     virtual_env: str | None = None  # $VIRTUAL_ENV: the venv the shell has activated
     inspected_other: bool = False  # --python: not the interpreter ortdoctor itself runs in
+    hook_pth: str | None = None  # ortdoctor's .pth file in a site directory: every start preloads
 
 
 # --------------------------------------------------------------------------------------------------
@@ -92,6 +93,24 @@ class OrtDistribution:
 
 
 @dataclass(frozen=True)
+class ProviderKernels:
+    """The GPU architectures a CUDA library carries kernels for, read from its fatbin headers (see
+    :mod:`ortdoctor.formats.fatbin`): the truth for any build, PyPI wheel or local."""
+
+    path: str
+    archs: tuple[str, ...] = ()  # SASS "sm_75", "sm_90a", then PTX "compute_90": the matrix's `archs` form
+    ptx_isa: str | None = None  # the newest PTX ISA version of its PTX ("8.2"); None without PTX
+    containers: int = 0  # fatbin containers (one per translation unit)
+    # Targets that only some containers carry -> how many do: the kernels of the others have no image
+    # for it (a hint: the union of targets can hide per-kernel gaps, which arch-gated kernels explain).
+    uneven: dict[str, int] = field(default_factory=dict)
+    # Targets found only in containers that hold nothing but arch-specific targets (sm_90a-only kernels):
+    # the build's general kernels have no image for them (see ortdoctor.decide.kernels.coverage).
+    isolated: tuple[str, ...] = ()
+    error: str | None = None  # the headers could not be read: why (archs is then empty)
+
+
+@dataclass(frozen=True)
 class OrtInfo:
     installed: bool
     distributions: tuple[OrtDistribution, ...] = ()
@@ -110,6 +129,8 @@ class OrtInfo:
     # Other CUDA-linked ORT-family libraries (onnxruntime_genai, ...), for mixed-major checks.
     other_cuda_libraries: tuple[ElfInfo | PeInfo, ...] = ()
     problems: tuple[str, ...] = ()
+    # The CUDA provider's kernel architectures (None: not read, e.g. by the preload path, or no provider).
+    kernels: ProviderKernels | None = None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -80,6 +80,19 @@ class Installer:
             return " ".join([self.pip, s.verb, *flags, *words])
         return " ".join([self.pip, s.verb, *words])
 
+    def argv(self, s: PackageStep) -> list[str]:
+        """The step as the argument vector ``ortdoctor fix --yes`` runs (no shell in between)."""
+        if self.has_pip is False and self.uv:
+            return [self.uv, "pip", s.verb, "--python", self.python, *(a for a in s.args if a != "-y")]
+        return [self.python, "-m", "pip", s.verb, *s.args]
+
+    def argvs(self, steps: Sequence[PackageStep]) -> list[list[str]]:
+        """The steps' argument vectors, an ``ensurepip`` first where the interpreter has no pip."""
+        out = [self.argv(s) for s in steps]
+        if self.has_pip is False and not self.uv and out:
+            out.insert(0, [self.python, "-m", "ensurepip", "--upgrade"])
+        return out
+
     def commands(self, steps: Sequence[PackageStep]) -> str:
         """The steps as one line, joined with ``&&``; a first ``ensurepip`` where the interpreter has no pip."""
         lines = [self.command(s) for s in steps]

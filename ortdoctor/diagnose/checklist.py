@@ -31,11 +31,11 @@ from ortdoctor.diagnose.merge import merge_device_smokes, merge_plan_findings, m
 from ortdoctor.diagnose.neighbours import check_siblings, check_tensorrt, check_torch
 from ortdoctor.diagnose.package import check_import, check_package, check_platform, check_release
 from ortdoctor.diagnose.smoke import classify_smoke
-from ortdoctor.prove.smoke.devices import DeviceSmoke
-from ortdoctor.prove.smoke.runner import SmokeResult
 
 if TYPE_CHECKING:
     from ortdoctor.decide.matrix.model import Matrix
+    from ortdoctor.prove.smoke.devices import DeviceSmoke
+    from ortdoctor.prove.smoke.runner import SmokeResult
 
 
 def diagnose(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -75,3 +76,40 @@ def build_cuda_major(env: Environment, plan: Plan | None, match: ReleaseMatch | 
 def ort_family(ort: Any) -> list[OrtDistribution]:
     """Distributions that own `onnxruntime/` itself (genai and other siblings have their own package)."""
     return [d for d in ort.distributions if not normalize(d.name).startswith(("onnxruntime-genai", "onnxruntime-extensions"))]
+
+
+def search_path_entries(ctx: Ctx) -> tuple[list[str], list[str]]:
+    """LD_LIBRARY_PATH (PATH on Windows): the entries that are safe to keep, and a line for each unsafe one
+    (empty, relative, world-writable, another user's). One reading for the finding that reports them and
+    for every fix that prints the variable, so no fix carries an unsafe entry along."""
+    sys_ = ctx.env.system
+    entries = sys_.windows_path if ctx.os_name == "windows" else sys_.ld_library_path
+    lines: list[str] = []
+    keep: list[str] = []
+    for d in entries:
+        why = []
+        if d.path == "" or (d.note and "empty" in d.note):
+            why.append("empty entry: the loader searches the current directory")
+        elif d.relative:
+            why.append("relative: resolved against whatever the current directory is")
+        if d.world_writable:
+            why.append("world-writable: any user can plant a library here")
+        if d.foreign_owner:
+            why.append("owned by another user")
+        if why:
+            lines.append(f"{d.path or '(empty)'}: " + "; ".join(why))
+        elif d.path not in keep:
+            keep.append(d.path)
+    return keep, lines
+
+
+def search_path_line(ctx: Ctx, dirs: Sequence[str]) -> str:
+    """The shell line that puts ``dirs`` first on the loader's path: the current value appended, or, when it
+    holds unsafe entries, only its safe ones (written out)."""
+    keep, unsafe = search_path_entries(ctx)
+    if ctx.os_name == "windows":
+        rest = ";".join(keep) if unsafe else "%PATH%"
+        return "set PATH=" + ";".join([*dirs, *([rest] if rest else [])])
+    if unsafe:
+        return "export LD_LIBRARY_PATH=" + ":".join([*dirs, *(k for k in keep if k not in dirs)])
+    return "export LD_LIBRARY_PATH=" + ":".join(dirs) + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

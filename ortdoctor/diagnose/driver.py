@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ortdoctor.core.catalog import CATALOG, make
@@ -25,6 +25,7 @@ from ortdoctor.diagnose.context import (
     Ctx,
     vtuple,
 )
+from ortdoctor.diagnose.kernels import check_kernels
 
 
 def visible_devices(driver: Any, *, device_order: str | None = None) -> tuple[list[Device], str | None]:
@@ -72,6 +73,8 @@ def check_driver(ctx: Ctx) -> list[Finding]:
         return [make("driver-missing", detail + hints, fix)]
 
     out: list[Finding] = []
+    if ctx.os_name == "linux" and not drv.libcuda and not py.wsl:
+        out.append(_libcuda_missing(ctx))
     out += _check_driver_version(ctx)
     out += _check_compat_libs(ctx)
     dmap = map_devices(drv, device_order=ctx.device_order)
@@ -103,6 +106,23 @@ def check_driver(ctx: Ctx) -> list[Finding]:
     out += _check_memory(target, visible)
     out += _check_compute_mode(target, visible)
     return out
+
+
+def _libcuda_missing(ctx: Ctx) -> Finding:
+    """NVML answers (nvidia-smi works) but the CUDA driver library is not there: a container started with
+    NVIDIA_DRIVER_CAPABILITIES=utility gets NVML and no compute; every CUDA session fails."""
+    drv = ctx.env.driver
+    caps = (ctx.env.python.container and "NVIDIA_DRIVER_CAPABILITIES") or ""
+    detail = (f"NVML works (driver {drv.version}, {len(drv.devices)} GPU(s)), but libcuda.so.1 is in no "
+              "directory the loader searches: CUDA cannot create a context, and onnxruntime falls back to the "
+              "CPU (`libcuda.so.1: cannot open shared object file`).")
+    if ctx.env.python.container:
+        fix = ("Start the container with the compute capability: docker run --gpus all -e "
+               "NVIDIA_DRIVER_CAPABILITIES=compute,utility ... (Kubernetes: the same variable in the pod's env)")
+    else:
+        fix = ("Install the driver's CUDA library (on Debian/Ubuntu: the libnvidia-compute package of the installed "
+               f"driver branch {(drv.version or '').split('.')[0]}), or add its directory to the loader's path")
+    return make("libcuda-missing", detail + (f" ({caps} decides what a container gets.)" if caps else ""), fix)
 
 
 def _invalid_ordinal(ctx: Ctx, dmap: DeviceMap) -> Finding:
@@ -158,14 +178,15 @@ def _environment_hints(ctx: Ctx) -> str:
 def _driver_install_fix(ctx: Ctx, container: Sequence[str]) -> str:
     minimum = _min_driver(ctx)
     branch = minimum.split(".")[0] if minimum else "580"
-    need = f" (>= {minimum} for CUDA {ctx.env.ort.cuda_version})" if minimum and ctx.env.ort.cuda_version else ""
+    cuda = ctx.env.ort.cuda_version
+    need = f" {minimum} or newer (CUDA {cuda} needs it)" if minimum and cuda else ""
     if container:
-        return ("This is a container: install the NVIDIA driver on the host and start the container with "
-                f"`docker run --gpus all` (nvidia-container-toolkit on the host){need}")
+        return (f"This is a container: install the NVIDIA driver{need} on the host, and the NVIDIA Container "
+                "Toolkit, then start the container with `docker run --gpus all`")
     if ctx.os_name == "windows":
         return f"Install the NVIDIA driver{need} from https://www.nvidia.com/Download/index.aspx"
-    return (f"Install the NVIDIA driver{need}: sudo apt-get install nvidia-driver-{branch} (Ubuntu/Debian; "
-            "or NVIDIA's .run installer), then reboot. On a machine without an NVIDIA GPU, CUDA cannot run.")
+    return (f"Install the NVIDIA driver{need}: sudo apt-get install nvidia-driver-{branch} on Ubuntu/Debian "
+            "(or NVIDIA's .run installer), then reboot. On a machine without an NVIDIA GPU, CUDA cannot run.")
 
 
 def _min_driver(ctx: Ctx) -> str | None:
@@ -238,66 +259,14 @@ def _check_compat_libs(ctx: Ctx) -> list[Finding]:
     return [make("cuda-compat-on-unsupported-hw", detail, severity=severity)]
 
 
-def _sm(cc: str) -> tuple[int, int] | None:
-    m = re.fullmatch(r"(\d+)\.(\d+)", cc.strip())
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def _arch_supported(cc: tuple[int, int], archs: Iterable[str]) -> bool:
-    """NVIDIA's rules: a cubin for sm_Mn runs on sm_Mk with k >= n (same major); PTX for compute_XY is
-    JIT-compiled on any device of capability >= X.Y."""
-    for arch in archs:
-        m = re.fullmatch(r"(sm|compute)_(\d+?)(\d)([a-z]?)", arch.strip().lower())
-        if not m:
-            continue
-        kind, major, minor, suffix = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
-        if kind == "sm" and major == cc[0] and minor <= cc[1] and (not suffix or minor == cc[1]):
-            return True
-        if kind == "compute" and not suffix and (major, minor) <= cc:
-            return True
-    return False
-
-
-def _arch_problem(ctx: Ctx, dev: Device) -> tuple[str, str | None] | None:
-    """Why ``dev`` cannot run this build's kernels, with the fix (None when it can, or when unknown)."""
-    archs = ctx.match.release.archs if ctx.match else ()
-    cc = _sm(dev.compute_capability or "")
-    if cc is None:
-        return None
-    if ctx.cuda_major is not None and ctx.cuda_major >= 13 and cc < (7, 5):
-        why = (f"CUDA {ctx.cuda_major} dropped Maxwell, Pascal and Volta (compute capability < 7.5); this "
-               f"build cannot run on sm_{cc[0]}{cc[1]}")
-        cu12 = build_for_major(ctx, 12)
-        return why, f"Install a CUDA 12 build: {ctx.run(*cu12)} (with a CUDA 12 driver stack)" if cu12 else None
-    if archs and not _arch_supported(cc, archs):
-        return (f"compute capability {dev.compute_capability} (sm_{cc[0]}{cc[1]}) is not among the build's "
-                f"architectures: {', '.join(archs)}"), CATALOG["gpu-arch-unsupported"].fix
-    return None
-
-
 def _check_arch(ctx: Ctx, target: Sequence[CudaDevice], visible: Sequence[CudaDevice]) -> list[Finding]:
-    lines: list[str] = []
-    fixes: list[str] = []
-    bad: list[CudaDevice] = []
-    for c in target:
-        problem = _arch_problem(ctx, c.device) if c.device is not None else None
-        if problem is None:
-            continue
-        why, fix = problem
-        bad.append(c)
-        lines.append(f"{_gpu(c)}: {why}")
-        if fix and fix not in fixes:
-            fixes.append(fix)
-    if not bad:
-        return []
-    # Among GPUs of several generations, the ones this build supports are a fix of their own.
-    supported = [c for c in visible if c.device is not None and _arch_problem(ctx, c.device) is None]
-    others = _others_fix(bad, supported + bad) if supported else None
-    if others:
-        fixes.append(others)
-    detail = "\n".join(lines) + (f"\n(onnxruntime-gpu {ctx.env.ort.version}.) ORT fails at run time with "
-                                 "cudaErrorNoKernelImageForDevice.")
-    return [make("gpu-arch-unsupported", detail, "\n".join(fixes) or None)]
+    """Kernels for each GPU: :func:`ortdoctor.diagnose.kernels.check_kernels` (``gpu-arch-unsupported``,
+    ``gpu-arch-ptx-jit``)."""
+    def cuda12_build() -> str | None:
+        steps = build_for_major(ctx, 12)
+        return ctx.run(*steps) if steps else None
+
+    return check_kernels(ctx, target, visible, others_fix=_others_fix, cuda12_build=cuda12_build)
 
 
 def _gpu(c: CudaDevice) -> str:

@@ -9,29 +9,12 @@ from ortdoctor.core.facts import (
     Finding,
 )
 from ortdoctor.decide.fixes import pin_series, quote, step
-from ortdoctor.diagnose.context import Ctx
+from ortdoctor.diagnose.context import Ctx, search_path_entries
 
 
 def check_search_path(ctx: Ctx) -> list[Finding]:
-    sys_ = ctx.env.system
-    entries = sys_.windows_path if ctx.os_name == "windows" else sys_.ld_library_path
     var = "PATH" if ctx.os_name == "windows" else "LD_LIBRARY_PATH"
-    lines = []
-    keep: list[str] = []
-    for d in entries:
-        why = []
-        if d.path == "" or (d.note and "empty" in d.note):
-            why.append("empty entry: the loader searches the current directory")
-        elif d.relative:
-            why.append("relative: resolved against whatever the current directory is")
-        if d.world_writable:
-            why.append("world-writable: any user can plant a library here")
-        if d.foreign_owner:
-            why.append("owned by another user")
-        if why:
-            lines.append(f"{d.path or '(empty)'}: " + "; ".join(why))
-        elif d.path not in keep:
-            keep.append(d.path)
+    keep, lines = search_path_entries(ctx)
     if not lines:
         return []
     # The resolver refuses these directories for ortdoctor's own preloads; the process the user starts
@@ -70,7 +53,8 @@ def check_installer(ctx: Ctx) -> list[Finding]:
             f"here is {py.executable}. A bare `pip install` changes the other Python's packages, not this one's.",
             f"Run pip through the interpreter, as every fix here does: {quote(py.executable)} -m pip ..."
             + ("" if py.venv is None else f"\nor activate the environment first: source {py.venv}/bin/activate")))
-    if py.virtual_env and py.prefix and _real(py.virtual_env) != _real(py.prefix):
+    # --python names the environment: an activated venv beside it is the user's choice, not a mistake
+    if py.virtual_env and py.prefix and not py.inspected_other and _real(py.virtual_env) != _real(py.prefix):
         other = os.path.join(py.virtual_env, "Scripts\\python.exe" if ctx.os_name == "windows" else "bin/python")
         out.append(make(
             "virtual-env-not-inspected",

@@ -113,12 +113,12 @@ def cuda_libraries_fix(
             alt = f" (or {' / '.join(names[1:])}: the one for the build's CUDA major)"
     system = system_libraries_fix(stack, what)
     if stack.python and specs:
-        return (f"pip install {' '.join(specs)}{alt}, {python_loader_hint(stack)}; or: {system[0].lower()}"
+        return (f"python -m pip install {' '.join(specs)}{alt}, {python_loader_hint(stack)}; or: {system[0].lower()}"
                 f"{system[1:]}.")
     if stack.python or stack.known:
         return system + "."
     if specs:  # the text does not say which binding: the system way first, pip's way labelled
-        return f"{system}. Python: pip install {' '.join(specs)}{alt}, {python_loader_hint(stack)}."
+        return f"{system}. Python: python -m pip install {' '.join(specs)}{alt}, {python_loader_hint(stack)}."
     return system + "."
 
 

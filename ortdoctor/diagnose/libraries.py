@@ -28,7 +28,7 @@ from ortdoctor.decide.loader_view import (
     same_file,
 )
 from ortdoctor.decide.torch import torch_copies, torch_other_copy_finding
-from ortdoctor.diagnose.context import Ctx, ort_family
+from ortdoctor.diagnose.context import Ctx, ort_family, search_path_line
 from ortdoctor.diagnose.driver import build_for_major
 
 if TYPE_CHECKING:
@@ -180,30 +180,53 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
             assert lp.chosen is not None
             by_dir.setdefault(os.path.dirname(lp.chosen.path), []).append(lp.soname)
         dirs = list(by_dir)
-        if ctx.os_name == "windows":
-            env_fix = "set PATH=" + ";".join(dirs) + ";%PATH%"
-        else:
-            env_fix = "export LD_LIBRARY_PATH=" + ":".join(dirs) + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        # the other copies' warning is cured by the same preload: one finding, one shell line for both
+        other_dirs = [os.path.dirname(lp.chosen.path) for lp in libs if lp.chosen is not None
+                      and (pick := picks.get(lp.name)) is not None and not pick.same_as_chosen]
+        env_fix = search_path_line(ctx, list(dict.fromkeys([*dirs, *other_dirs])))
         lines = [f"{d}: {', '.join(compact_sonames(names))}" for d, names in by_dir.items()]
         detail = ("Installed, but in no directory the loader searches (LD_LIBRARY_PATH, ld.so.cache, default "
                   "directories, the provider's RUNPATH), and no other copy is there either; ORT finds them only "
                   "when they are preloaded:\n" + "\n".join(lines))
-        fix = ("import ortdoctor.hook  # first line of the program: preloads them by full path\n"
-               f"or, before starting Python: {env_fix}")
-        out.append(make("cuda-lib-not-loadable", detail, fix))
+        hook = ctx.env.python.hook_pth
+        if hook:
+            # the .pth preloads them at every start of this Python: nothing left to do for its programs
+            out.append(make("cuda-lib-not-loadable", detail + f"\n{hook} preloads them at every start of "
+                            f"{ctx.env.python.executable} (`ortdoctor hook install`), so its programs find them.",
+                            "", severity="info"))
+        else:
+            fix = ("import ortdoctor.hook  # first line of the program: preloads them by full path\n"
+                   "or `ortdoctor hook install`: every start of this Python preloads them (permanent)\n"
+                   f"or, before starting Python: {env_fix}")
+            out.append(make("cuda-lib-not-loadable", detail, fix))
     other = [(lp, pick) for lp in libs if lp.chosen is not None and (pick := picks.get(lp.name)) is not None
              and not pick.same_as_chosen]
     if other:
-        out.append(_default_loader_finding(ctx, other))
+        loader = _default_loader_finding(ctx, other)
+        hit = next((i for i, f in enumerate(out) if f.id == "cuda-lib-not-loadable" and f.severity != "info"), None)
+        if hit is not None and loader.severity != "info":
+            # One cure for both (the preload); the other copies become part of the first finding's detail
+            # rather than a second warning with an overlapping shell line.
+            first = out[hit]
+            out[hit] = replace(first, detail=first.detail + "\n" + loader.detail,
+                               fix=(first.fix or "") + ("\nor import torch before onnxruntime: both then use torch's copies"
+                                                        if "import torch before onnxruntime" in (loader.fix or "") else ""))
+        else:
+            out.append(loader)
+        loader_merged = hit is not None and loader.severity != "info"
+    else:
+        loader_merged = False
 
     copies = _check_copies(ctx, libs)
-    loader_warning = any(f.id == "default-loader-picks-other-copy" and f.severity == "warning" for f in out)
+    loader_warning = loader_merged or any(f.id == "default-loader-picks-other-copy" and f.severity == "warning"
+                                          for f in out)
     if loader_warning:
         # The same stale copies already raised the loader warning, which says what they break and how to
         # avoid it: listing them again as a second warning would double one problem. A cuDNN or cuBLAS
         # set split across directories is a problem of its own and keeps its severity.
         copies = [replace(f, severity="info",
-                          detail=f.detail + "\nThe risk these copies carry is under default-loader-picks-other-copy.")
+                          detail=f.detail + "\nThe risk these copies carry is under "
+                          + ("cuda-lib-not-loadable." if loader_merged else "default-loader-picks-other-copy."))
                   if f.id == "lib-multiple-copies" and " chosen from " not in f.detail else f
                   for f in copies]
     out += copies
@@ -360,10 +383,6 @@ def _check_copies(ctx: Ctx, libs: Sequence[LibraryPlan]) -> list[Finding]:
     return out
 
 
-def _env_line(dirs: Sequence[str]) -> str:
-    return "export LD_LIBRARY_PATH=" + ":".join(dirs) + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-
-
 def _default_loader_finding(ctx: Ctx, other: Sequence[tuple[LibraryPlan, LoaderPick]]) -> Finding:
     """Case 1(b): the loader finds copies on its own, but not the ones ortdoctor chose."""
     shared = torch_copies(ctx.env, ctx.plan) if ctx.plan is not None else {}
@@ -409,7 +428,7 @@ def _default_loader_finding(ctx: Ctx, other: Sequence[tuple[LibraryPlan, LoaderP
     dirs = list(dict.fromkeys(os.path.dirname(lp.chosen.path) for lp in chosen_libs if lp.chosen))
     fix = ("import ortdoctor.hook  # first line of the program: loads the chosen set by full path\n"
            "or `ortdoctor preload` (the same choice; --print-env prints it as a shell line)\n"
-           f"or, before starting Python: {_env_line(dirs)}")
+           f"or, before starting Python: {search_path_line(ctx, dirs)}")
     if torch_same:
         fix += "\nor import torch before onnxruntime: both then use torch's copies"
     return make("default-loader-picks-other-copy", "\n".join(lines), fix,

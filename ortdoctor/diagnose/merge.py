@@ -60,6 +60,10 @@ def merge_smoke(found: list[Finding], smoke: Any) -> list[Finding]:
             what = getattr(cause, "what", "") or CATALOG[cid].title
             found.append(make(cid, f"{what}\nThe smoke session's ORT log:\n{evidence}",
                               getattr(cause, "fix", None) or None))
+    if cause_ids:
+        # the causes carry the smoke session's evidence and the fix: a second error saying "the smoke
+        # session failed, fix the above first" would only make the report longer
+        return found
     fid = getattr(smoke, "finding_id", None) or "smoke-failed"
     if fid not in CATALOG:
         fid = "smoke-failed"
@@ -73,14 +77,11 @@ def merge_smoke(found: list[Finding], smoke: Any) -> list[Finding]:
         detail += f" (child exit: {status})"
     error = getattr(smoke, "error", None)
     detail += (":\n" + _clip(error)) if error else "."
-    if cause_ids:
-        detail += "\nCause: " + ", ".join(cause_ids) + " (above)."
-    elif not error:
+    if not error:
         evidence = _smoke_evidence(smoke)
         if evidence:
             detail += "\n" + _clip(evidence)
-    fix = f"Fix {', '.join(cause_ids)} first (above)." if cause_ids else None
-    return [*found, make(fid, detail, fix)]
+    return [*found, make(fid, detail, None)]
 
 
 def _smoke_signature(smoke: Any) -> tuple[str | None, tuple[str, ...]]:

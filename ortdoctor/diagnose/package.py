@@ -16,10 +16,11 @@ from ortdoctor.core.facts import (
 )
 from ortdoctor.decide.build import is_cuda_build
 from ortdoctor.decide.fixes import gpu_install, library_specs, step
+from ortdoctor.decide.kernels import parse_compute_capability
 from ortdoctor.decide.loader_view import (
     loader_visible,
 )
-from ortdoctor.decide.matrix.model import python_line
+from ortdoctor.decide.matrix.model import python_line, wheel_platform
 from ortdoctor.diagnose.context import CUDA_SONAME, Ctx, ort_family
 from ortdoctor.formats.distinfo import normalize
 
@@ -151,12 +152,21 @@ def _recommendation(ctx: Ctx) -> Recommendation | None:
     torch = env.torch.version if env.torch is not None and env.torch.cuda else None
     if cuda is None and torch is None:
         return None
-    # Agree with torch when possible; else the driver alone decides. Either way a build with wheels
-    # for the inspected Python (a fix pip cannot install converges nowhere).
+    # Agree with torch when possible; else the driver alone decides. A wheel known to lack kernels for
+    # the GPUs here is not offered while one with kernels fits. Either way a build with wheels for the
+    # inspected Python (a fix pip cannot install converges nowhere).
+    gpus = tuple(dict.fromkeys(cc for d in env.driver.devices
+                               if (cc := parse_compute_capability(d.compute_capability)) is not None))
+    platform = wheel_platform(env.python.platform, env.python.machine)
     python = env.python.version
-    rec = ctx.matrix.recommend(cuda, torch, python)
-    if rec is None and torch is not None and cuda is not None:
-        rec = ctx.matrix.recommend(cuda, None, python)
+    rec = None
+    for want_gpus in ((gpus, ()) if gpus else ((),)):
+        rec = ctx.matrix.recommend(cuda, torch, python=python, gpus=want_gpus, platform=platform, driver_cuda=cuda)
+        if rec is None and torch is not None and cuda is not None:
+            rec = ctx.matrix.recommend(cuda, None, python=python, gpus=want_gpus, platform=platform,
+                                       driver_cuda=cuda)
+        if rec is not None:
+            break
     return rec
 
 

@@ -8,9 +8,10 @@ one place, whether it was pasted into ``explain`` or printed by the smoke child.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
-from ortdoctor.diagnose.classify import classify
-from ortdoctor.prove.smoke.runner import SmokeResult
+if TYPE_CHECKING:
+    from ortdoctor.prove.smoke.runner import SmokeResult
 
 __all__ = ["classify_smoke"]
 
@@ -22,6 +23,10 @@ def classify_smoke(result: SmokeResult) -> SmokeResult:
     was already classified."""
     if result.ok or result.causes or not result.message_text:
         return result
+    # the classifier (its tables and patterns) is loaded only when a smoke session failed: `check
+    # --no-smoke` and every passing check skip it
+    from ortdoctor.diagnose.classify import classify
+
     causes = tuple(classify(result.message_text, ort_version=result.ort_version))
     if not causes:
         return result

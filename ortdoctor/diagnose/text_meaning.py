@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.facts import Match
-from ortdoctor.decide import gpu_arch, packages, tensorrt_versions
+from ortdoctor.decide import gpu_names, packages, tensorrt_versions
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.diagnose import fixes
 from ortdoctor.diagnose.stack import Stack
@@ -426,7 +426,7 @@ class Decider:
                    "archives, or a source build with --use_cuda) and make sure that library is the one loaded.")
         else:
             fix = _py(stack,
-                      'pip uninstall -y onnxruntime onnxruntime-gpu && pip install "onnxruntime-gpu[cuda,cudnn]" '
+                      'python -m pip uninstall -y onnxruntime onnxruntime-gpu && python -m pip install "onnxruntime-gpu[cuda,cudnn]" '
                       "(a wheel built from source needs ./build.sh --use_cuda)",
                       "Use a GPU build of onnxruntime (the onnxruntime-gpu package, Microsoft.ML.OnnxRuntime.Gpu, "
                       "com.microsoft.onnxruntime:onnxruntime_gpu, or a source build with --use_cuda).")
@@ -462,8 +462,8 @@ class Decider:
             why = ("Both the CPU and the GPU NuGet packages are referenced; they ship the same onnxruntime.dll and "
                    "the CPU one was copied to the output folder.")
         else:
-            fix = ("pip uninstall -y onnxruntime onnxruntime-gpu onnxruntime-directml onnxruntime-openvino && "
-                   'pip install "onnxruntime-gpu[cuda,cudnn]" (uninstalling only the CPU package leaves a broken '
+            fix = ("python -m pip uninstall -y onnxruntime onnxruntime-gpu onnxruntime-directml onnxruntime-openvino && "
+                   'python -m pip install "onnxruntime-gpu[cuda,cudnn]" (uninstalling only the CPU package leaves a broken '
                    "install: remove both, then install onnxruntime-gpu alone)")
             why = ("onnxruntime and onnxruntime-gpu (and -directml, -openvino) share one import package; the one "
                    "installed last overwrote the other's files, often through a transitive dependency, and the "
@@ -490,7 +490,7 @@ class Decider:
         fix = fixes.system_libraries_fix(stack, "the CUDA and cuDNN versions this build was linked against")
         if stack.python or not stack.known:
             fix = _py(stack,
-                      'pip install "onnxruntime-gpu[cuda,cudnn]" and call onnxruntime.preload_dlls() (1.21+) or '
+                      'python -m pip install "onnxruntime-gpu[cuda,cudnn]" and call onnxruntime.preload_dlls() (1.21+) or '
                       "`import ortdoctor.hook` before the session, or add the CUDA bin and cuDNN bin folders to "
                       "PATH and restart the shell; if torch is in the process, import torch first (its lib folder "
                       "carries CUDA/cuDNN DLLs that may be the ones that load); install the VC++ runtime "
@@ -532,7 +532,7 @@ class Decider:
                 "onnxruntime 1.15.0's Windows wheel had exactly this fault on older Windows (Windows Server 2016, "
                 "Windows 7); it was fixed in 1.15.1 (onnxruntime#15375). With another release, an older system DLL "
                 "(msvcp140.dll) loaded first causes it.",
-                'pip install --upgrade "onnxruntime>=1.15.1" (or the same for onnxruntime-gpu); otherwise install '
+                'python -m pip install --upgrade "onnxruntime>=1.15.1" (or the same for onnxruntime-gpu); otherwise install '
                 "the current Visual C++ redistributable (https://aka.ms/vs/17/release/vc_redist.x64.exe).",
                 hit.evidence, {},
             )
@@ -550,7 +550,7 @@ class Decider:
             + "Install the current Visual C++ 2015-2022 redistributable "
             "(https://aka.ms/vs/17/release/vc_redist.x64.exe)"
             + ("" if self.stack.conda else "; in a conda environment: conda install conda-forge::vs2015_runtime")
-            + "." + _py_extra(self.stack, 'If that is not possible, pin it: pip install "onnxruntime<1.21".'),
+            + "." + _py_extra(self.stack, 'If that is not possible, pin it: python -m pip install "onnxruntime<1.21".'),
             hit.evidence, {"module": hit.subject} if hit.subject else {},
         )
 
@@ -598,7 +598,7 @@ class Decider:
             f"The onnxruntime package has no {hit.subject}: its files are incomplete.",
             "Uninstalling one of two onnxruntime distributions (onnxruntime and onnxruntime-gpu share the "
             "onnxruntime/ package) deletes files the other one needs.",
-            "pip uninstall -y onnxruntime onnxruntime-gpu && pip install --force-reinstall onnxruntime-gpu "
+            "python -m pip uninstall -y onnxruntime onnxruntime-gpu && python -m pip install --force-reinstall onnxruntime-gpu "
             "(reinstall the one you want after removing both).",
             hit.evidence, {},
         )
@@ -658,7 +658,7 @@ class Decider:
         fix = ("Keep one complete cuDNN: remove (or hide) the stray system cuDNN from the loader path, or reinstall "
                "the complete one; LD_DEBUG=libs shows where each libcudnn_* came from.")
         fix = _py(self.stack,
-                  f"pip install --force-reinstall {names} (the one matching the build's CUDA major), or remove the "
+                  f"python -m pip install --force-reinstall {names} (the one matching the build's CUDA major), or remove the "
                   "stray system cuDNN from the loader path; LD_DEBUG=libs shows where each libcudnn_* came from."
                   if names else fix, fix)
         return Match(
@@ -765,7 +765,7 @@ class Decider:
             fix += f" ({summary})"
         fix += ("; in a conda environment, conda-forge's cuda-runtime and cudnn packages install them into the "
                 "environment; if both onnxruntime and onnxruntime-gpu are installed, uninstall onnxruntime and "
-                "onnxruntime-gpu and install one: pip uninstall -y onnxruntime onnxruntime-gpu && pip install "
+                "onnxruntime-gpu and install one: python -m pip uninstall -y onnxruntime onnxruntime-gpu && python -m pip install "
                 '"onnxruntime-gpu[cuda,cudnn]".')
         return self._m("cuda-path-set-not-loaded", hit,
                        "onnxruntime could not load its CUDA provider although CUDA_PATH is set.", fix=fix)
@@ -845,7 +845,7 @@ class Decider:
             "nvidia-wheel-stub", f"pip tried to install {name}, a deprecated stub package.",
             "From CUDA 13 NVIDIA's component wheels are unsuffixed (nvidia-cublas, nvidia-cuda-runtime); the -cu13 "
             "names are 0.0.1 stubs that refuse to build. Only cuDNN keeps its suffix.",
-            f"Depend on {real} instead of {name}: pip install {real}.",
+            f"Depend on {real} instead of {name}: python -m pip install {real}.",
             hit.evidence, {"package": name},
         )
 
@@ -955,10 +955,10 @@ def _invalid_ordinal(d: Decider, hit: Hit) -> Match:
 
 def _arch(d: Decider, hit: Hit) -> Match:
     stack = d.stack
-    sm = gpu_arch.sm_from_text(hit.evidence) or None
+    sm = gpu_names.sm_from_text(hit.evidence) or None
     family = None
     if sm is None and stack.gpu:
-        named = gpu_arch.sm_of_name(stack.gpu)
+        named = gpu_names.sm_of_name(stack.gpu)
         if named:
             sm, family = named
     carried = ""

@@ -127,8 +127,11 @@ def _plan(ins: ModelInspection, shapes: Mapping[str, tuple[int, ...]],
     if ins.graph is None:
         return None, ["the model's graph could not be read"]
     names = {i.name for i in ins.graph.inputs}
-    problems = [f"--input-shape names {n!r}, which is not an input of the model" for n in sorted(set(shapes) - names)]
-    problems += [f"--input names {n!r}, which is not an input of the model" for n in sorted(set(files) - names)]
+    inputs = ", ".join(i.name for i in ins.graph.inputs) or "none"
+    problems = [f"--input-shape names {n!r}, which is not an input of the model (its inputs: {inputs})"
+                for n in sorted(set(shapes) - names)]
+    problems += [f"--input names {n!r}, which is not an input of the model (its inputs: {inputs})"
+                 for n in sorted(set(files) - names)]
     given = {**shapes, **{n: h.shape for n, h in headers(files).items() if n in names}}
     plan = propose_inputs(ins.graph, shapes=given)
     problems += list(plan.problems)

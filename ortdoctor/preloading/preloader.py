@@ -52,8 +52,21 @@ class PreloadError(RuntimeError):
     """``strict=True`` and at least one library failed; ``.result`` holds the whole :class:`PreloadResult`."""
 
     def __init__(self, result: PreloadResult) -> None:
-        names = ", ".join(f.name for f in result.failed) or "(see findings)"
-        super().__init__(f"ortdoctor could not load: {names}")
+        names = ", ".join(f.name for f in result.failed)
+        serious = [f for f in result.findings if f.severity == "error"] or [
+            f for f in result.findings if f.severity == "warning"]
+        if names:
+            message = f"ortdoctor could not load: {names}"
+        elif serious:
+            message = f"ortdoctor [{serious[0].id}]: {serious[0].title}"
+        else:
+            message = "ortdoctor: preloading did not succeed"
+        first = serious[0] if serious else None
+        if first is not None and first.fix:
+            message += f". Fix: {first.fix.splitlines()[0]}"
+        if len(serious) > 1:
+            message += f" ({len(serious) - 1} more: run `ortdoctor preload`)"
+        super().__init__(message)
         self.result = result
 
 
@@ -316,8 +329,9 @@ def _split_sublibraries(run: _Run, sublibraries: bool) -> list[LibraryPlan]:
                     + (f": {run.installer.commands(steps)}" if steps else ""),
                     title=f"{lp.soname} is not beside the cuDNN library", steps=steps))
             run.result.skipped.append(SkippedLib(
-                lp.name, f"cuDNN sub-library: {spec.sublibrary_of} loads it on first use"
-                + (f" from {where}" if where else "")))
+                lp.name, f"cuDNN sub-library: {spec.sublibrary_of} loads it on first use from {where}" if where
+                else f"cuDNN sub-library: not in this cuDNN (its release has none, or {spec.sublibrary_of} "
+                "loads it only when present)"))
         else:
             if lp.name == "cudnn" and lp.chosen is not None:
                 main_cudnn_dir = os.path.dirname(lp.chosen.path)

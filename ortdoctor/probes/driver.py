@@ -31,8 +31,8 @@ _NVML_ERROR_KINDS = {
     15: DriverError.GPU_IS_LOST,
 }
 _ERROR_TEXT = {
-    DriverError.LIBRARY_NOT_FOUND: "libnvidia-ml.so.1 not found: no NVIDIA driver is installed "
-    "(or it was not passed into this container)",
+    DriverError.LIBRARY_NOT_FOUND: "libnvidia-ml.so.1 not found: no NVIDIA driver is installed, "
+    "or it was not passed into this container",
     DriverError.DRIVER_NOT_LOADED: "NVML: driver not loaded (the NVIDIA kernel module is not running)",
     DriverError.LIB_RM_VERSION_MISMATCH: "NVML: driver/library version mismatch (the driver was upgraded; "
     "reboot or reload the kernel module)",

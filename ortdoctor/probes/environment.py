@@ -20,12 +20,23 @@ from ortdoctor.formats.procmaps import mapped_paths
 from ortdoctor.probes.driver import probe_driver
 from ortdoctor.probes.interpreter import Interpreter
 from ortdoctor.probes.nvidia_wheels import probe_nvidia_wheels
-from ortdoctor.probes.ort import probe_ort
+from ortdoctor.probes.ort import add_kernels, probe_ort
 from ortdoctor.probes.platform import probe_python
 from ortdoctor.probes.system import probe_system
 from ortdoctor.probes.torch import probe_torch
 
 __all__ = ["collect_environment"]
+
+
+def _mapped(maps_path: str) -> tuple[str, ...]:
+    """The shared objects mapped in the process, less what ortdoctor's own hook preloaded into this one
+    (with the hook installed, ortdoctor's CLI is itself preloaded at start-up; the user's program is the
+    subject, and its own hook does the same there)."""
+    paths = mapped_paths(maps_path)
+    hook = sys.modules.get("ortdoctor.hook")
+    result = getattr(hook, "result", None) if hook is not None and maps_path == "/proc/self/maps" else None
+    ours = {x.mapped for x in getattr(result, "loaded", ()) if getattr(x, "source", "") != "loaded"}
+    return tuple(p for p in paths if p not in ours) if ours else paths
 
 
 def collect_environment(
@@ -52,7 +63,8 @@ def collect_environment(
         fs_root: root for /proc, /dev, /etc and the default library directories (tests).
         ld_cache_path: the ld.so cache (default ``<fs_root>/etc/ld.so.cache``).
         maps_path: the maps file for already-mapped libraries.
-        query_driver: False skips NVML (the driver is reported as not queried).
+        query_driver: False skips NVML (the driver is reported as not queried). The CUDA provider's
+            kernel architectures are read only when NVML lists GPUs.
         on_probe: called as ``on_probe("ort", OrtInfo)`` as soon as the onnxruntime probe (the first,
             and a cheap one) is done: ``check`` starts its smoke child there, so the child runs while the
             other probes do.
@@ -68,7 +80,7 @@ def collect_environment(
     if site_dirs is not None:
         python = dataclasses.replace(python, site_dirs=sites)
     index = DistIndex(sites)
-    ort = probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index)
+    ort = probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index, kernels=False)
     if on_probe is not None:
         on_probe("ort", ort)
 
@@ -79,6 +91,10 @@ def collect_environment(
     else:
         driver = DriverInfo(available=False, error="not queried", cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
                             nvidia_visible_devices=env.get("NVIDIA_VISIBLE_DEVICES"))
+    if driver.devices:
+        # The kernel architectures matter only against GPUs: read once NVML has listed some (after the
+        # smoke child started); the preload path (no driver query) and GPU-less hosts never pay for them.
+        ort = add_kernels(ort)
     return Environment(
         python=python,
         ort=ort,
@@ -86,5 +102,5 @@ def collect_environment(
         nvidia_wheels=probe_nvidia_wheels(index=index),
         system=system,
         driver=driver,
-        mapped=mapped_paths(maps_path),
+        mapped=_mapped(maps_path),
     )

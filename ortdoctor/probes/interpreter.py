@@ -14,7 +14,6 @@ import platform as _platform
 import subprocess
 import sys
 import sysconfig
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -69,6 +68,8 @@ def describe(python: str, environ: Mapping[str, str] | None = None) -> Interpret
     for key in ("PYTHONHOME", "PYTHONSTARTUP"):
         env.pop(key, None)
     try:
+        import tempfile  # only for --python: every other check saves its import
+
         with tempfile.TemporaryDirectory(prefix="ortdoctor-python-") as cwd:  # no stray module shadows sys
             proc = subprocess.run([path, "-c", _SCRIPT], capture_output=True, text=True, timeout=_TIMEOUT,
                                   env=env, cwd=cwd, check=False)

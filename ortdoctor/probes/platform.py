@@ -17,6 +17,8 @@ from ortdoctor.probes.interpreter import Interpreter, this_interpreter
 __all__ = ["find_site_dirs", "probe_python"]
 
 _CGROUP_HINTS = ("docker", "kubepods", "containerd", "libpod", "lxc")
+#: The file `ortdoctor hook install` writes (ortdoctor.preloading.hook_install.PTH_NAME: a test keeps them equal).
+HOOK_PTH = "ortdoctor_hook.pth"
 
 
 def _os_name(sys_platform: str) -> str:
@@ -157,4 +159,5 @@ def probe_python(
         uv_on_path=shutil.which("uv", path=path) if path is not None else None,
         virtual_env=env.get("VIRTUAL_ENV") or None,
         inspected_other=it.other,
+        hook_pth=next((p for site in sites if os.path.isfile(p := os.path.join(site, HOOK_PTH))), None),
     )

@@ -22,7 +22,8 @@ SCHEMA_VERSION = 2  # 2: the "host" object
 
 
 def dumps(report: Report) -> str:
-    return json.dumps(to_json(report), indent=2, ensure_ascii=False)
+    # ASCII with \u escapes: valid JSON on any console encoding (cp1252, latin-1), decoded by every parser
+    return json.dumps(to_json(report), indent=2)
 
 
 def to_json(report: Report) -> dict[str, Any]:
@@ -31,6 +32,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "ortdoctor_version": __version__,
         "verdict": report.verdict,
+        "outcome": report.outcome,
         "findings": [finding_json(f) for f in report.findings],
         "python": _python(env),
         "ort": _ort(env, report.recommendation),
@@ -47,7 +49,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "cudnn_major": report.plan.cudnn_major if report.plan else None,
         "directory": report.directory,
         "nvidia_wheels": [to_jsonable(w) for w in env.nvidia_wheels],
-        "system": to_jsonable(env.system),
+        "system": _system(env),
         "matrix": report.matrix_path,
         "timings_ms": dict(report.timings_ms),
     }
@@ -59,8 +61,25 @@ def _host(report: Report) -> dict[str, Any] | None:
     return host_json(report.host, (d.uuid for d in report.env.driver.devices)) if report.host else None
 
 
+# The ld.so cache lists every library of the system (hundreds, ~36 KB); the report keeps the ones a GPU
+# session can load: CUDA, cuDNN, TensorRT, the driver's and onnxruntime's own.
+_GPU_SONAME_PREFIXES = ("libcuda", "libcublas", "libcudnn", "libcufft", "libcufile", "libcurand", "libcusparse",
+                        "libcusolver", "libcupti", "libcutensor", "libnv", "libnccl", "libonnxruntime", "libtorch",
+                        "libc10")
+
+
+def _system(env: Environment) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(env.system)
+    cache = data.get("ldconfig")
+    if isinstance(cache, dict):
+        data["ldconfig"] = {k: v for k, v in cache.items() if k.lower().startswith(_GPU_SONAME_PREFIXES)}
+        data["ldconfig_entries"] = len(cache)
+    return data
+
+
 def finding_json(f: Finding) -> dict[str, Any]:
-    return {"id": f.id, "severity": f.severity, "title": f.title, "detail": f.detail, "fix": f.fix}
+    return {"id": f.id, "severity": f.severity, "title": f.title, "detail": f.detail, "fix": f.fix,
+            "steps": [{"verb": s.verb, "args": list(s.args)} for s in f.steps]}
 
 
 def _python(env: Environment) -> dict[str, Any]:
@@ -106,6 +125,7 @@ def _ort(env: Environment, recommendation: str | None) -> dict[str, Any]:
         "package_name": ort.package_name,
         "is_gpu_build": ort.is_gpu_build,
         "cuda_provider": to_jsonable(ort.cuda_provider),
+        "kernels": to_jsonable(ort.kernels),
         "tensorrt_provider": to_jsonable(ort.tensorrt_provider),
         "pybind": to_jsonable(ort.pybind),
         "other_cuda_libraries": [to_jsonable(x) for x in ort.other_cuda_libraries],

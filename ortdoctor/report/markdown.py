@@ -146,10 +146,12 @@ def _verdict(report: Report) -> str:
     if report.verdict == "fail":
         first = next((f.id for f in report.findings if f.severity == "error"), "")
         return f"✘ FAIL: {what} cannot use the GPU here ({counts}; first: {first})"
-    if report.verdict == "warn":
-        return f"⚠ WARN: {what} should work ({counts})"
     proof = ", proved by the smoke session" if _smoke_ok(report) else ""
-    return f"✔ OK: {what} can use the GPU{proof}" + (f" ({counts})" if counts else "")
+    if report.outcome == "works-with-preload":
+        return f"⚠ WORKS ONLY WITH A PRELOAD: {what} falls back to the CPU unless its CUDA libraries are preloaded{proof} ({counts})"
+    if report.verdict == "warn":
+        return f"⚠ WARN: {what} works as is{proof} ({counts})"
+    return f"✔ OK: {what} works as is{proof}" + (f" ({counts})" if counts else "")
 
 
 def _smoke_ok(report: Report) -> bool:

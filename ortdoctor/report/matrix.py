@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ortdoctor.core.facts import to_jsonable
+from ortdoctor.decide.kernels import describe_archs
 from ortdoctor.decide.matrix.model import Feed, LibSpec, Matrix, Recommendation, Release, ReleaseMatch
 
 __all__ = [
@@ -101,6 +102,11 @@ def render_release(matrix: Matrix, match: ReleaseMatch) -> str:
         out.append(f"  CUDA provider DT_NEEDED: {', '.join(r.provider_needed)}")
     if r.pybind_needed_cuda:
         out.append(f"  pybind module DT_NEEDED: {', '.join(r.pybind_needed_cuda)} (import needs them)")
+    for platform in ("linux_x86_64", *r.platform_archs):
+        kernels = r.kernels_for(platform)
+        if kernels is not None:
+            lone = f"; {', '.join(kernels.isolated)} only in single-GPU kernels" if kernels.isolated else ""
+            out.append(f"  kernels ({platform}): {describe_archs(kernels.archs, kernels.ptx_isa)}{lone}")
     libs = matrix.libraries_for_release(r)
     if libs:
         out += ["", "  Libraries (load order; required = loaded with the provider, lazy = when first used):"]
@@ -117,8 +123,9 @@ def render_release(matrix: Matrix, match: ReleaseMatch) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_recommendation(rec: Recommendation, cuda: str | None, torch: str | None) -> str:
-    asked = ", ".join(x for x in (f"CUDA {cuda}" if cuda else "", f"torch {torch}" if torch else "") if x)
+def render_recommendation(rec: Recommendation, cuda: str | None, torch: str | None, gpu: str | None = None) -> str:
+    asked = ", ".join(x for x in (f"CUDA {cuda}" if cuda else "", f"torch {torch}" if torch else "",
+                                  f"GPU {gpu}" if gpu else "") if x)
     r = rec.release
     out = [f"For {asked or 'this machine'}: onnxruntime-gpu {rec.version}", "", f"  {rec.command}", "",
            f"  Why: {rec.reason}"]
@@ -133,6 +140,9 @@ def render_recommendation(rec: Recommendation, cuda: str | None, torch: str | No
 def _release_dict(matrix: Matrix, release: Release, feed: Feed | None = None) -> dict[str, Any]:
     data: dict[str, Any] = to_jsonable(release)
     data["cuda_major"] = release.cuda_major
+    # every platform's kernel targets with the wheel they were read from, the Linux x86_64 one included
+    data["kernels"] = {platform: to_jsonable(release.kernels_for(platform))
+                       for platform in ("linux_x86_64", *release.platform_archs)}
     return data
 
 
@@ -161,8 +171,11 @@ def release_json(matrix: Matrix, query: str, match: ReleaseMatch) -> str:
 
 
 def recommendation_json(matrix: Matrix, cuda: str | None, torch: str | None,
-                        rec: Recommendation | None) -> str:
+                        rec: Recommendation | None, *, gpus: list[str] | None = None,
+                        platform: str | None = None) -> str:
     data: dict[str, Any] = {"matrix": matrix.path, "query": {"cuda": cuda, "torch": torch}}
+    if gpus:
+        data["query"].update(gpus=gpus, platform=platform)
     if rec is None:
         data["recommendation"] = None
     else:
@@ -179,5 +192,6 @@ def recommendation_json(matrix: Matrix, cuda: str | None, torch: str | None,
             "torch_variant": to_jsonable(rec.torch_variant),
             "source": rec.release.source,
             "source_ref": rec.release.source_ref,
+            "kernels": to_jsonable(rec.kernels),
         }
     return json.dumps(data, indent=2) + "\n"

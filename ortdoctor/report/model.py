@@ -24,6 +24,9 @@ if TYPE_CHECKING:  # `check` without --model or a smoke session does not load th
     from ortdoctor.prove.smoke.runner import SmokeResult
 
 Verdict = Literal["ok", "warn", "fail"]
+#: What a plain program can expect: the session runs on the GPU as is, only when the libraries are
+#: preloaded (ortdoctor's hook, LD_LIBRARY_PATH), or not at all here.
+Outcome = Literal["works", "works-with-preload", "cannot-work"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,18 @@ class Report:
             object.__setattr__(self, "device_map", map_devices(self.env.driver))
         if not self.libraries and self.plan is not None:
             object.__setattr__(self, "libraries", library_rows(self.env, self.plan))
+
+    @property
+    def outcome(self) -> Outcome:
+        """``works-with-preload`` when a library the session needs is found only by a preload (and no
+        installed hook does it), so a plain ``InferenceSession`` falls back to the CPU."""
+        if self.verdict == "fail":
+            return "cannot-work"
+        if not self.env.python.hook_pth and any(
+                row.state == "needs-preload" and (row.plan.required or row.plan.name == "cudnn")
+                for row in self.libraries):
+            return "works-with-preload"
+        return "works"
 
     @property
     def devices(self) -> DeviceMap:

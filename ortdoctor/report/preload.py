@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from ortdoctor.preloading.preloader import PreloadResult
+from ortdoctor.preloading.preloader import PreloadResult, SkippedLib
 
 __all__ = ["render_env", "render_text"]
 
@@ -28,8 +28,18 @@ def _shorten(path: str) -> str:
     return "~" + path[len(home):] if home not in ("", "/") and path.startswith(home + os.sep) else path
 
 
-def render_text(result: PreloadResult) -> str:
-    """One block per outcome: loaded (with proof), skipped, failed, then findings with their fixes."""
+def _same(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def render_text(result: PreloadResult, *, verbose: bool = False) -> str:
+    """One block per outcome: loaded (with proof), skipped, failed, then findings with their fixes.
+
+    The proof (the file ``/proc/self/maps`` shows) is printed only where it is not the path loaded, unless
+    ``verbose``; skips that say only "not this platform" are left out unless ``verbose``."""
     lines: list[str] = []
     where = {None: "default search order", "": "NVIDIA wheels, then the system"}.get(
         result.directory, result.directory)
@@ -37,21 +47,35 @@ def render_text(result: PreloadResult) -> str:
     build = f"CUDA {result.cuda_major}, cuDNN {result.cudnn_major}" if result.cuda_major else "no CUDA build"
     lines.append(f"ortdoctor preload ({build}; {where})")
     if result.loaded:
-        lines.append(f"{head}:")
+        proven = sum(1 for x in result.loaded if x.mapped)
+        proof = " (each mapped into this process, checked in /proc/self/maps)" if proven == len(result.loaded) else ""
+        lines.append(f"{head}{proof}:")
         width = max(len(x.soname) for x in result.loaded)
         for x in result.loaded:
             version = x.version or "version unknown"
             src = _SOURCE_WORDS.get(x.source, x.source)
-            lines.append(f"  ✔ {x.soname:<{width}}  {version:<12} {src:<14} {_shorten(x.path)}")
+            by = f"  (by {x.loaded_by})" if x.loaded_by else ""
+            lines.append(f"  ✔ {x.soname:<{width}}  {version:<12} {src:<14} {_shorten(x.path)}{by}")
             if x.already_loaded_from:
                 lines.append(f"      already in the process before preload: {_shorten(x.already_loaded_from)}")
-            elif x.mapped and x.loaded_by:
-                lines.append(f"      mapped by {x.loaded_by} itself: {_shorten(x.mapped)} (inode {x.inode})")
-            elif x.mapped:
+            elif x.mapped and (verbose or not _same(x.mapped, x.path)):
                 lines.append(f"      mapped: {_shorten(x.mapped)} (inode {x.inode})")
-    if result.skipped:
+    skipped = [s for s in result.skipped if verbose or not s.reason.startswith("not ")]
+    if not verbose:
+        # cuDNN opens its own sub-libraries on first use, from one directory: one line for those
+        groups: dict[str, list[SkippedLib]] = {}
+        for sk in skipped:
+            groups.setdefault(sk.reason, []).append(sk)
+        skipped = []
+        for reason, members in groups.items():
+            if len(members) > 1 and reason.startswith("cuDNN sub-library: "):
+                skipped.append(SkippedLib(f"{len(members)} cuDNN sub-libraries",
+                                          reason.removeprefix("cuDNN sub-library: ").replace(" it ", " them ")))
+            else:
+                skipped += members
+    if skipped:
         lines.append("Skipped:")
-        lines.extend(f"  - {s.name}: {s.reason}" for s in result.skipped)
+        lines.extend(f"  - {s.name}: {s.reason}" for s in skipped)
     if result.failed:
         lines.append("Failed:")
         for f in result.failed:

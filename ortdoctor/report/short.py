@@ -8,6 +8,7 @@ Notes (severity ``info``) are left out. Returns a string; the caller prints it.
 from __future__ import annotations
 
 from ortdoctor.core.facts import Finding
+from ortdoctor.report import text
 from ortdoctor.report.model import Report
 
 __all__ = ["problems", "render", "verdict_line"]
@@ -17,9 +18,7 @@ _MARK = {"error": "✘", "warning": "⚠"}
 
 def verdict_line(report: Report, *, color: bool = False) -> str:
     """The first line of the human report, the same words in both (it sums up every finding)."""
-    from ortdoctor.report.text import render as render_full
-
-    return render_full(report, color=color).splitlines()[0]
+    return text.verdict_line(report, color=color)
 
 
 def problems(report: Report) -> list[Finding]:

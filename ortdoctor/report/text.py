@@ -81,6 +81,11 @@ def _counts(findings: Sequence[Finding]) -> str:
     return ", ".join(parts)
 
 
+def verdict_line(report: Report, *, color: bool = False) -> str:
+    """The first line of the human report (the short report and the pytest header print it too)."""
+    return _verdict_line(report, _Style(color))
+
+
 def _verdict_line(report: Report, s: _Style) -> str:
     head = f"ortdoctor {__version__}: "
     ort = report.env.ort
@@ -89,10 +94,15 @@ def _verdict_line(report: Report, s: _Style) -> str:
         first = next(f for f in report.findings if f.severity == "error")
         return (head + s.red(s.bold(f"{FAIL} FAIL")) + f": {what} cannot use the GPU here "
                 f"({_counts(report.findings)}; first: {first.id})")
+    proof = " (the smoke session proved it)" if report.smoke is not None and report.smoke.ok else ""
+    if report.outcome == "works-with-preload":
+        return (head + s.yellow(s.bold(f"{WARN} WORKS ONLY WITH A PRELOAD")) + f": {what} falls back to the CPU "
+                "unless its CUDA libraries are preloaded (`import ortdoctor.hook`; `ortdoctor hook install` makes it "
+                f"permanent){proof}")
     if report.verdict == "warn":
-        return head + s.yellow(s.bold(f"{WARN} WARN")) + f": {what} should work, with {_counts(report.findings)}"
-    proof = " (proved by the smoke session)" if report.smoke is not None and getattr(report.smoke, "ok", False) else ""
-    return head + s.green(s.bold(f"{OK} OK")) + f": {what} can use the GPU{proof}"
+        return (head + s.yellow(s.bold(f"{WARN} WARN")) + f": {what} works as is{proof}, with "
+                f"{_counts(report.findings)}")
+    return head + s.green(s.bold(f"{OK} OK")) + f": {what} works as is{proof}"
 
 
 def _row(label: str, mark: str, text: str, s: _Style) -> str:
@@ -399,17 +409,24 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     notes = [f for f in report.findings if f.severity == "info" and f not in model_findings]
     out: list[str] = []
     if problems:
-        out += ["", s.bold(f"Problems ({_counts(problems)})")]
+        theirs = [f for f in model_findings if f.severity != "info"]
+        more = f"; {_counts(theirs)} of the model's above" if theirs else ""
+        out += ["", s.bold(f"Problems ({_counts(problems)}{more})")]
         for f in problems:
             out += _finding(f, s)
     elif model_findings and report.verdict != "ok":
         out += ["", s.bold("Problems: ") + "only the model's (listed under Model above)"]
     elif report.verdict == "ok":
         out += ["", s.green("No problems found.")]
-    if notes:
-        out += ["", s.bold("Notes") + s.dim(" (ortdoctor explain ID, or --debug, for detail)")]
+    if notes and debug:
+        out += ["", s.bold("Notes")]
         for f in notes:
-            out += _finding(f, s) if debug else [f"{s.mark(INFO)} {f.title}  {s.dim('[' + f.id + ']')}"]
+            out += _finding(f, s)
+    elif notes:
+        # one line: notes explain, they do not block; -v (or `explain ID`) shows each in full
+        ids = ", ".join(f.id for f in notes)
+        out += ["", textwrap.fill(f"{INFO} {len(notes)} note{'s' if len(notes) > 1 else ''}: {ids}  (-v shows them; "
+                                  "ortdoctor explain ID)", _WIDTH, subsequent_indent="  ", break_on_hyphens=False)]
     return out
 
 

@@ -19,8 +19,12 @@ SOURCE = Path(__file__).with_name("fake_nvml.c")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def build(out_dir: Path) -> Path:
-    """Compile the fake into ``out_dir/libnvidia-ml.so.1`` (soname libnvidia-ml.so.1)."""
+def build(out_dir: Path, *, libcuda: bool = True) -> Path:
+    """Compile the fake into ``out_dir/libnvidia-ml.so.1`` (soname libnvidia-ml.so.1), and beside it a
+    ``libcuda.so.1`` stand-in (no functions: a driver's CUDA library is there, as on a real GPU host;
+    ``libcuda=False`` is a container started with NVIDIA_DRIVER_CAPABILITIES=utility)."""
+    if libcuda:
+        build_so(out_dir, "libcuda.so.1")
     return build_so(out_dir, "libnvidia-ml.so.1", source=SOURCE.read_text())
 
 

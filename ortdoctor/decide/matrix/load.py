@@ -30,7 +30,8 @@ _TYPE = "@"  # key naming the model class of a JSON object
 _INT_KEYS = "__int_keys__"
 _CLASSES: dict[str, type[Any]] = {
     cls.__name__: cls for cls in (model.LibSpec, model.CudaMajor, model.CudnnMajor, model.Feed, model.KnownBad,
-                                  model.Release, model.TorchVariant, model.TorchRelease, model.PackageRow,
+                                  model.PlatformArchs, model.Release, model.TorchVariant, model.TorchRelease,
+                                  model.PackageRow,
                                   model.Matrix)
 }
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from ortdoctor.core.facts import PackageStep
+from ortdoctor.decide.kernels import CUDA_FLOOR, Coverage, coverage
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,11 +24,13 @@ __all__ = [
     "CudaMajor",
     "CudnnMajor",
     "Feed",
+    "KernelRelease",
     "KnownBad",
     "LibSpec",
     "Matrix",
     "MatrixError",
     "PackageRow",
+    "PlatformArchs",
     "Recommendation",
     "Release",
     "ReleaseMatch",
@@ -38,6 +42,7 @@ __all__ = [
     "parse_torch_request",
     "parse_version",
     "python_line",
+    "wheel_platform",
 ]
 
 #: The environment variable that selects a matrix file instead of the shipped one.
@@ -123,6 +128,23 @@ class KnownBad:
     affects: str | None = None  # "sm_120", "linux", ...
 
 
+#: The platform of the PyPI wheel every release row describes (``cuda``, ``archs``, ``provider_needed``).
+LINUX_X86_64 = "linux_x86_64"
+#: The other wheel platforms a row may record architectures for (``platform_archs``).
+ARCH_PLATFORMS = ("win_amd64", "linux_aarch64")
+
+
+@dataclass(frozen=True)
+class PlatformArchs:
+    """The GPU architectures one wheel's CUDA provider carries kernels for, read from its fatbin headers."""
+
+    archs: tuple[str, ...]  # SASS "sm_XY[a|f]", then PTX "compute_XY[a|f]"
+    ptx_isa: str | None = None  # the PTX ISA version of its PTX ("8.2"); None without PTX
+    source: str = ""  # the wheel file read
+    # targets of archs found only in containers of arch-specific targets alone: the general kernels lack them
+    isolated: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Release:
     line: str  # "1.31" (a release line: every 1.31.x)
@@ -138,7 +160,14 @@ class Release:
     provider_needed: tuple[str, ...] = ()  # DT_NEEDED of libonnxruntime_providers_cuda.so, as read
     pybind_needed_cuda: tuple[str, ...] = ()  # CUDA sonames the pybind module itself needs (1.27.0!)
     extras: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "cuda": ("nvidia-cuda-runtime~=13.0",...)
-    archs: tuple[str, ...] = ()  # "sm_75", ... where read from the wheel
+    # The Linux x86_64 wheel's (source_ref's) kernel targets: SASS "sm_75", "sm_90a", then PTX "compute_90",
+    # with the PTX ISA version of that PTX; empty where no wheel was read.
+    archs: tuple[str, ...] = ()
+    ptx_isa: str | None = None
+    archs_source: str = ""  # the wheel file archs were read from, where it is not source_ref
+    isolated: tuple[str, ...] = ()  # targets of archs only single-GPU kernels carry (see PlatformArchs)
+    # The same for the other platforms' wheels of the line: "win_amd64", "linux_aarch64".
+    platform_archs: dict[str, PlatformArchs] = field(default_factory=dict)
     known_bad: tuple[KnownBad, ...] = ()
     notes: tuple[str, ...] = ()
     # per patch version, the wheel file read (source_ref names the line's reference wheel)
@@ -154,6 +183,14 @@ class Release:
     def bad(self, version: str) -> KnownBad | None:
         """The known-bad entry of one patch version of this line, if any."""
         return next((kb for kb in self.known_bad if kb.version == version), None)
+
+    def kernels_for(self, platform: str = LINUX_X86_64) -> PlatformArchs | None:
+        """The kernel targets of this line's wheel for a platform (``wheel_platform()`` spelling); None
+        where the matrix does not know them."""
+        if platform == LINUX_X86_64:
+            source = self.archs_source or self.source_ref
+            return PlatformArchs(self.archs, self.ptx_isa, source, self.isolated) if self.archs else None
+        return self.platform_archs.get(platform)
 
 
 @dataclass(frozen=True)
@@ -198,6 +235,17 @@ class TorchMatch:
 
 
 @dataclass(frozen=True)
+class KernelRelease:
+    """A PyPI release whose wheel carries kernels for one GPU (see :meth:`Matrix.kernel_releases`)."""
+
+    release: Release
+    version: str  # the newest patch that is not known to be bad
+    coverage: Coverage
+    command: str  # the exact pip command
+    steps: tuple[PackageStep, ...] = ()  # the same as package steps (run by the right interpreter)
+
+
+@dataclass(frozen=True)
 class Recommendation:
     release: Release
     feed: Feed | None  # None: the PyPI default wheel
@@ -209,6 +257,9 @@ class Recommendation:
     alternative: str = ""
     steps: tuple[PackageStep, ...] = ()  # the command as package steps (run by the right interpreter)
     alternative_steps: tuple[PackageStep, ...] = ()
+    # how the GPU asked about runs the wheel, the worst of several (None: no GPU was given, or the
+    # matrix does not know the build's kernels)
+    kernels: Coverage | None = None
 
 
 
@@ -362,13 +413,20 @@ class Matrix:
                                   f"taken to be those of {newest.version} (unverified)")
 
     # -- recommendation --------------------------------------------------------------------------
-    def recommend(self, cuda: str | None, torch: str | None, python: str | None = None) -> Recommendation | None:
+    def recommend(self, cuda: str | None, torch: str | None, *, python: str | None = None,
+                  gpu: tuple[int, int] | None = None, gpus: Sequence[tuple[int, int]] = (),
+                  platform: str = LINUX_X86_64, driver_cuda: str | None = None) -> Recommendation | None:
         """Which onnxruntime-gpu to install with this CUDA major(.minor) and/or torch version.
 
         The newest build (PyPI default or alternative feed) whose CUDA major matches, whose cuDNN
         major agrees with the torch variant (when a torch version is given), that has wheels for a
         Python torch has wheels for too (for ``python``, ``"3.11"``, when given), and whose newest patch
-        is not known to be bad. None when nothing fits.
+        is not known to be bad. With ``gpu`` (a compute capability), never a wheel whose kernels for
+        ``platform`` are known not to run on it: first the builds with native code for it, then those
+        whose PTX ``driver_cuda`` can JIT, and only then builds whose kernels the matrix does not know
+        (feed builds; the reason says so); no alternative feed build is offered then. ``gpus``: every
+        GPU the build must serve (a host with several generations); ``gpu`` is one more. None when
+        nothing fits.
         """
         want_cuda = parse_cuda_request(cuda) if cuda else None
         if cuda and want_cuda is None:
@@ -391,25 +449,46 @@ class Matrix:
             variants = tuple(sorted(variants, key=lambda tv: not tv.pypi_default))
             if not variants:
                 return None
-        # Prefer the torch build pip gives by default, then a verified PyPI wheel over a feed build,
-        # then the newest line.
+        # Prefer the torch build pip gives by default, then (for a GPU) native code over PTX, then a
+        # verified PyPI wheel over a feed build, then the newest line.
+        wanted = tuple(dict.fromkeys([*gpus, *([gpu] if gpu is not None else [])]))
+        kernels = _KernelWish(wanted, platform, driver_cuda) if wanted else None
+        tiers: tuple[_Tier, ...] = ("sass", "ptx", "unknown") if kernels else ("any",)
         for variant in variants or (None,):
-            for use_feeds in (False, True):
-                for release in self.releases:
-                    if not release.pypi:
-                        continue
-                    if release.python and not _pythons(release, torch_rel, python):
-                        continue  # no Python has wheels of both (or none for the interpreter asked about)
-                    for feed in release.feeds if use_feeds else (None,):
-                        rec = self._fit(release, feed, want_cuda, torch_rel, variant, python)
-                        if rec is not None:
-                            if torch_note:
-                                rec = dataclasses.replace(rec, reason=f"{rec.reason} Note: {torch_note}.")
-                            return rec
+            for tier in tiers:
+                for use_feeds in (False, True):
+                    for release in self.releases:
+                        if not release.pypi:
+                            continue
+                        if release.python and not _pythons(release, torch_rel, python):
+                            continue  # no Python has wheels of both (or none for the interpreter asked about)
+                        for feed in release.feeds if use_feeds else (None,):
+                            rec = self._fit(release, feed, want_cuda, torch_rel, variant, kernels, tier, python)
+                            if rec is not None:
+                                if torch_note:
+                                    rec = dataclasses.replace(rec, reason=f"{rec.reason} Note: {torch_note}.")
+                                return rec
         return None
+
+    def kernel_releases(self, gpu: tuple[int, int], *, platform: str = LINUX_X86_64,
+                        driver_cuda: str | None = None) -> tuple[KernelRelease, ...]:
+        """Every PyPI release line, newest first, whose wheel for ``platform`` is known to carry kernels
+        that run on a GPU of compute capability ``gpu`` (PTX counts when ``driver_cuda`` can JIT it),
+        each with its newest patch that is not known to be bad and the pip command that installs it."""
+        out: list[KernelRelease] = []
+        for release in self.releases:
+            cov = _KernelWish((gpu,), platform, driver_cuda).coverage(release)
+            if not release.pypi or cov is None or not cov.runs:
+                continue
+            version = _pick_version(release, None)
+            if version is not None:
+                steps = install_steps(release, None, version, with_extras=True)
+                out.append(KernelRelease(release, version, cov, plain_command(steps), steps))
+        return tuple(out)
 
     def _fit(self, release: Release, feed: Feed | None, want_cuda: tuple[int, int | None] | None,
              torch_rel: TorchRelease | None, variant: TorchVariant | None,
+             kernels: _KernelWish | None = None, tier: _Tier = "any",
              python: str | None = None) -> Recommendation | None:
         build_cuda = feed.cuda_major if feed else release.cuda_major
         build_cudnn = feed.cudnn_major if feed else release.cudnn_major
@@ -420,11 +499,18 @@ class Matrix:
         if variant is not None and (variant.cuda_major != build_cuda or
                                     (variant.cudnn_major is not None and variant.cudnn_major != build_cudnn)):
             return None
+        cov = None
+        if kernels is not None:
+            cov = kernels.coverage(release) if feed is None else None  # a feed build's kernels are unknown
+            if tier == "unknown" and (cov is not None or min(kernels.gpus) < CUDA_FLOOR.get(build_cuda, (0, 0))):
+                return None
+            if tier in ("sass", "ptx") and (cov is None or not cov.runs or (tier == "sass" and cov.verdict != "sass")):
+                return None
         version = _pick_version(release, feed)
         if version is None:
             return None
         alternative: tuple[PackageStep, ...] = ()
-        if feed is None:
+        if feed is None and kernels is None:
             newer = self._newest_feed_build(build_cuda, build_cudnn, release)
             if newer is not None:
                 alternative = install_steps(newer[0], newer[1], newer[2], with_extras=False)
@@ -432,9 +518,10 @@ class Matrix:
         return Recommendation(
             release=release, feed=feed, version=version, torch_variant=variant,
             command=plain_command(steps),
-            reason=_reason(release, feed, version, want_cuda, torch_rel, variant, python),
+            reason=_reason(release, feed, version, want_cuda, torch_rel, variant, cov,
+                           kernels.gpus if kernels is not None else (), python),
             alternative=plain_command(alternative),
-            steps=steps, alternative_steps=alternative,
+            steps=steps, alternative_steps=alternative, kernels=cov,
         )
 
     def _newest_feed_build(self, cuda: int, cudnn: int | None,
@@ -449,6 +536,43 @@ class Matrix:
                     if version:
                         return release, feed, version
         return None
+
+
+_Tier = Literal["sass", "ptx", "unknown", "any"]
+
+
+@dataclass(frozen=True)
+class _KernelWish:
+    """A GPU the recommendation must run on: its compute capability, the wheel platform, the driver."""
+
+    gpus: tuple[tuple[int, int], ...]  # compute capabilities, at least one
+    platform: str
+    driver_cuda: str | None
+
+    def coverage(self, release: Release) -> Coverage | None:
+        """How the GPUs run the release's wheel for the platform (the worst of them); None when the matrix
+        does not know."""
+        kernels = release.kernels_for(self.platform)
+        if kernels is None:
+            return None
+        covs = [coverage(g, kernels.archs, ptx_isa=kernels.ptx_isa, driver_cuda=self.driver_cuda,
+                         isolated=kernels.isolated) for g in self.gpus]
+        return min(covs, key=lambda c: _VERDICT_RANK[c.verdict])
+
+
+_VERDICT_RANK = {"none": 0, "ptx-driver-too-old": 1, "isolated": 2, "ptx": 3, "sass": 4}
+
+
+def wheel_platform(platform: str | None, machine: str | None = None) -> str:
+    """The wheel platform of the matrix for a ``sysconfig.get_platform()`` string (``"linux-x86_64"`` ->
+    ``"linux_x86_64"``, ``"win-amd64"`` -> ``"win_amd64"``, ``"linux-aarch64"`` -> ``"linux_aarch64"``)."""
+    text = (platform or "").lower().replace("-", "_").replace(".", "_")
+    if text.startswith("win"):
+        return "win_amd64" if "arm" not in text else text
+    if text.startswith("linux"):
+        arch = text.split("_", 1)[1] if "_" in text else (machine or "").lower()
+        return "linux_aarch64" if arch in ("aarch64", "arm64") else f"linux_{arch or 'x86_64'}"
+    return text
 
 
 def parse_version(text: str | None) -> Version | None:
@@ -563,7 +687,8 @@ def _pythons(release: Release, torch_rel: TorchRelease | None, python: str | Non
 
 
 def _reason(release: Release, feed: Feed | None, version: str, want_cuda: tuple[int, int | None] | None,
-            torch_rel: TorchRelease | None, variant: TorchVariant | None, python: str | None = None) -> str:
+            torch_rel: TorchRelease | None, variant: TorchVariant | None, cov: Coverage | None = None,
+            gpus: tuple[tuple[int, int], ...] = (), python: str | None = None) -> str:
     cuda = feed.cuda if feed else release.cuda
     cudnn_major = feed.cudnn_major if feed else release.cudnn_major
     where = f"the CUDA {feed.cuda} feed ({feed.index_url})" if feed else "PyPI (the default build)"
@@ -581,6 +706,15 @@ def _reason(release: Release, feed: Feed | None, version: str, want_cuda: tuple[
     if feed is not None:
         parts.append("use --index-url, not --extra-index-url: with both indexes pip takes PyPI's "
                      "build of the same version")
+    if cov is not None and cov.verdict == "sass":
+        parts.append(f"it carries native code for {cov.sm} ({', '.join(cov.sass)})")
+    elif cov is not None:
+        parts.append(f"it has no native code for {cov.sm}: the driver JIT-compiles its PTX "
+                     f"({', '.join(cov.ptx)}) at first use, so the first runs are slow (the results are cached)")
+    elif gpus:
+        sms = ", ".join(f"sm_{g[0]}{g[1]}" for g in gpus)
+        parts.append(f"the matrix does not record which GPUs this build has kernels for, and no build it does "
+                     f"know fits with kernels for {sms}: check the GPU with `ortdoctor check` after installing")
     pythons = _pythons(release, torch_rel, python)
     if pythons:
         both = f" (those torch {torch_rel.version} has wheels for too)" if torch_rel is not None and torch_rel.python \

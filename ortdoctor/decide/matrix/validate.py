@@ -14,7 +14,9 @@ from typing import Any, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
+from ortdoctor.decide.kernels import parse_target
 from ortdoctor.decide.matrix.model import (
+    ARCH_PLATFORMS,
     CudaMajor,
     CudnnMajor,
     Feed,
@@ -23,6 +25,7 @@ from ortdoctor.decide.matrix.model import (
     Matrix,
     MatrixError,
     PackageRow,
+    PlatformArchs,
     Release,
     TorchRelease,
     TorchVariant,
@@ -316,11 +319,52 @@ class _Validator:
             affects=self.string(obj.get("affects"), f"{key}.affects", allow_none=True),
         )
 
+    def archs(self, obj: dict[Any, Any], key: str) -> tuple[tuple[str, ...], str | None]:
+        """``archs`` (kernel targets, SASS then PTX) and ``ptx_isa`` (required exactly when there is PTX)."""
+        archs = self.strings(obj.get("archs"), f"{key}.archs")
+        for i, name in enumerate(archs):
+            target = parse_target(name)
+            if target is None or target.name != name:
+                raise self.fail(f"{key}.archs[{i}]", f"expected a kernel target such as 'sm_90', 'sm_90a' or "
+                                                     f"'compute_90', got {name!r}")
+        dupes = sorted({a for a in archs if archs.count(a) > 1})
+        if dupes:
+            raise self.fail(f"{key}.archs", f"duplicate target {dupes[0]}")
+        ptx_isa = self.string(obj.get("ptx_isa"), f"{key}.ptx_isa", allow_none=True)
+        has_ptx = any(a.startswith("compute_") for a in archs)
+        if ptx_isa is not None and not re.fullmatch(r"\d+\.\d+", ptx_isa):
+            raise self.fail(f"{key}.ptx_isa", f"expected a PTX ISA version such as '8.2', got {ptx_isa!r}")
+        if has_ptx and ptx_isa is None:
+            raise self.fail(f"{key}.ptx_isa", "missing: the archs list PTX (compute_XY), whose ISA version "
+                                              "decides which drivers can JIT it")
+        if ptx_isa is not None and not has_ptx:
+            raise self.fail(f"{key}.ptx_isa", "given, but the archs list no PTX (compute_XY)")
+        return archs, ptx_isa
+
+    def isolated(self, obj: dict[Any, Any], archs: tuple[str, ...], key: str) -> tuple[str, ...]:
+        isolated = self.strings(obj.get("isolated"), f"{key}.isolated")
+        for i, name in enumerate(isolated):
+            if name not in archs or not name.endswith("a"):
+                raise self.fail(f"{key}.isolated[{i}]", f"{name!r} is not an arch-specific target of the archs")
+        return isolated
+
+    def platform_archs(self, value: Any, key: str) -> PlatformArchs:
+        obj = self.mapping(value, key)
+        self.unknown_keys(obj, ("archs", "ptx_isa", "isolated", "source"), key)
+        self.req(obj, "archs", key)
+        archs, ptx_isa = self.archs(obj, key)
+        isolated = self.isolated(obj, archs, key)
+        source = self.string(self.req(obj, "source", key), f"{key}.source")
+        if not source.endswith(".whl"):
+            raise self.fail(f"{key}.source", "must name the .whl file read")
+        return PlatformArchs(archs=archs, ptx_isa=ptx_isa, source=source, isolated=isolated)
+
     def release(self, value: Any, key: str) -> Release:
         obj = self.mapping(value, key)
         allowed = ("line", "versions", "cuda", "cudnn_major", "cudnn", "source", "source_ref", "python",
                    "torch", "feeds", "provider_needed", "pybind_needed_cuda", "extras", "archs",
-                   "known_bad", "notes", "wheels", "requires", "tensorrt_needed", "pypi")
+                   "ptx_isa", "archs_source", "isolated", "platform_archs", "known_bad", "notes", "wheels", "requires",
+                   "tensorrt_needed", "pypi")
         self.unknown_keys(obj, allowed, key)
         line = self.string(self.req(obj, "line", key), f"{key}.line")
         if not re.fullmatch(r"\d+\.\d+", line):
@@ -349,6 +393,21 @@ class _Validator:
         wheels_raw = self.mapping(obj.get("wheels") or {}, f"{key}.wheels")
         wheels = {self.string(k, f"{key}.wheels.{k}"): self.string(v, f"{key}.wheels.{k}")
                   for k, v in wheels_raw.items()}
+        archs, ptx_isa = self.archs(obj, key)
+        archs_source = self.string(obj.get("archs_source", ""), f"{key}.archs_source")
+        if archs_source and not archs_source.endswith(".whl"):
+            raise self.fail(f"{key}.archs_source", "must name the .whl file read")
+        if archs and source != "wheel" and not archs_source:
+            raise self.fail(f"{key}.archs", "architectures are read from a wheel: name it in archs_source "
+                                            "(the row's source_ref is a document)")
+        platform_raw = self.mapping(obj.get("platform_archs") or {}, f"{key}.platform_archs")
+        platform_archs = {}
+        for name, entry in platform_raw.items():
+            pkey = f"{key}.platform_archs.{name}"
+            if name not in ARCH_PLATFORMS:
+                raise self.fail(pkey, f"unknown wheel platform (allowed: {', '.join(ARCH_PLATFORMS)}; the "
+                                      "Linux x86_64 wheel's are the row's own `archs`)")
+            platform_archs[str(name)] = self.platform_archs(entry, pkey)
         return Release(
             line=line,
             versions=self.versions(self.req(obj, "versions", key), f"{key}.versions"),
@@ -363,7 +422,11 @@ class _Validator:
             provider_needed=self.strings(obj.get("provider_needed"), f"{key}.provider_needed"),
             pybind_needed_cuda=self.strings(obj.get("pybind_needed_cuda"), f"{key}.pybind_needed_cuda"),
             extras=extras,
-            archs=self.strings(obj.get("archs"), f"{key}.archs"),
+            archs=archs,
+            ptx_isa=ptx_isa,
+            archs_source=archs_source,
+            isolated=self.isolated(obj, archs, key),
+            platform_archs=platform_archs,
             known_bad=self.each(obj.get("known_bad") or [], f"{key}.known_bad", self.known_bad),
             notes=self.strings(obj.get("notes"), f"{key}.notes"),
             wheels=wheels,

@@ -1,0 +1,61 @@
+"""The text of `ortdoctor fix`: the plan before anything runs, and what is left after it ran."""
+
+from __future__ import annotations
+
+from ortdoctor.core.facts import Finding
+from ortdoctor.decide.fix_plan import FixPlan
+from ortdoctor.decide.fixes import Installer, quote
+from ortdoctor.report.model import Report
+
+__all__ = ["render_plan", "render_result"]
+
+
+def _line(f: Finding) -> str:
+    return f"  {f.id:<28} {f.title}"
+
+
+def _manual(findings: tuple[Finding, ...]) -> list[str]:
+    if not findings:
+        return []
+    lines = ["", "Not a package command; do it yourself:"]
+    for f in findings:
+        first, *rest = (f.fix or "").splitlines()
+        lines.append(f"  {f.id}: {first}")
+        lines += [f"    {r}" for r in rest]
+    return lines
+
+
+def render_plan(report: Report, plan: FixPlan, installer: Installer, *, python_option: str | None = None) -> str:
+    """What ``fix --yes`` would run, for which interpreter, and what it leaves to the user."""
+    lines = [f"ortdoctor fix: the environment of {installer.python}"]
+    if plan.empty and not plan.manual:
+        lines.append("Nothing to fix: no error or warning has a fix (run `ortdoctor check` for the report).")
+        return "\n".join(lines) + "\n"
+    if plan.empty:
+        lines.append("No package command fixes what check found.")
+    else:
+        lines.append(f"{len(plan.fixed)} finding{'s' if len(plan.fixed) != 1 else ''} fixed by package commands:")
+        lines += [_line(f) for f in plan.fixed]
+        lines += ["", "Commands (the inspected interpreter's pip):"]
+        lines += [f"  {' '.join(quote(a, windows=installer.windows) for a in argv)}"
+                  for argv in installer.argvs(plan.steps)]
+    lines += _manual(plan.manual)
+    if not plan.empty:
+        again = f" --python {quote(python_option)}" if python_option else ""
+        lines += ["", f"Run them and check again: ortdoctor fix{again} --yes"]
+    return "\n".join(lines) + "\n"
+
+
+def render_result(before: Report, after: Report | None, failed: str | None) -> str:
+    """After ``--yes``: what the second check found, or which command failed."""
+    if failed is not None:
+        return f"ortdoctor fix: stopped: {failed}\nNothing after it ran; the environment may be half-changed.\n"
+    if after is None:
+        return ""
+    from ortdoctor.report.short import render as render_short
+
+    gone = sorted({f.id for f in before.findings} - {f.id for f in after.findings})
+    lines = ["", "Checked again:"]
+    if gone:
+        lines.append(f"fixed: {', '.join(gone)}")
+    return "\n".join(lines) + "\n" + render_short(after)
