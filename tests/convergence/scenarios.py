@@ -14,10 +14,12 @@ GPU = "onnxruntime-gpu==1.31.1"
 CPU = "onnxruntime==1.31.1"
 GPU_FULL = "onnxruntime-gpu[cuda,cudnn]==1.31.1"
 
-# What onnxruntime-gpu[cuda,cudnn] 1.31.1 pulls in (nvidia-cublas through nvidia-cudnn-cu13), pinned
-# so the broken environment is the same every run.
-CUDA13 = ("nvidia-cuda-runtime==13.0.96", "nvidia-cuda-nvrtc==13.0.88", "nvidia-cublas==13.1.0.3",
-          "nvidia-cufft==12.0.0.61", "nvidia-curand==10.4.0.35", "nvidia-cudnn-cu13==9.19.0.56")
+# The CUDA 13 wheels as onnxruntime-gpu 1.31.1's [cuda,cudnn] extras ask for them (nvidia-cublas comes
+# through nvidia-cudnn-cu13). Not pinned: the cache then holds one CUDA 13 set, the one a fix installing
+# "onnxruntime-gpu[cuda,cudnn]==1.31.1" resolves to as well (about 1.3 GB fewer to fetch).
+CUDA13 = ("nvidia-cuda-runtime~=13.0", "nvidia-cuda-nvrtc~=13.0", "nvidia-cufft~=12.0", "nvidia-curand~=10.0",
+          "nvidia-cudnn-cu13~=9.0")
+# The newest CUDA 12 wheels (what a fix naming the -cu12 wheels installs today), pinned.
 CUDA12 = ("nvidia-cuda-runtime-cu12==12.9.79", "nvidia-cuda-nvrtc-cu12==12.9.86", "nvidia-cublas-cu12==12.9.3.13",
           "nvidia-cufft-cu12==11.4.1.4", "nvidia-curand-cu12==10.3.10.19", "nvidia-cudnn-cu12==9.28.0.42")
 CUDA12_CUDNN8 = (*CUDA12[:-1], "nvidia-cudnn-cu12==8.9.7.29")
@@ -27,7 +29,8 @@ CUDA11_CUDNN9 = (*CUDA11[:-1], "nvidia-cudnn-cu11==9.10.2.21")
 
 # What a right fix installs (fetched ahead so a rerun downloads nothing; the fix itself decides).
 FIX_CUDA13 = (GPU_FULL,)
-FIX_CUDA12 = ("nvidia-cuda-runtime-cu12", "nvidia-cublas-cu12", "nvidia-cufft-cu12", "nvidia-curand-cu12",
+FIX_# The newest CUDA 12 wheels (what a fix naming the -cu12 wheels installs today), pinned.
+CUDA12 = ("nvidia-cuda-runtime-cu12", "nvidia-cublas-cu12", "nvidia-cufft-cu12", "nvidia-curand-cu12",
               "nvidia-cudnn-cu12==9.*")
 FIX_CUDA11 = ("nvidia-cuda-runtime-cu11", "nvidia-cublas-cu11", "nvidia-cufft-cu11", "nvidia-curand-cu11",
               "nvidia-cudnn-cu11==8.*")
