@@ -29,8 +29,7 @@ CUDA11_CUDNN9 = (*CUDA11[:-1], "nvidia-cudnn-cu11==9.10.2.21")
 
 # What a right fix installs (fetched ahead so a rerun downloads nothing; the fix itself decides).
 FIX_CUDA13 = (GPU_FULL,)
-FIX_# The newest CUDA 12 wheels (what a fix naming the -cu12 wheels installs today), pinned.
-CUDA12 = ("nvidia-cuda-runtime-cu12", "nvidia-cublas-cu12", "nvidia-cufft-cu12", "nvidia-curand-cu12",
+FIX_CUDA12 = ("nvidia-cuda-runtime-cu12", "nvidia-cublas-cu12", "nvidia-cufft-cu12", "nvidia-curand-cu12",
               "nvidia-cudnn-cu12==9.*")
 FIX_CUDA11 = ("nvidia-cuda-runtime-cu11", "nvidia-cublas-cu11", "nvidia-cufft-cu11", "nvidia-curand-cu11",
               "nvidia-cudnn-cu11==8.*")

@@ -4,7 +4,7 @@ an environment the next check finds clean (the missing driver aside): one round.
 The four most telling scenarios of the grid run here (an old build read without its build info, a CUDA
 13 build with CUDA 12 wheels, both packages, a venv without pip); ``python scripts/convergence.py``
 runs them all. What "primary" and "clean" mean: tests/convergence/harness.py. They need PyPI the first
-time (about 3.5 GB of wheels, cached in ``.testenvs/convergence-wheels/``) and are skipped without it.
+time (about 3.6 GB of wheels, cached in ``.testenvs/convergence-wheels/``) and are skipped without it.
 """
 
 from __future__ import annotations
@@ -71,3 +71,19 @@ def test_a_later_round_takes_the_next_fix_a_user_would() -> None:
     nxt = harness.next_fix(findings)
     assert nxt is not None
     assert nxt["id"] == "cudnn-major-mismatch"
+
+
+def test_the_decoy_catches_a_bare_pip() -> None:
+    """The harness itself: a fix saying bare `pip` or `python -m pip` reaches the decoy, which logs it
+    (and belongs to another interpreter, as ortdoctor's own pip-other-interpreter finding would say)."""
+    ws = harness.Workspace()
+    try:
+        ws.make_decoy()
+        env = ws.user_env()
+        for line in ("pip --version", "python3 -m pip --version"):
+            proc = harness._run(["bash", "-c", line], env=env, cwd=ws.cwd, timeout=120)
+            assert proc.returncode == 0, proc.stderr
+            assert str(ws.decoy) in proc.stdout  # pip reports the decoy's own site-packages
+        assert len(ws.decoy_calls()) == 2
+    finally:
+        ws.close()
