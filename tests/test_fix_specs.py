@@ -20,6 +20,7 @@ from ortdoctor.decide.resolve import resolve
 from ortdoctor.diagnose.checklist import diagnose
 from tests.support.pypi import spec_problem, specs_of
 from tests.test_diagnose import SITE, healthy_env, ort_cpu, ort_gpu
+from tests.test_tensorrt_diagnose import tensorrt_findings
 
 MATRIX = load_matrix()
 VERSIONS = [v for r in MATRIX.releases if r.pypi for v in r.versions]
@@ -54,6 +55,7 @@ def _all_findings() -> list[Finding]:
     for cuda in ("11.8", "12.4", "13.0"):
         driver = DriverInfo(available=True, version="580.65.06", cuda_version=cuda)
         out += diagnose(healthy_env(ort=ort_cpu(), driver=driver), None, MATRIX)
+    out += tensorrt_findings()  # TensorRT (pinned majors, NVIDIA's index) and the plugin EP packages
     return out
 
 

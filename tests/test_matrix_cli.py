@@ -185,7 +185,8 @@ def test_full_json_shape(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["matrix", "--json"])
     assert result.exit_code == 0
     data = json.loads(result.output)
-    assert set(data) == {"matrix", "schema", "feeds", "releases", "cuda_majors", "cudnn_majors", "torch"}
+    assert set(data) == {"matrix", "schema", "feeds", "releases", "cuda_majors", "cudnn_majors", "torch",
+                         "tensorrt"}
     assert len(data["releases"]) == 32
     assert data["releases"][0]["line"] == "1.31"
     assert set(data["cuda_majors"]) == {"10", "11", "12", "13"}

@@ -1,7 +1,8 @@
 """Package fixes that work when pasted: the right interpreter, pinned versions, names that exist.
 
-Every package command ortdoctor prints is built here, for ``check``, ``preload``, the hook and
-``explain`` alike:
+Every package command of a finding's fix is built here (``check``, ``preload``, the hook, ``fix``); the
+``matrix`` command's recommendation and ``explain``'s sentences (which do not know the interpreter, so
+they say ``python -m pip``) take their specs from the same package table. A command:
 
 * it names the interpreter it fixes (``"/venv/bin/python" -m pip ...``), because the ``pip`` a shell
   finds first often belongs to another Python (a system pip beside a venv, an unactivated venv, a venv

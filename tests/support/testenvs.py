@@ -42,6 +42,8 @@ ENVS: dict[str, tuple[list[str], bool]] = {
         ],
         True,
     ),
+    # onnxruntime 1.18.0 (CPU): built against NumPy 1.x, so it cannot be imported beside NumPy 2.
+    "ort-1.18-cpu": (["onnxruntime==1.18.0"], False),
     # only the CUDA 12 runtime: the classic major mismatch beside a CUDA 13 onnxruntime-gpu.
     "nvidia-cu12-runtime": (["nvidia-cuda-runtime-cu12==12.9.79"], False),
 }

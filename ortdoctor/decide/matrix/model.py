@@ -34,6 +34,10 @@ __all__ = [
     "Recommendation",
     "Release",
     "ReleaseMatch",
+    "TensorrtBuild",
+    "TensorrtFacts",
+    "TensorrtMajor",
+    "TensorrtPip",
     "TorchMatch",
     "TorchRelease",
     "TorchVariant",
@@ -264,6 +268,72 @@ class Recommendation:
 
 
 @dataclass(frozen=True)
+class TensorrtBuild:
+    """The TensorRT major.minor one or more onnxruntime-gpu lines' TensorRT EP was built with (sourced)."""
+
+    lines: tuple[str, ...]  # ("1.24",): onnxruntime-gpu release lines
+    tensorrt: str  # "10.14"
+    cuda: tuple[int, ...] = ()  # CUDA majors of the builds the row covers (the documented table's column)
+    source: str = ""
+
+    @property
+    def major(self) -> int:
+        return int(self.tensorrt.split(".")[0])
+
+
+@dataclass(frozen=True)
+class TensorrtPip:
+    """The pip packages of one TensorRT major for one CUDA major, and which versions PyPI has."""
+
+    cuda_major: int
+    package: str  # "tensorrt-cu13": the meta package a person installs
+    libs_package: str | None  # "tensorrt-cu13-libs": the distribution that owns tensorrt_libs/
+    first: str  # the first and the last version of this major on PyPI for this CUDA major
+    last: str
+
+    def spec(self, major: int) -> str:
+        """``tensorrt-cu13==10.*``: the major pinned (an unpinned install takes TensorRT 11)."""
+        return f"{self.package}=={major}.*"
+
+
+@dataclass(frozen=True)
+class TensorrtMajor:
+    major: int  # 8, 10, 11
+    libraries: tuple[LibSpec, ...]  # libnvinfer, libnvinfer_plugin, libnvonnxparser, in load order
+    builder_resource: str  # "libnvinfer_builder_resource.so.10": the file's name starts so, the full version follows
+    pip: dict[int, TensorrtPip] = field(default_factory=dict)  # CUDA major -> packages
+    apt: tuple[str, ...] = ()  # Debian/Ubuntu runtime packages: libnvinfer10 ...
+    source: str = ""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TensorrtFacts:
+    """What the TensorRT EP links and where TensorRT comes from (the matrix's ``tensorrt`` section).
+
+    The major a release needs is its ``tensorrt_needed`` (read from the wheel); the minor it was built
+    with is a ``builds`` row where the documentation or the release notes name it, else unknown."""
+
+    majors: dict[int, TensorrtMajor]
+    builds: tuple[TensorrtBuild, ...] = ()
+    index_url: str = ""  # where the tensorrt-cuNN-libs sdists download the real wheels from
+    layouts: dict[str, str] = field(default_factory=dict)  # "pip", "tarball", "apt": where the files go
+    source: str = ""
+    notes: tuple[str, ...] = ()
+
+    def build_for(self, line: str) -> TensorrtBuild | None:
+        """The documented TensorRT build of a release line ("1.24"), or None when no source names it."""
+        return next((b for b in self.builds if line in b.lines), None)
+
+    def pip_for(self, major: int, cuda_major: int | None) -> TensorrtPip | None:
+        """The pip packages of TensorRT ``major`` for ``cuda_major``, None when PyPI has none."""
+        tm = self.majors.get(major)
+        if tm is None or cuda_major is None:
+            return None
+        return tm.pip.get(cuda_major)
+
+
+@dataclass(frozen=True)
 class PackageRow:
     """A package a fix may name, with the versions PyPI has (none: it must never be named)."""
 
@@ -282,6 +352,7 @@ class Matrix:
     torch: tuple[TorchRelease, ...]
     feeds: dict[str, str] = field(default_factory=dict)  # name -> index URL ("cuda12": "https://...")
     schema: int = 1
+    tensorrt: TensorrtFacts | None = None  # the `tensorrt` section (None in a matrix file without one)
     packages: dict[str, PackageRow] = field(default_factory=dict)  # name -> what PyPI has
     numpy_below_2: dict[str, str | None] = field(default_factory=dict)  # Python "3.12" -> newest numpy<2
 
