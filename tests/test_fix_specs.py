@@ -102,12 +102,13 @@ def test_without_pip_the_fix_bootstraps_it_or_uses_uv() -> None:
 
 def test_the_first_line_of_a_package_fix_is_the_command_alone() -> None:
     """Pasted as it stands, the first line runs the fix: the command, at most a shell comment after it
-    (prose in brackets or an apostrophe there is a bash syntax error, and nothing is installed)."""
+    (prose in brackets or an apostrophe there is a bash syntax error, and nothing is installed). For the
+    errors and warnings, whose fix is the one to paste (tests/convergence/); a note may lead with advice."""
     python = healthy_env().python
     installer = Installer.of(python)
     seen = set()
     for f in FINDINGS:
-        if not f.steps or f.fix is None:
+        if not f.steps or f.fix is None or f.severity == "info":
             continue
         first = f.fix.splitlines()[0]
         command = installer.commands(f.steps)
