@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -28,9 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.convergence import harness
 from tests.convergence.scenarios import BY_NAME, SCENARIOS
 
+_WORKSPACE = re.compile(r"/\S*?/ortdoctor-converge-[^/\s]+/venv")
+
+
+def _short(text: str | None) -> str:
+    """The scenario's throwaway venv as ``<venv>`` (each run has another temporary path)."""
+    return _WORKSPACE.sub("<venv>", text or "")
+
 
 def _cell(text: str | None) -> str:
-    return (text or "").replace("|", "\\|").replace("\n", " ")
+    return _short(text).replace("|", "\\|").replace("\n", " ")
 
 
 def table(outcomes: list[harness.Outcome]) -> str:
@@ -51,9 +59,9 @@ def details(outcomes: list[harness.Outcome]) -> str:
             continue
         out.append(f"### {o.scenario}\n\n{o.summary()}\n")
         if o.fix:
-            out.append("Fix as printed:\n\n```text\n" + o.fix + "\n```\n")
+            out.append("Fix as printed:\n\n```text\n" + _short(o.fix) + "\n```\n")
         if o.fix_output:
-            out.append("What the pasted line did (tail):\n\n```text\n" + o.fix_output.strip()[-2500:] + "\n```\n")
+            out.append("What the pasted line did (tail):\n\n```text\n" + _short(o.fix_output.strip()[-2500:]) + "\n```\n")
         if o.after is not None:
             lines = [f"{f['severity']}: {f['id']}: {f.get('title', '')}\n  fix: {f.get('fix')}" for f in o.after.findings
                      if f["severity"] != "info"]
