@@ -61,7 +61,7 @@ def render_table(matrix: Matrix) -> str:
                              for v in t.variants)
         trows.append([t.version, variants])
     out.append(_table(["torch", "variants"], trows))
-    out += ["", "Show one release: ortdoctor matrix --ort 1.20.1    "
+    out += ["", "Show one release: ortdoctor matrix --ort 1.20.2    "
                 "Choose a build: ortdoctor matrix --cuda 12 --torch 2.4"]
     return "\n".join(out) + "\n"
 

@@ -243,15 +243,20 @@ class _Validator:
 
     def torch_release(self, value: Any, key: str) -> TorchRelease:
         obj = self.mapping(value, key)
-        self.unknown_keys(obj, ("version", "variants", "source", "notes"), key)
+        self.unknown_keys(obj, ("version", "variants", "source", "notes", "python"), key)
         version = self.string(self.req(obj, "version", key), f"{key}.version")
         if not re.fullmatch(r"\d+\.\d+", version):
             raise self.fail(f"{key}.version", f"expected a torch release line such as '2.4', got {version!r}")
+        python = self.strings(obj.get("python"), f"{key}.python")
+        for p in python:
+            if not re.fullmatch(r"3\.\d+", p):
+                raise self.fail(f"{key}.python", f"expected Python versions such as '3.11', got {p!r}")
         return TorchRelease(
             version=version,
             variants=self.each(self.req(obj, "variants", key), f"{key}.variants", self.torch_variant),
             source=self.string(obj.get("source", ""), f"{key}.source"),
             notes=self.strings(obj.get("notes"), f"{key}.notes"),
+            python=python,
         )
 
     def torch_variant(self, value: Any, key: str) -> TorchVariant:
