@@ -6,6 +6,7 @@
 * never raises, unless ``ORTDOCTOR_STRICT=1``; ``ORTDOCTOR_DISABLE=1`` turns it off;
 * ``ORTDOCTOR_DIRECTORY`` is the ``directory`` argument: unset = default order, empty = NVIDIA wheels
   then the system, a path = that directory then the system.
+* ``ORTDOCTOR_TENSORRT=1`` also loads the TensorRT libraries the TensorRT EP links, after the CUDA set.
 
 Fast path: after a clean run (everything loaded, nothing to warn about) the hook remembers its
 decision in a small file in the user's cache directory (``$ORTDOCTOR_CACHE_DIR``, else
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 __all__ = ["OrtdoctorWarning", "run"]  # and `result`, served by __getattr__
 
 _CACHE_FORMAT = 1
-_ENV_KEYS = ("ORTDOCTOR_DIRECTORY", "LD_LIBRARY_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "CUDNN_PATH")
+_ENV_KEYS = ("ORTDOCTOR_DIRECTORY", "ORTDOCTOR_TENSORRT", "LD_LIBRARY_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
+             "CUDNN_PATH")
 
 
 class OrtdoctorWarning(UserWarning):
@@ -233,7 +235,8 @@ def _run() -> None:
         try:
             from ortdoctor.preloading.preloader import preload
 
-            _result = preload(directory=directory, matrix=_matrix())
+            _result = preload(directory=directory, matrix=_matrix(),
+                              tensorrt=os.environ.get("ORTDOCTOR_TENSORRT") == "1")
         except ImportError as exc:  # a broken ortdoctor install must not break the user's program
             if strict:
                 raise

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
+from ortdoctor.core.record import record
 
 __all__ = ["MARKER", "CudaEpStatus", "cuda_ep_status", "skip_reason"]
 
@@ -33,7 +34,7 @@ _MARKER_HELP = (f"{MARKER}: skip unless onnxruntime's CUDA execution provider wo
                 "smoke session, run once per test session); the reason is ortdoctor's finding and fix")
 
 
-@dataclass(frozen=True)
+@record
 class CudaEpStatus:
     """The answer of one `ortdoctor check` for this test session."""
 

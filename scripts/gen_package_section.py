@@ -47,6 +47,16 @@ def _wheels(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
             major = re.search(r"-cu(\d+)", name)
             out[name] = {"cuda": int(major.group(1)) if major else None,
                          "versions": sorted(versions, key=lambda v: tuple(int(p) for p in re.findall(r"\d+", v)))}
+    # plugin EP packages: a 0.0.0 release is a name reservation ("comming soon"), not a package
+    for name, row in table["plugin_eps"].items():
+        versions = [v for v in row.get("versions") or () if not v.startswith("0.0.")]
+        major = re.search(r"-cu(\d+)$", name)
+        if row.get("exists") is False:
+            out[name] = {"cuda": None, "versions": [], "note": "does not exist on PyPI"}
+        elif versions:
+            out[name] = {"cuda": int(major.group(1)) if major else None, "versions": versions}
+        else:
+            out[name] = {"cuda": None, "versions": [], "note": "a name reservation (0.0.0): never name it"}
     # numpy: the releases that matter to a fix (the newest below 2 and the newest, per Python)
     numpy = {v for row in table["numpy"]["by_python_linux_x86_64"].values()
              for v in (row.get("newest_below_2"), row.get("newest"), row.get("first_2x"))

@@ -292,3 +292,21 @@ def test_a_console_that_is_not_utf8_gets_ascii_marks_not_a_crash(encoding: str) 
             assert validate(json.loads(out))["verdict"] == "fail"
         else:
             assert "x FAIL: onnxruntime 1.31.1 cannot use the GPU here" in out
+
+
+def test_quick_start_report_says_each_thing_once() -> None:
+    # README's quick start on a machine without a driver: onnxruntime-gpu with its CUDA 13 wheels
+    proc = run_check("ort-gpu", "nvidia-cu13", args=())
+    out = proc.stdout
+    assert proc.returncode == 1, proc.stderr
+    assert "[driver-missing]" in out
+    assert "[smoke-fell-back-to-cpu]" not in out  # its cause (driver-missing) carries the smoke evidence
+    assert out.count("export LD_LIBRARY_PATH=") <= 1  # one shell line for everything a preload finds
+    assert "[default-loader-picks-other-copy]" not in out or "[cuda-lib-not-loadable]" not in out
+    assert "((" not in out
+    assert ") (" not in out  # no run of parentheses in a sentence
+    notes = [line for line in out.splitlines() if line.startswith("ℹ ") and "note" in line]
+    assert len(notes) <= 1
+    data = report_of(run_check("ort-gpu", "nvidia-cu13", args=("--json", "--no-smoke")))
+    assert len(json.dumps(data)) < 40_000  # the ld.so cache is trimmed to the GPU libraries
+    assert all(k.startswith(("libcu", "libnv", "libonnx", "libtorch", "libc10")) for k in data["system"]["ldconfig"])

@@ -687,18 +687,6 @@ def test_sibling_cuda_major_mismatch() -> None:
     assert "sibling-cuda-major-mismatch" not in ids(run(healthy_env(ort=ort_gpu(other_cuda_libraries=(same,)))))
 
 
-def test_tensorrt_unavailable_is_info() -> None:
-    trt = ElfInfo(f"{SITE}/onnxruntime/capi/libonnxruntime_providers_tensorrt.so", "x86_64", 64,
-                  needed=("libnvinfer.so.10", "libnvonnxparser.so.10", "libcudart.so.13"))
-    f = one(run(healthy_env(ort=ort_gpu(tensorrt_provider=trt))), "tensorrt-unavailable")
-    assert f.severity == "info"
-    assert "libnvinfer.so.10" in f.detail
-    cache = {"libnvinfer.so.10": ("/usr/lib/x86_64-linux-gnu/libnvinfer.so.10",),
-             "libnvonnxparser.so.10": ("/usr/lib/x86_64-linux-gnu/libnvonnxparser.so.10",)}
-    env = healthy_env(ort=ort_gpu(tensorrt_provider=trt), system=system_with_path(CU13, CUDNN, ldconfig=cache))
-    assert "tensorrt-unavailable" not in ids(run(env))
-
-
 # ------------------------------------------------------------------------------------------------
 # Search path, stubs, program
 # ------------------------------------------------------------------------------------------------

@@ -128,7 +128,8 @@ def test_one_id_is_listed_once_for_several_lines() -> None:
 def test_numpy_abi_fix_pins_numpy_for_the_running_python() -> None:
     first = classify(next(e.text for e in ENTRIES if e.name.startswith("018-")))[0]
     assert first.finding_id == "numpy-abi-mismatch"
-    assert "<python> -m pip install 'numpy<2'" in first.fix
+    assert 'python -m pip install "numpy<2"' in first.fix
+    assert "numpy<2" in first.packages
 
 
 def test_glibcxx_and_glibc_are_one_class() -> None:

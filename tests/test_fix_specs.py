@@ -9,6 +9,7 @@ against the matrix's package table (tests/support/pypi.py).
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 
 import pytest
 
@@ -19,6 +20,7 @@ from ortdoctor.decide.resolve import resolve
 from ortdoctor.diagnose.checklist import diagnose
 from tests.support.pypi import spec_problem, specs_of
 from tests.test_diagnose import SITE, healthy_env, ort_cpu, ort_gpu
+from tests.test_tensorrt_diagnose import tensorrt_findings
 
 MATRIX = load_matrix()
 VERSIONS = [v for r in MATRIX.releases if r.pypi for v in r.versions]
@@ -53,6 +55,7 @@ def _all_findings() -> list[Finding]:
     for cuda in ("11.8", "12.4", "13.0"):
         driver = DriverInfo(available=True, version="580.65.06", cuda_version=cuda)
         out += diagnose(healthy_env(ort=ort_cpu(), driver=driver), None, MATRIX)
+    out += tensorrt_findings()  # TensorRT (pinned majors, NVIDIA's index) and the plugin EP packages
     return out
 
 
@@ -95,3 +98,22 @@ def test_without_pip_the_fix_bootstraps_it_or_uses_uv() -> None:
         "/v/bin/python -m ensurepip --upgrade && /v/bin/python -m pip install ")
     assert Installer("/v/bin/python", has_pip=False, uv="/usr/bin/uv").commands(steps).startswith(
         "/usr/bin/uv pip install --python /v/bin/python ")
+
+
+def test_the_first_line_of_a_package_fix_is_the_command_alone() -> None:
+    """Pasted as it stands, the first line runs the fix: the command, at most a shell comment after it
+    (prose in brackets or an apostrophe there is a bash syntax error, and nothing is installed). For the
+    errors and warnings, whose fix is the one to paste (tests/convergence/); a note may lead with advice."""
+    python = healthy_env().python
+    installer = Installer.of(python)
+    seen = set()
+    for f in FINDINGS:
+        if not f.steps or f.fix is None or f.severity == "info":
+            continue
+        first = f.fix.splitlines()[0]
+        command = installer.commands(f.steps)
+        assert first == command or first.startswith(command + "  # "), (f.id, first)
+        if first not in seen:
+            seen.add(first)
+            proc = subprocess.run(["bash", "-n", "-c", first], capture_output=True, text=True, check=False)
+            assert proc.returncode == 0, (f.id, first, proc.stderr)

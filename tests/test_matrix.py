@@ -111,8 +111,8 @@ def test_cuda13_layout_matches_the_installed_wheels(matrix: Matrix) -> None:
 
     site = ensure("nvidia-cu13")
     for lib in matrix.libraries_for(13, 9):
-        if lib.name == "cudnn_engines_tensor_ir":
-            continue  # only in newer cuDNN 9 releases than the one installed
+        if lib.name in ("cudnn_engines_tensor_ir", "cudnn_ext"):
+            continue  # only in newer cuDNN 9 releases (9.21, 9.22) than the one installed
         assert any((site / d / lib.soname).is_file() for d in lib.linux_dirs), lib.soname
     dists = {p.name.split("-")[0].replace("_", "-") for p in site.glob("*.dist-info")}
     cm = matrix.cuda_majors[13]
@@ -161,13 +161,16 @@ def test_min_driver(matrix: Matrix) -> None:
     assert matrix.min_driver("garbage", "linux") is None
 
 
-def test_torch_releases_2_1_to_2_11_with_their_cudnn(matrix: Matrix) -> None:
+def test_torch_releases_2_0_to_2_15_with_their_cudnn(matrix: Matrix) -> None:
     versions = {t.version for t in matrix.torch}
-    assert {f"2.{i}" for i in range(1, 12)} <= versions
+    assert {f"2.{i}" for i in range(16)} <= versions
     for t in matrix.torch:
         assert sum(v.pypi_default for v in t.variants) == 1, t.version
+        assert t.python, t.version  # every line says which CPython versions have wheels
         for v in t.variants:
-            assert v.index_url == f"https://download.pytorch.org/whl/{v.tag}"
+            # the lines read from the PyPI wheel alone name no download.pytorch.org index
+            assert v.index_url == f"https://download.pytorch.org/whl/{v.tag}" or (
+                v.index_url is None and v.source.startswith("wheel:")), (t.version, v)
             assert v.source
     cudnn = {t.version: {v.cudnn_major for v in t.variants} for t in matrix.torch}
     assert cudnn["2.3"] == {8}
@@ -413,7 +416,63 @@ def test_recommend_other_stacks(matrix: Matrix) -> None:
 def test_recommend_impossible_is_none(matrix: Matrix) -> None:
     assert matrix.recommend(cuda="13", torch="2.3") is None  # torch 2.3 has no CUDA 13 build
     assert matrix.recommend(cuda="banana", torch=None) is None
-    assert matrix.recommend(cuda=None, torch="9.9") is None
+    assert matrix.recommend(cuda=None, torch="1.13") is None  # older than every torch line
+
+
+def test_torch_facts_from_the_package_table(matrix: Matrix) -> None:
+    """scripts/data/package_table.yaml (METADATA of the cp311 Linux wheels; FINDINGS.md)."""
+    lines = {t.version: t for t in matrix.torch}
+    assert lines["2.4"].python == ("3.8", "3.9", "3.10", "3.11", "3.12")
+    assert lines["2.15"].python == ("3.11", "3.12", "3.13", "3.14", "3.15")
+    default = {v: next(tv for tv in t.variants if tv.pypi_default) for v, t in lines.items()}
+    assert (default["2.0"].cuda, default["2.0"].cudnn) == ("11.7", "8.5.0.96")
+    assert (default["2.10"].cuda, default["2.10"].cudnn) == ("12.8", "9.10.2.21")
+    assert (default["2.11"].cuda, default["2.11"].cudnn) == ("13.0", "9.19.0.56")
+    assert (default["2.12"].cuda, default["2.12"].cudnn) == ("13.0", "9.20.0.48")
+    assert (default["2.13"].cuda, default["2.13"].cudnn) == ("13.0", "9.20.0.48")
+    assert (default["2.14"].cuda, default["2.14"].cudnn) == ("13.0", "9.24.0.43")
+    assert (default["2.15"].cuda, default["2.15"].cudnn) == ("13.2", "9.26.0.51")
+
+
+def test_a_torch_newer_than_the_matrix_takes_the_newest_line_with_a_note(matrix: Matrix) -> None:
+    newest = max(matrix.torch, key=lambda t: tuple(int(p) for p in t.version.split(".")))
+    tm = matrix.torch_match("9.9")
+    assert tm is not None
+    assert tm.release is newest
+    assert "newer than every torch line" in tm.note
+    rec = matrix.recommend(cuda=None, torch="9.9.1")
+    assert rec is not None
+    assert "newer than every torch line" in rec.reason
+    exact = matrix.torch_match("2.13.0+cu130")
+    assert exact is not None
+    assert (exact.release.version, exact.note) == ("2.13", "")
+
+
+def test_recommendations_intersect_pythons_with_torch(matrix: Matrix) -> None:
+    """torch 2.4 has wheels for 3.8-3.12: onnxruntime-gpu 1.26.0 (3.11-3.14) is usable on 3.11 and 3.12."""
+    rec = matrix.recommend(cuda="12", torch="2.4")
+    assert rec is not None
+    assert "wheels exist for Python 3.11, 3.12 " in rec.reason
+    assert "3.13" not in rec.reason
+    # an interpreter the newest build has no wheels for gets an older build that has
+    old_py = matrix.recommend(cuda="12", torch=None, python="3.9.18")
+    assert old_py is not None
+    assert "3.9" in old_py.release.python
+    assert matrix.recommend(cuda="13", torch=None, python="3.8") is None
+
+
+def test_the_1_20_line_is_cuda_12_2(matrix: Matrix) -> None:
+    """Its provider's embedded PTX is ISA 8.2 (CUDA 12.2), as for 1.19 and 1.21-1.23 (wheel_facts.json)."""
+    assert _line(matrix, "1.20").cuda == "12.2"
+    assert {_line(matrix, v).cuda for v in ("1.19", "1.21", "1.22", "1.23")} == {"12.2"}
+
+
+def test_cudnn_9_sub_libraries_of_newer_releases(matrix: Matrix) -> None:
+    subs = {lib.soname: lib for lib in matrix.cudnn_majors[9].libraries}
+    for soname in ("libcudnn_engines_tensor_ir.so.9", "libcudnn_ext.so.9"):
+        assert subs[soname].sublibrary_of == "cudnn"
+        assert subs[soname].load == "lazy"
+    assert subs["libcudnn_ext.so.9"].windows_dll == "cudnn_ext64_9.dll"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -37,12 +37,12 @@ def test_table(runner: CliRunner) -> None:
 
 
 def test_one_release_text(runner: CliRunner) -> None:
-    result = runner.invoke(cli, ["matrix", "--ort", "1.20.1"])
+    result = runner.invoke(cli, ["matrix", "--ort", "1.20.1"])  # not on PyPI: the line, with a note
     assert result.exit_code == 0, result.output
     out = result.output
     assert out.startswith("onnxruntime-gpu 1.20 (1.20.0, 1.20.2)")
     assert "not a patch release" in out
-    assert "CUDA 12.x, cuDNN 9" in out
+    assert "CUDA 12.2, cuDNN 9" in out
     assert "onnxruntime_gpu-1.20.2-" in out
     assert "libcudnn_graph.so.9" in out
     assert "Linux 525.60.13" in out
@@ -119,7 +119,6 @@ def test_recommend_nothing_fits_exits_1(runner: CliRunner) -> None:
     [
         (["--cuda", "twelve"], "--cuda 'twelve' is not a CUDA version"),
         (["--torch", "latest"], "--torch 'latest' is not a torch version"),
-        (["--torch", "1.13"], "torch 1.13 is not in the matrix"),
         (["--ort", "banana"], "--ort 'banana' is not a PEP 440 version"),
         (["--ort", "1.20", "--cuda", "12"], "use --ort on its own"),
     ],
@@ -129,6 +128,28 @@ def test_bad_options_exit_2(runner: CliRunner, args: list[str], text: str) -> No
     assert result.exit_code == 2
     assert text in result.output
     assert "Traceback" not in result.output
+
+
+def test_torch_versions_beyond_the_matrix(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["matrix", "--torch", "2.13"])
+    assert result.exit_code == 0, result.output
+    assert "torch 2.13 cu130" in result.output
+    result = runner.invoke(cli, ["matrix", "--torch", "2.99"])
+    assert result.exit_code == 0, result.output  # the newest line stands in, as --ort does
+    assert "newer than every torch line" in result.output
+    result = runner.invoke(cli, ["matrix", "--torch", "1.13"])
+    assert result.exit_code == 1
+    assert "torch 1.13 is older than every torch line" in result.output
+
+
+def test_the_examples_name_releases_that_exist(runner: CliRunner) -> None:
+    """The --help and README example is a version pip can install (1.20.1 never existed)."""
+    help_text = runner.invoke(cli, ["matrix", "--help"]).output
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = runner.invoke(cli, ["matrix"]).output
+    for text in (help_text, readme, table):
+        assert "--ort 1.20.1" not in text
+    assert "--ort 1.20.2" in help_text
 
 
 def test_too_old_version_exits_1(runner: CliRunner) -> None:
@@ -164,7 +185,8 @@ def test_full_json_shape(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["matrix", "--json"])
     assert result.exit_code == 0
     data = json.loads(result.output)
-    assert set(data) == {"matrix", "schema", "feeds", "releases", "cuda_majors", "cudnn_majors", "torch"}
+    assert set(data) == {"matrix", "schema", "feeds", "releases", "cuda_majors", "cudnn_majors", "torch",
+                         "tensorrt"}
     assert len(data["releases"]) == 32
     assert data["releases"][0]["line"] == "1.31"
     assert set(data["cuda_majors"]) == {"10", "11", "12", "13"}

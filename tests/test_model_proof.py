@@ -216,8 +216,9 @@ def test_unknown_input_names_are_reported_without_a_child(tmp_path: Path) -> Non
     ids_file = _save(tmp_path, "x", np.zeros((1, 8), dtype=np.int64))
     report = check_model(model_path("bert_optimum"), input_files={"nope": ids_file}, input_shapes=["zz=1x2"],
                          python=str(tmp_path / "no-python"))
-    assert report.run == {"problems": ["--input-shape names 'zz', which is not an input of the model",
-                                       "--input names 'nope', which is not an input of the model"]}
+    inputs = "(its inputs: input_ids, attention_mask, token_type_ids)"
+    assert report.run == {"problems": [f"--input-shape names 'zz', which is not an input of the model {inputs}",
+                                       f"--input names 'nope', which is not an input of the model {inputs}"]}
     assert ids(report) == ["model-check-failed", "model-run-failed"]
 
 

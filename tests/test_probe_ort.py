@@ -142,6 +142,18 @@ def test_unparsable_build_info(tmp_path: Path, libs: dict[str, Path]) -> None:
     assert probe_ort([str(tmp_path)]).build_info_error == "build_and_package_info.py missing"
 
 
+def test_an_old_wheel_without_build_info_is_not_damaged(tmp_path: Path, libs: dict[str, Path]) -> None:
+    """Wheels before 1.21 never shipped build_and_package_info.py: its RECORD does not list it."""
+    install_dist(tmp_path, "onnxruntime-gpu", "1.20.2", {
+        "onnxruntime/__init__.py": b"raise SystemExit('never imported')\n",
+        PYBIND: libs["pybind_gpu"],
+        CUDA_PROVIDER: libs["cuda"],
+    })
+    info = probe_ort([str(tmp_path)])
+    assert info.build_info_error is None
+    assert (info.version, info.is_gpu_build, info.cuda_version) == ("1.20.2", True, None)
+
+
 def test_parse_literal_assignments_skips_calls() -> None:
     values = parse_literal_assignments("a = 1\nb = f()\nc: int = 2\nd, e = 1, 2\nf = ('x', None)\n")
     assert values == {"a": 1, "c": 2, "f": ("x", None)}

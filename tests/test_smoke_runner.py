@@ -177,3 +177,28 @@ def test_the_whole_success_path_on_the_cpu_provider(iobinding: bool) -> None:
     assert r.max_abs_error < 1e-3
     assert "CPUExecutionProvider" in r.node_placement
     assert r.checks.get("iobinding", False) is iobinding
+
+
+def test_numpy_abi_failure_says_what_numpy_printed_and_the_fix_names_the_interpreter() -> None:
+    # onnxruntime 1.18.0 was built against NumPy 1.x; with NumPy 2 its import raises a bare "ImportError"
+    # after printing the explanation (the real wheel, the test venv's NumPy 2)
+    import numpy
+
+    from ortdoctor.core.facts import Finding
+    from ortdoctor.decide.fixes import Installer
+    from ortdoctor.diagnose.merge import merge_smoke
+    from ortdoctor.diagnose.smoke import classify_smoke
+    from ortdoctor.prove.smoke.runner import SmokeRequest, run_smoke
+    from tests.support import testenvs
+
+    if int(numpy.__version__.split(".")[0]) < 2:
+        pytest.skip("needs NumPy 2 in the test environment")
+    site = testenvs.ensure("ort-1.18-cpu")
+    result = classify_smoke(run_smoke(SmokeRequest(ep="CPUExecutionProvider", import_path=(str(site),))))
+    assert not result.ok
+    assert result.error is not None
+    assert "compiled using NumPy 1.x cannot be run in NumPy 2" in result.error
+    assert [c.finding_id for c in result.causes][:1] == ["numpy-abi-mismatch"]
+    found: list[Finding] = merge_smoke([], result, Installer("/venv/bin/python"))
+    fix = next(f for f in found if f.id == "numpy-abi-mismatch").fix or ""
+    assert fix.splitlines()[0] == '/venv/bin/python -m pip install "numpy<2"'

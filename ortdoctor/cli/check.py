@@ -54,10 +54,17 @@ def _usage_error(message: str) -> None:
 @click.option("--directory", default=None,
               help='Where the libraries would be preloaded from: "" = the NVIDIA wheels, or a path '
               "(onnxruntime.preload_dlls semantics).")
+@click.option("--allow-unsafe-dirs", is_flag=True, help="Accept world-writable or foreign-owned library "
+              "directories for the plan (as `preload --allow-unsafe-dirs`; they are still reported).")
 @click.option("--device-id", type=click.IntRange(min=0), default=0, show_default=True,
               help="GPU to check and run the smoke session on (counted after CUDA_VISIBLE_DEVICES).")
+@click.option("--provider", type=click.Choice(["cuda", "tensorrt"]), default="cuda", show_default=True,
+              help="The execution provider the smoke session proves. tensorrt: TensorrtExecutionProvider alone (CPU "
+              "fallback disabled), TensorRT preloaded after the CUDA set, the engine cache in a temporary directory, "
+              "built then reused by a second session.")
 @click.option("--provider-option", "provider_options", multiple=True, metavar="KEY=VALUE",
-              help="CUDA EP option for the smoke session, passed as-is (repeatable).")
+              help="Option of that execution provider for the smoke session, passed as-is (repeatable), e.g. "
+              "trt_fp16_enable=1.")
 @click.option("--iobinding", is_flag=True, help="Smoke session, and the --model run: bind inputs and outputs as "
               "CUDA OrtValues (as Optimum and other clients do).")
 @click.option("--cuda-graph", is_flag=True, help="Smoke session: capture and replay a CUDA graph.")
@@ -87,7 +94,9 @@ def command(
     no_smoke: bool,
     matrix_file: str | None,
     directory: str | None,
+    allow_unsafe_dirs: bool,
     device_id: int,
+    provider: str,
     provider_options: tuple[str, ...],
     iobinding: bool,
     cuda_graph: bool,
@@ -116,6 +125,8 @@ def command(
             interpreter = describe(python_path)
         except InterpreterError as exc:
             _usage_error(str(exc))
+    if provider == "tensorrt" and timeout == 60.0:
+        timeout = 300.0  # building a TensorRT engine, twice with the cache, takes longer than a CUDA session
     shapes: dict[str, tuple[int, ...]] = {}
     if input_shapes and model_path is None:
         _usage_error("--input-shape needs --model")
@@ -140,9 +151,9 @@ def command(
         click.echo("ortdoctor: inspecting…", err=True)
     try:
         report = run_check(matrix_path=matrix_file, smoke=False if no_smoke else "auto", python=interpreter,
-                           directory=directory, device_id=device_id, all_devices=all_devices,
+                           directory=directory, allow_unsafe_dirs=allow_unsafe_dirs, device_id=device_id, all_devices=all_devices,
                            smoke_provider_options=options, smoke_iobinding=iobinding, smoke_cuda_graph=cuda_graph,
-                           smoke_placement=placement, smoke_timeout=timeout,
+                           smoke_placement=placement, smoke_timeout=timeout, smoke_provider=provider,
                            model=model_path, input_shapes=shapes, model_cuda_graph=cuda_graph,
                            model_timeout=timeout if timeout != 60.0 else 120.0, model_provider_options=options, model_inputs=files, model_iobinding=iobinding)
     except MatrixError as exc:

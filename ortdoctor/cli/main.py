@@ -33,9 +33,9 @@ _HELP = """Why is my ONNX Runtime session not using the GPU?
 \b
 Common uses:
   ortdoctor check                  inspect, decide and prove the CUDA EP works
-  ortdoctor fix [--yes]            the package commands that fix it, for this interpreter
   ortdoctor preload --directory "" load the right CUDA/cuDNN libraries, show which
   ortdoctor explain - < log.txt    turn an ONNX Runtime error into cause and fix
+  ortdoctor fix [--yes]            the package commands that fix it, for this interpreter
 
 In Python, `import ortdoctor.hook` before the first session preloads the right libraries.
 """

@@ -15,7 +15,7 @@ def _fail(message: str, code: int = exitcodes.USAGE) -> None:
 
 
 @click.command(name="matrix")
-@click.option("--ort", "ort", metavar="VERSION", help="Show one onnxruntime-gpu release in full (e.g. 1.20.1).")
+@click.option("--ort", "ort", metavar="VERSION", help="Show one onnxruntime-gpu release in full (e.g. 1.20.2).")
 @click.option("--cuda", metavar="X[.Y]", help="Recommend a build for this CUDA major (e.g. 12 or 12.4).")
 @click.option("--torch", "torch_version", metavar="X.Y", help="Recommend a build that agrees with this torch.")
 @click.option("--gpu", metavar="CC", default="auto", show_default=True,
@@ -32,7 +32,7 @@ def command(ort: str | None, cuda: str | None, torch_version: str | None, gpu: s
 
     \b
     ortdoctor matrix                         every release line, drivers, torch builds
-    ortdoctor matrix --ort 1.20.1            one release in full
+    ortdoctor matrix --ort 1.20.2            one release in full
     ortdoctor matrix --cuda 12 --torch 2.4   which onnxruntime-gpu to install, with the pip command
     ortdoctor matrix --cuda 13 --gpu sm_100  ... that has kernels for this GPU
     """
@@ -67,16 +67,17 @@ def command(ort: str | None, cuda: str | None, torch_version: str | None, gpu: s
 
                 Version(ort)
             except ValueError:
-                _fail(f"--ort {ort!r} is not a PEP 440 version (expected e.g. 1.20.1)")
+                _fail(f"--ort {ort!r} is not a PEP 440 version (expected e.g. 1.20.2)")
             _fail(f"onnxruntime-gpu {ort} is older than every release line in {matrix.path}", exitcodes.FAIL)
             return
         click.echo(rm.release_json(matrix, ort, match) if as_json else rm.render_release(matrix, match), nl=False)
         return
 
     if cuda or torch_version:
-        if torch_version and matrix.torch_release(torch_version) is None:
+        if torch_version and matrix.torch_match(torch_version) is None:  # newer lines fall back, with a note
             known = ", ".join(t.version for t in matrix.torch)
-            _fail(f"torch {torch_version} is not in the matrix (known: {known})")
+            _fail(f"torch {torch_version} is older than every torch line in the matrix (known: {known})",
+                  exitcodes.FAIL)
         gpus, driver_cuda, where = ((gpu_cc,), None, "--gpu") if gpu_cc else (
             _detected_gpus() if gpu.strip().lower() == "auto" else ((), None, ""))
         platform = wheel_platform or _this_platform()

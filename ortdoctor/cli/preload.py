@@ -17,6 +17,9 @@ from ortdoctor.core import exitcodes
 @click.option("--no-cuda", is_flag=True, help="Do not load the CUDA libraries.")
 @click.option("--no-cudnn", is_flag=True, help="Do not load cuDNN.")
 @click.option("--no-msvc", is_flag=True, help="Windows: skip the MSVC runtime check.")
+@click.option("--tensorrt", is_flag=True,
+              help="Also load the TensorRT libraries the TensorRT EP links (libnvinfer, its plugins, the ONNX "
+                   "parser), by full path, after the CUDA set.")
 @click.option("--dry-run", is_flag=True, help="Decide and show, load nothing.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout (the report contract).")
 @click.option("--print-env", is_flag=True,
@@ -28,8 +31,9 @@ from ortdoctor.core import exitcodes
               help="A compatibility matrix file instead of the shipped one (default: $ORTDOCTOR_MATRIX).")
 @click.option("--verbose", "-v", is_flag=True, help="More detail: each library's mapping and inode, every skip.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def command(directory: str | None, no_cuda: bool, no_cudnn: bool, no_msvc: bool, dry_run: bool, as_json: bool,
-            print_env: bool, allow_unsafe_dirs: bool, quiet: bool, matrix_path: str | None, verbose: bool,
+def command(directory: str | None, no_cuda: bool, no_cudnn: bool, no_msvc: bool, tensorrt: bool, dry_run: bool,
+            as_json: bool, print_env: bool, allow_unsafe_dirs: bool, quiet: bool, matrix_path: str | None,
+            verbose: bool,
             debug: bool) -> None:
     """Load the CUDA and cuDNN libraries onnxruntime-gpu needs, by absolute path, and prove it.
 
@@ -42,7 +46,8 @@ def command(directory: str | None, no_cuda: bool, no_cudnn: bool, no_msvc: bool,
 
     try:
         result = preload(directory=directory, cuda=not no_cuda, cudnn=not no_cudnn, msvc=not no_msvc,
-                         dry_run=dry_run, allow_unsafe_dirs=allow_unsafe_dirs, matrix=load_matrix(matrix_path))
+                         dry_run=dry_run, allow_unsafe_dirs=allow_unsafe_dirs, matrix=load_matrix(matrix_path),
+                         tensorrt=tensorrt)
     except (DirectoryError, MatrixError) as exc:
         click.echo(f"ortdoctor preload: {exc}", err=True)
         sys.exit(exitcodes.USAGE)

@@ -21,6 +21,7 @@ _CUDA_EP_DOCS = "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionP
 _INSTALL_DOCS = "https://onnxruntime.ai/docs/install/#cuda-and-cudnn"
 _MODEL_DOCS = "https://onnxruntime.ai/docs/get-started/with-python.html"
 _QUANT_DOCS = "https://onnxruntime.ai/docs/performance/model-optimizations/quantization.html"
+_TRT_EP_DOCS = "https://onnxruntime.ai/docs/execution-providers/TensorRT-ExecutionProvider.html#requirements"
 
 
 @record
@@ -379,11 +380,140 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         cause="onnxruntime-gpu lists `TensorrtExecutionProvider` first in `get_available_providers()` but "
         "never bundles TensorRT. Code that passes that list straight through tries TensorRT, fails noisily "
         "(`libnvinfer.so.10: cannot open shared object file`) and buries any CUDA failure.",
-        evidence="DT_NEEDED of `libonnxruntime_providers_tensorrt.so` (libnvinfer.so.N) and where it resolves.",
+        evidence="DT_NEEDED of `libonnxruntime_providers_tensorrt.so` (libnvinfer.so.N) against every TensorRT "
+        "install found: pip's `tensorrt_libs/`, LD_LIBRARY_PATH, the ld.so cache.",
         fix="Request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install the "
-        "matching TensorRT (python -m pip install tensorrt-cu13 / tensorrt-cu12) with its lib dir loadable.",
+        'TensorRT major the provider links, pinned: python -m pip install "tensorrt-cu13==10.*" --extra-index-url '
+        "https://pypi.nvidia.com (CUDA 13 builds; tensorrt-cu12==10.* for CUDA 12: its -libs package downloads "
+        "the wheel from pypi.nvidia.com), then load it with `ortdoctor preload --tensorrt` or ORTDOCTOR_TENSORRT=1 "
+        "and `import ortdoctor.hook`.",
         modes=(20,),
-        docs=(_ORT_ISSUES + "18597",),
+        docs=(_ORT_ISSUES + "18597", _TRT_EP_DOCS),
+    ),
+    CatalogEntry(
+        id="tensorrt-major-mismatch",
+        severity="warning",
+        title="the installed TensorRT is another major than the TensorRT EP links",
+        cause="Every onnxruntime-gpu from 1.18 to 1.31 links `libnvinfer.so.10` and `libnvonnxparser.so.10` "
+        "(1.16-1.17: `.so.8`). The newest `tensorrt-cu12` / `tensorrt-cu13` on PyPI are TensorRT 11 "
+        "(`libnvinfer.so.11`), so an unpinned `pip install tensorrt-cu13` installs a TensorRT the provider "
+        "cannot load: the sonames differ and the loader never substitutes one major for another "
+        "(`libnvinfer.so.10: cannot open shared object file`).",
+        evidence="The TensorRT major in the provider's DT_NEEDED against the major of every TensorRT install "
+        "(file names `libnvinfer.so.N`, the pip distribution's version).",
+        fix='python -m pip install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com  (the CUDA major of '
+        "the onnxruntime build; uninstall the other major's tensorrt-cuNN, -libs and -bindings first), then "
+        "`ortdoctor preload --tensorrt`.",
+        modes=(20,),
+        docs=(_TRT_EP_DOCS,),
+    ),
+    CatalogEntry(
+        id="tensorrt-cuda-major-mismatch",
+        severity="warning",
+        title="the installed TensorRT is built for another CUDA major than onnxruntime",
+        cause="TensorRT is built per CUDA major (`tensorrt-cu12-libs`, `tensorrt-cu13-libs`, apt's "
+        "`+cuda12.9` versions, tarballs named `cuda-12.8`). A TensorRT for CUDA 12 beside a CUDA 13 "
+        "onnxruntime-gpu puts two CUDA majors into one process, which NVIDIA does not support.",
+        evidence="The `-cuNN` of the pip distribution that owns `tensorrt_libs/`, dpkg's version suffix, or the "
+        "CUDA sonames in libnvinfer's DT_NEEDED, against the onnxruntime build's CUDA major.",
+        fix='python -m pip install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com  (the -cuNN of the '
+        "onnxruntime build's CUDA major; TensorRT 10 for CUDA 13 starts at 10.13.2.6).",
+        modes=(20,),
+        docs=(_TRT_EP_DOCS,),
+    ),
+    CatalogEntry(
+        id="tensorrt-incomplete",
+        severity="warning",
+        title="the TensorRT install lacks a library the TensorRT EP needs",
+        cause="The provider needs libnvinfer and the ONNX parser (libnvonnxparser) at load time (up to 1.22 also "
+        "libnvinfer_plugin), and libnvinfer dlopens its builder resource "
+        "(`libnvinfer_builder_resource.so.10.x.y`) when it builds an engine. A copied or partly installed "
+        "TensorRT loads the provider but fails at session creation: `createInferBuilder: Error Code 6: API "
+        "Usage Error (Unable to load library: libnvinfer_builder_resource.so.10.7.0 ...)`.",
+        evidence="The files of the chosen TensorRT install: the needed sonames and "
+        "`libnvinfer_builder_resource.so.<version>` beside libnvinfer.",
+        fix='Reinstall TensorRT whole: python -m pip install --force-reinstall "tensorrt-cu13==10.*" --extra-index-url '
+        "https://pypi.nvidia.com (or the whole tarball / the apt packages libnvinfer10 libnvinfer-plugin10 "
+        "libnvonnxparsers10).",
+        modes=(20,),
+        docs=("https://github.com/NVlabs/GR00T-WholeBodyControl/issues/195",
+              "https://github.com/NVIDIA/TensorRT/issues/3983"),
+    ),
+    CatalogEntry(
+        id="tensorrt-not-on-loader-path",
+        severity="warning",
+        title="TensorRT is installed where the dynamic loader does not look",
+        cause="pip puts TensorRT into `site-packages/tensorrt_libs/`, which no search path names: TensorRT's own "
+        "Python bindings reach it by RUNPATH or by importing tensorrt_libs, but onnxruntime's TensorRT provider "
+        "only asks the loader for `libnvinfer.so.10`, and `onnxruntime.preload_dlls()` does not load TensorRT. "
+        "The provider then fails with `libnvinfer.so.10: cannot open shared object file` although TensorRT is "
+        "installed.",
+        evidence="The chosen TensorRT install's directory against LD_LIBRARY_PATH and the ld.so cache.",
+        fix="ORTDOCTOR_TENSORRT=1 with `import ortdoctor.hook` first in the program, or `ortdoctor preload "
+        "--tensorrt` (both load the TensorRT files by full path after the CUDA set), or export "
+        "LD_LIBRARY_PATH=<site-packages>/tensorrt_libs before Python starts.",
+        modes=(20, 6),
+        docs=(_TRT_EP_DOCS,),
+    ),
+    CatalogEntry(
+        id="tensorrt-older-than-build",
+        severity="info",
+        title="the installed TensorRT is older than the one onnxruntime was built with",
+        cause="The TensorRT EP is built against one TensorRT minor (1.22: 10.9, 1.24: 10.14, from the "
+        "documentation and release notes); a library of the same major but an older minor may lack functions "
+        "the provider calls, and loading the provider then fails with `undefined symbol: <function>`.",
+        evidence="The installed TensorRT version against the matrix's documented build minor of the release "
+        "(an `undefined symbol` in ORT's own message is `tensorrt-ep-create-failed`).",
+        fix='python -m pip install "tensorrt-cu12==10.*" --extra-index-url https://pypi.nvidia.com  (the newest of the '
+        "major)",
+        modes=(20,),
+        docs=(_TRT_EP_DOCS,),
+    ),
+    CatalogEntry(
+        id="plugin-ep-cuda-major-mismatch",
+        severity="warning",
+        title="a plugin execution provider package is built for another CUDA major",
+        cause="Plugin EP packages (`onnxruntime-ep-*`) bundle their own provider library, linked against one CUDA "
+        "major (`onnxruntime-ep-nv-tensorrt-rtx-cu12` needs `libcudart.so.12`). Beside a CUDA 13 onnxruntime-gpu "
+        "it brings a second CUDA major into the process when it is registered.",
+        evidence="DT_NEEDED of every shared library the `onnxruntime-ep-*` distribution installs, against the "
+        "onnxruntime build's CUDA major.",
+        fix="Install the plugin variant for the build's CUDA major: python -m pip uninstall -y "
+        "onnxruntime-ep-nv-tensorrt-rtx-cu12 && python -m pip install onnxruntime-ep-nv-tensorrt-rtx-cu13==0.5.0",
+        modes=(28,),
+        docs=("https://onnxruntime.ai/docs/execution-providers/plugin-ep-libraries/usage.html",),
+    ),
+    CatalogEntry(
+        id="plugin-ep-bundled-cuda-library",
+        severity="info",
+        title="a plugin execution provider package bundles its own copy of a CUDA library",
+        cause="`onnxruntime-ep-nv-tensorrt-rtx-cu13` 0.5.0 ships `libcudart.so.13.4.36` (soname "
+        "`libcudart.so.13`) beside its provider, a second libcudart file in the process's search space. Measured: "
+        "nothing loads it (no code names it, no file is named `libcudart.so.13`, the provider has no RUNPATH), "
+        "so the provider takes `libcudart.so.13` from the normal search: the copy already loaded (the one "
+        "ortdoctor chose), else LD_LIBRARY_PATH and the ld.so cache; without any, registering the plugin fails "
+        "with `libcudart.so.13: cannot open shared object file`. Its import also sets LD_LIBRARY_PATH, which "
+        "child processes inherit.",
+        evidence="SONAME, DT_NEEDED and RUNPATH of every bundled library; whether the package's Python code names "
+        "the file; the chosen CUDA set's copy of the same soname.",
+        fix="Nothing to fix while the chosen set is loaded first: preload it (`import ortdoctor.hook` before "
+        "importing the plugin package) so the plugin shares the process's CUDA runtime.",
+        modes=(28, 16),
+        docs=("https://nvidia.github.io/TensorRT-RTX-EP-ABI/installation.html",),
+    ),
+    CatalogEntry(
+        id="cuda-plugin-ep-build",
+        severity="info",
+        title="this onnxruntime's CUDA EP is built as a plugin EP",
+        cause="onnxruntime's main branch can build the CUDA EP as a plugin (microsoft/onnxruntime#29544, "
+        "onnxruntime_BUILD_CUDA_EP_AS_PLUGIN=ON): the file keeps the name `libonnxruntime_providers_cuda.so`, "
+        "the build info gains `cuda-plugin-ep=1`, and `import onnxruntime` registers it through "
+        "`register_execution_provider_library`; cuDNN becomes optional at run time (#29252). No PyPI release up "
+        "to 1.31.1 is such a build.",
+        evidence="The build-info string compiled into the pybind module (what `onnxruntime.get_build_info()` "
+        "returns), read without importing it.",
+        fix="Nothing to fix; ORT's own device list (`onnxruntime.get_ep_devices()`) is in the smoke result.",
+        docs=("https://github.com/microsoft/onnxruntime/pull/29544",),
     ),
     CatalogEntry(
         id="torch-cuda-mismatch",
@@ -923,8 +1053,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "`AttributeError: _ARRAY_API not found` / `numpy.core.multiarray failed to import` while importing "
         "onnxruntime's pybind module: onnxruntime 1.18.0 and older were built against NumPy 1.",
         evidence="The error text; the installed numpy and onnxruntime versions.",
-        fix="<python> -m pip install 'numpy<2' (with the same Python that runs the program), or upgrade "
-        "onnxruntime to a release built against NumPy 2.",
+        fix='python -m pip install "numpy<2" (with the Python that runs the program), or upgrade onnxruntime '
+        "to 1.19 or newer (built against NumPy 2).",
         docs=("https://github.com/hacksider/Deep-Live-Cam/issues/1108", _ORT_ISSUES + "21063"),
         produced_by="explain",
     ),

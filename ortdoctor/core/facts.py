@@ -34,6 +34,9 @@ class ElfInfo:
     needed: tuple[str, ...] = ()
     rpath: tuple[str, ...] = ()
     runpath: tuple[str, ...] = ()
+    # RPATH/RUNPATH has an empty entry ("a:" or "a::b"), which glibc searches as the current directory
+    # (measured with glibc 2.36); rpath and runpath above leave it out
+    search_path_has_cwd: bool = False
 
 
 @record
@@ -165,6 +168,89 @@ class NvidiaWheel:
 
 
 # --------------------------------------------------------------------------------------------------
+# TensorRT (see ortdoctor.probes.tensorrt)
+# --------------------------------------------------------------------------------------------------
+@record
+class TensorrtLibrary:
+    """One TensorRT library file found under its soname (a symlink in a tarball or apt install)."""
+
+    name: str  # "nvinfer", "nvinfer_plugin", "nvonnxparser"
+    soname: str  # "libnvinfer.so.10"
+    path: str
+    realpath: str
+    version: str | None = None  # from the real file's name: libnvinfer.so.10.9.0 -> "10.9.0"
+    needed: tuple[str, ...] = ()  # DT_NEEDED (CUDA sonames tell the CUDA major a tarball was built for)
+
+
+@record
+class TensorrtInstall:
+    """The TensorRT libraries of one major in one directory: a pip ``tensorrt_libs/``, a tarball's ``lib/``
+    on LD_LIBRARY_PATH, or the apt packages' files in the ld.so cache."""
+
+    directory: str
+    origin: str  # "pip", "LD_LIBRARY_PATH" or "ld.so.cache"
+    major: int
+    libraries: tuple[TensorrtLibrary, ...] = ()
+    builder_resources: tuple[str, ...] = ()  # file names: libnvinfer_builder_resource.so.10.9.0
+    version: str | None = None  # the most precise version known
+    version_source: str | None = None  # "tensorrt-cu13-libs 10.16.1.11", "file names", "dpkg libnvinfer10"
+    distribution: str | None = None  # the pip distribution that owns the files: "tensorrt-cu13-libs"
+    cuda_major: int | None = None  # the CUDA major it was built for, where something says so
+    cuda_source: str | None = None  # "-cu13 package name", "dpkg version 10.14.1.48-1+cuda12.9", "DT_NEEDED"
+
+    def library(self, name: str) -> TensorrtLibrary | None:
+        return next((lib for lib in self.libraries if lib.name == name), None)
+
+
+@record
+class TensorrtDistribution:
+    """A pip distribution of TensorRT (the meta package, -libs, -bindings), files or not."""
+
+    name: str  # "tensorrt-cu13"
+    version: str
+    location: str
+
+
+@record
+class TensorrtInfo:
+    installs: tuple[TensorrtInstall, ...] = ()  # pip first (site order), then LD_LIBRARY_PATH, then the cache
+    distributions: tuple[TensorrtDistribution, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------------
+# Plugin execution providers (see ortdoctor.probes.plugin_eps)
+# --------------------------------------------------------------------------------------------------
+@record
+class PluginEpPackage:
+    """One installed ``onnxruntime-ep-*`` distribution and the shared libraries it bundles."""
+
+    name: str  # "onnxruntime-ep-nv-tensorrt-rtx-cu13"
+    version: str
+    location: str
+    import_name: str | None = None  # "onnxruntime_ep_nv_tensorrt_rtx"
+    libraries: tuple[ElfInfo | PeInfo, ...] = ()  # every bundled shared library, as its headers say
+    provider_library: str | None = None  # the file registered with register_execution_provider_library
+    ep_names: tuple[str, ...] = ()  # "*ExecutionProvider" names its __init__.py spells out
+    # What its __init__.py visibly does at import, read as text (never run): "sets LD_LIBRARY_PATH", ...
+    import_effects: tuple[str, ...] = ()
+    # Bundled library files whose name (or its stem, "libcudart") appears in the package's Python code:
+    # files the package may load by path. A bundled file no code names is loaded only through the search.
+    named_in_python: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+@record
+class PluginEpInfo:
+    packages: tuple[PluginEpPackage, ...] = ()
+    # onnxruntime's build-info string ("ORT Build Info: git-branch=..., cuda-plugin-ep=1, ..."), read from
+    # the pybind module's read-only data; get_build_info() returns it
+    build_info: str | None = None
+    build_info_path: str | None = None
+    cuda_plugin_ep: bool | None = None  # the build info carries cuda-plugin-ep=; None: not read
+
+
+# --------------------------------------------------------------------------------------------------
 # System search locations
 # --------------------------------------------------------------------------------------------------
 @record
@@ -245,6 +331,8 @@ class Environment:
     driver: DriverInfo
     # realpaths of shared objects already mapped in the inspecting process (from /proc/self/maps)
     mapped: tuple[str, ...] = ()
+    tensorrt: TensorrtInfo = field(default_factory=TensorrtInfo)
+    plugins: PluginEpInfo = field(default_factory=PluginEpInfo)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -310,7 +398,7 @@ def to_jsonable(value: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------------------------
-# The resolver's plan (see :mod:`ortdoctor.decide.resolver`)
+# The resolver's plan (see :mod:`ortdoctor.decide.resolve`)
 # --------------------------------------------------------------------------------------------------
 @record
 class Candidate:

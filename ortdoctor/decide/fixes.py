@@ -1,7 +1,8 @@
 """Package fixes that work when pasted: the right interpreter, pinned versions, names that exist.
 
-Every package command ortdoctor prints is built here, for ``check``, ``preload``, the hook and
-``explain`` alike:
+Every package command of a finding's fix is built here (``check``, ``preload``, the hook, ``fix``); the
+``matrix`` command's recommendation and ``explain``'s sentences (which do not know the interpreter, so
+they say ``python -m pip``) take their specs from the same package table. A command:
 
 * it names the interpreter it fixes (``"/venv/bin/python" -m pip ...``), because the ``pip`` a shell
   finds first often belongs to another Python (a system pip beside a venv, an unactivated venv, a venv
@@ -26,8 +27,8 @@ from ortdoctor.core.facts import Environment, LibraryPlan, NvidiaWheel, PackageS
 from ortdoctor.core.record import record
 from ortdoctor.decide.matrix.model import LibSpec, Matrix, Release
 
-__all__ = ["GPU_PACKAGE", "Installer", "gpu_install", "library_fix", "library_specs", "ort_gpu_spec", "pin_series",
-           "quote", "step", "wrong_cuda_cudnn"]
+__all__ = ["GPU_PACKAGE", "Installer", "gpu_install", "library_fix", "library_specs", "ort_gpu_spec",
+           "other_cuda_cudnn_wheels", "pin_series", "quote", "step", "wrong_cuda_cudnn"]
 
 GPU_PACKAGE = "onnxruntime-gpu"
 _SAFE = re.compile(r"^[A-Za-z0-9._=/:@+%,-]+$")
@@ -189,28 +190,42 @@ def wrong_cuda_cudnn(env: Environment, cuda_major: int | None, libs: Sequence[Li
             and any(os.path.normpath(d) in chosen for d in w.lib_dirs)]
 
 
+def _is_cudnn_wheel(name: str) -> bool:
+    return re.sub(r"[-_.]+", "-", name).lower().startswith("nvidia-cudnn-")
+
+
+def other_cuda_cudnn_wheels(env: Environment, cuda_major: int) -> list[NvidiaWheel]:
+    """Every cuDNN wheel built for another CUDA major (``nvidia-cudnn-cu11`` beside a CUDA 12 build)."""
+    return [w for w in env.nvidia_wheels if _is_cudnn_wheel(w.name) and w.cuda_major is not None
+            and w.cuda_major != cuda_major]
+
+
 def library_fix(matrix: Matrix, env: Environment, plan: Plan, wanted: Iterable[LibraryPlan]) -> tuple[PackageStep, ...]:
     """One command that installs every library the build lacks, for its CUDA and cuDNN majors.
 
     The release's own ``[cuda,cudnn]`` extras pinned to the installed version where they work (they cover
     the whole set, so a second round is never needed); else the NVIDIA wheels of every wanted library,
-    pinned to the build's majors. A cuDNN wheel of another CUDA major is removed first: both flavours
-    install into ``nvidia/cudnn/lib`` and the later one overwrites the other's files.
+    pinned to the build's majors. A cuDNN wheel of another CUDA major is removed first: every flavour
+    installs into ``nvidia/cudnn/lib`` and the later one overwrites the other's files. That holds for one
+    whose files the plan would load, and for any other one when the fix brings a cuDNN: else the next
+    check finds the two flavours in one directory (a second round).
     """
     if plan.cuda_major is None:
         return ()
     ort = env.ort
     spec = ort_gpu_spec(matrix, ort.version) if ort.version else ""
     remove = [w.name for w in wrong_cuda_cudnn(env, plan.cuda_major, plan.libraries)]
-    steps: list[PackageStep] = [step("uninstall", "-y", *remove)] if remove else []
+    install: list[str] = []
     if spec.startswith(f"{GPU_PACKAGE}[cuda,cudnn]=="):
-        steps.append(step("install", spec))
+        install = [spec]
     else:
         rows = {s.name: s for s in matrix.libraries_for(plan.cuda_major, plan.cudnn_major)}
         libs = [rows[lp.name] for lp in wanted if lp.name in rows]
         if remove and "cudnn" in rows and rows["cudnn"] not in libs:
             libs.append(rows["cudnn"])
-        specs = library_specs(matrix, libs, cudnn_major=plan.cudnn_major)
-        if specs:
-            steps.append(step("install", *specs))
-    return tuple(steps) if any(s.verb == "install" for s in steps) else ()
+        install = library_specs(matrix, libs, cudnn_major=plan.cudnn_major)
+    if not install:
+        return ()
+    if install == [spec] or any(_is_cudnn_wheel(s) for s in install):
+        remove += [w.name for w in other_cuda_cudnn_wheels(env, plan.cuda_major) if w.name not in remove]
+    return ((step("uninstall", "-y", *remove),) if remove else ()) + (step("install", *install),)

@@ -1,6 +1,7 @@
 """The diagnosis: facts + plan + matrix -> findings, each with what was seen, why it matters and the fix.
 
-A pure function of its inputs: it reads no files, imports nothing heavy and never touches a GPU, so
+A function of its inputs: it opens no files (it only stats the chosen libraries against their RECORD sizes
+and resolves links), imports nothing heavy and never touches a GPU, so
 every finding is tested with an :class:`~ortdoctor.core.facts.Environment` built by hand. The order of the
 checks follows the order in which a person has to repair things (the package first, then the driver,
 then the libraries); the result is sorted by severity, keeping that order inside each severity.
@@ -28,9 +29,10 @@ from ortdoctor.diagnose.environment import (
 )
 from ortdoctor.diagnose.libraries import check_libraries, check_torch_copies
 from ortdoctor.diagnose.merge import merge_device_smokes, merge_plan_findings, merge_smoke
-from ortdoctor.diagnose.neighbours import check_siblings, check_tensorrt, check_torch
+from ortdoctor.diagnose.neighbours import check_siblings, check_torch
 from ortdoctor.diagnose.package import check_import, check_package, check_platform, check_release
 from ortdoctor.diagnose.smoke import classify_smoke
+from ortdoctor.diagnose.tensorrt import check_cuda_plugin_ep, check_plugin_eps, check_tensorrt
 
 if TYPE_CHECKING:
     from ortdoctor.decide.matrix.model import Matrix
@@ -82,13 +84,16 @@ def diagnose(
         found += check_torch(ctx)
         found += check_torch_copies(ctx)
         found += check_siblings(ctx)
-        found += check_tensorrt(ctx)
+        found += check_tensorrt(ctx, smoke)
+        found += check_cuda_plugin_ep(ctx)
+    if ort.installed:
+        found += check_plugin_eps(ctx)
     found += check_search_path(ctx)
     found += check_installer(ctx)
     found += check_nvidia_stubs(ctx)
     if gpu_build:
         found += check_multiprocessing(ctx)
     found = merge_plan_findings(found, plan)
-    found = merge_smoke(found, smoke)
+    found = merge_smoke(found, smoke, ctx.installer)
     found = merge_device_smokes(found, ctx, smoke, device_smokes)
     return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))

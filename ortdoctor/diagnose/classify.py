@@ -87,6 +87,10 @@ def _resolve(scanner: Scanner, ctx: Context, matrix: Matrix | None) -> list[Matc
     if any(rank == 0 for rank, _, _ in ranked):
         # guesses a program prints after the real error ("cannot import name ...", genai's "set CUDA_PATH")
         ranked = [t for t in ranked if not (t[0] == 2 and t[2].finding_id == "cuda-lib-missing")]
+    if any(t[2].finding_id == "tensorrt-ep-create-failed" for t in ranked):
+        # TensorRT was found and loaded, only a function in it was not: ORT's generic "Please install
+        # TensorRT libraries" around that error does not mean TensorRT is absent
+        ranked = [t for t in ranked if t[2].finding_id != "tensorrt-unavailable"]
     ranked.sort(key=lambda t: (t[0], t[1]))
     return _merge(m for _, _, m in ranked)
 

@@ -280,7 +280,7 @@ def _cuda13_floor(ctx: Ctx, target: Sequence[CudaDevice], visible: Sequence[Cuda
     for cc in dict.fromkeys(cc for c in bad if (cc := below(c)) is not None):
         fixes += [f for f in _release_fixes(ctx, cc) if f.startswith(("Install", "or,")) and f not in fixes]
     if not fixes:
-        cu12 = cuda12_build() or 'pip install "onnxruntime-gpu<1.27"'
+        cu12 = cuda12_build() or 'python -m pip install "onnxruntime-gpu<1.27"'
         fixes.append(f"Install a CUDA 12 build: {cu12} (with a CUDA 12 driver stack)")
     supported = [c for c in visible if c not in bad and c.device is not None and below(c) is None]
     others = others_fix(bad, supported + list(bad)) if supported else None

@@ -119,10 +119,19 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
                 f"{w.name} {w.version} (CUDA {w.cuda_major})" for w in wheels))
         missing_now = [lp for lp in group if lp.chosen is None]
         sev: Severity = "error" if any(_lib_severity(lp) == "error" for lp in missing_now) else "warning"
+        if not is_cudnn and not missing_now and not wanted:
+            # Every library of the build's CUDA major is found: the other major's wheels sit in their own
+            # directories with other sonames, and this build never loads them (torch may).
+            out.append(make(fid, f"{build}:\n" + "\n".join(lines) + f"\nThe build's CUDA {plan.cuda_major} "
+                            "libraries are all found; the other major's files are unused by it.", "",
+                            severity="info", title=f"CUDA libraries of another major are installed beside the "
+                            f"build's CUDA {plan.cuda_major} ones (unused by onnxruntime)"))
+            continue
         steps = package_fix(ctx, wanted)
         fixes = []
         if steps:
-            fixes.append(f"{ctx.run(*steps)}  (the build's CUDA {plan.cuda_major} libraries), " + preload_hint)
+            # the command alone on the first line (pasted as it stands), the why as a shell comment
+            fixes.append(f"{ctx.run(*steps)}  # the build's CUDA {plan.cuda_major} libraries\n" + preload_hint)
         have = _other_major(ctx, group)
         if have is not None and not is_cudnn and have != ctx.cuda_major:
             alt = build_for_major(ctx, have)

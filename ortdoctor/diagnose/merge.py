@@ -9,9 +9,11 @@ from typing import Any
 from ortdoctor.core.catalog import CATALOG, make
 from ortdoctor.core.facts import (
     Finding,
+    PackageStep,
     Plan,
 )
 from ortdoctor.decide.devices import CudaDevice, describe
+from ortdoctor.decide.fixes import Installer, step
 from ortdoctor.diagnose.context import RESTRICTED_MODES, SUPERSEDED, Ctx
 from ortdoctor.diagnose.driver import visible_ids
 
@@ -35,9 +37,10 @@ def _smoke_evidence(smoke: Any) -> str:
     return text or (getattr(smoke, "error", None) or "")
 
 
-def merge_smoke(found: list[Finding], smoke: Any) -> list[Finding]:
+def merge_smoke(found: list[Finding], smoke: Any, installer: Installer | None = None) -> list[Finding]:
     """A failed smoke run confirms the findings its classified causes name (ORT's own line appended as
-    evidence) or adds them; then its own verdict (fell back / failed) is added with ORT's error."""
+    evidence) or adds them; then its own verdict (fell back / failed) is added with ORT's error. A cause
+    added here whose fix installs packages gets them as the inspected interpreter's pip command."""
     if smoke is None or getattr(smoke, "ok", False):
         return found
     if not getattr(smoke, "ran", False) and getattr(smoke, "finding_id", None) is None:
@@ -58,8 +61,8 @@ def merge_smoke(found: list[Finding], smoke: Any) -> list[Finding]:
             found[hit] = replace(found[hit], detail=f"{found[hit].detail}\n{confirm}{evidence}")
         elif cid in CATALOG:
             what = getattr(cause, "what", "") or CATALOG[cid].title
-            found.append(make(cid, f"{what}\nThe smoke session's ORT log:\n{evidence}",
-                              getattr(cause, "fix", None) or None))
+            fix, steps = _cause_fix(cause, installer)
+            found.append(make(cid, f"{what}\nThe smoke session's ORT log:\n{evidence}", fix, steps=steps))
     if cause_ids:
         # the causes carry the smoke session's evidence and the fix: a second error saying "the smoke
         # session failed, fix the above first" would only make the report longer
@@ -70,8 +73,10 @@ def merge_smoke(found: list[Finding], smoke: Any) -> list[Finding]:
     if any(f.id == fid for f in found):
         return found
     providers = getattr(smoke, "providers", None)
-    detail = "The smoke session (MatMul+Add+Relu on the CUDA EP, CPU fallback disabled, in a child process)"
-    detail += f" ran on {list(providers)}" if providers else " did not run on the CUDA EP"
+    ep = getattr(smoke, "ep", None) or "CUDAExecutionProvider"
+    ep_words = "the CUDA EP" if ep == "CUDAExecutionProvider" else ep
+    detail = f"The smoke session (MatMul+Add+Relu on {ep_words}, CPU fallback disabled, in a child process)"
+    detail += f" ran on {list(providers)}" if providers else f" did not run on {ep_words}"
     status = getattr(smoke, "exit_status", None)
     if status and status != "0":
         detail += f" (child exit: {status})"
@@ -82,6 +87,18 @@ def merge_smoke(found: list[Finding], smoke: Any) -> list[Finding]:
         if evidence:
             detail += "\n" + _clip(evidence)
     return [*found, make(fid, detail, None)]
+
+
+def _cause_fix(cause: Any, installer: Installer | None) -> tuple[str | None, tuple[PackageStep, ...]]:
+    """The classified text's fix, its pip part as the inspected interpreter's command (the text was read
+    without knowing which Python printed it; here it is known)."""
+    text = getattr(cause, "fix", None) or None
+    specs = tuple(getattr(cause, "packages", ()) or ())
+    if installer is None or not specs or text is None:
+        return text, ()
+    steps = (step("install", *specs),)
+    alternatives = text.split(", or ", 1)[1:]
+    return installer.commands(steps) + "".join(f"\nor {a}" for a in alternatives), steps
 
 
 def _smoke_signature(smoke: Any) -> tuple[str | None, tuple[str, ...]]:

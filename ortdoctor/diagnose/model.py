@@ -96,8 +96,9 @@ def session_error_findings(error: str, ins: ModelInspection | None, ort_version:
                     f"{opset_max.group(1)} up to opset {opset_max.group(2)}.")
         else:
             seen = f"The model imports {model_opsets or 'an opset'}, newer than {where} supports."
-        fix = ("pip install --upgrade onnxruntime-gpu  (a newer release supports newer opsets), or export "
-               "the model again with a lower opset, e.g. torch.onnx.export(..., opset_version=17)")
+        fix = ("Upgrade onnxruntime-gpu to a newer release, one built for the same CUDA major (`ortdoctor matrix "
+               "--cuda MAJOR` names it with its pip command), or export the model again with a lower opset, e.g. "
+               "torch.onnx.export(..., opset_version=17)")
         if opset_max:
             fix += f" (at most {opset_max.group(2)} for this onnxruntime)"
         return [make_finding("model-opset-unsupported", f"{seen} onnxruntime said: {quoted}", fix=fix)]

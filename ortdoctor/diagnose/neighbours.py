@@ -1,8 +1,8 @@
-"""Rules about what sits beside onnxruntime: PyTorch, onnxruntime-genai and other siblings, TensorRT."""
+"""Rules about what sits beside onnxruntime: PyTorch, onnxruntime-genai and other siblings (TensorRT and the
+plugin EPs: :mod:`ortdoctor.diagnose.tensorrt`)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ortdoctor.core.catalog import make
@@ -80,26 +80,3 @@ def check_siblings(ctx: Ctx) -> list[Finding]:
         return []
     return [make("sibling-cuda-major-mismatch",
                  f"onnxruntime is built for CUDA {ctx.cuda_major}, but:\n" + "\n".join(lines))]
-
-
-def check_tensorrt(ctx: Ctx) -> list[Finding]:
-    trt = ctx.env.ort.tensorrt_provider
-    if not isinstance(trt, ElfInfo):
-        return []
-    nvinfer = [n for n in trt.needed if n.startswith(("libnvinfer.so", "libnvonnxparser.so"))]
-    if not nvinfer:
-        return []
-    # TensorRT comes from the ld.so.cache (apt), a tarball on LD_LIBRARY_PATH, or pip wheels; the
-    # probes list the cache and the wheels' sonames, which is what a quick look can tell.
-    wheel_sonames = {s for w in ctx.env.nvidia_wheels for s in w.sonames}
-    missing = [n for n in nvinfer if not ctx.env.system.ldconfig.get(n) and n not in wheel_sonames]
-    if not missing:
-        return []
-    major = re.search(r"\.so\.(\d+)", missing[0])
-    trt_major = major.group(1) if major else "?"
-    return [make("tensorrt-unavailable",
-                 f"{trt.path} needs {', '.join(missing)} (TensorRT {trt_major}), which is not installed; "
-                 "only matters if TensorrtExecutionProvider is requested.",
-                 "Request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install "
-                 f"TensorRT {trt_major} for CUDA {ctx.cuda_major} (pip install tensorrt-cu{ctx.cuda_major}) "
-                 "and put its lib directory on LD_LIBRARY_PATH")]

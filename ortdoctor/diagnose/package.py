@@ -20,7 +20,7 @@ from ortdoctor.decide.kernels import parse_compute_capability
 from ortdoctor.decide.loader_view import (
     loader_visible,
 )
-from ortdoctor.decide.matrix.model import wheel_platform
+from ortdoctor.decide.matrix.model import python_line, wheel_platform
 from ortdoctor.diagnose.context import CUDA_SONAME, Ctx, ort_family
 from ortdoctor.formats.distinfo import normalize
 
@@ -153,15 +153,18 @@ def _recommendation(ctx: Ctx) -> Recommendation | None:
     if cuda is None and torch is None:
         return None
     # Agree with torch when possible; else the driver alone decides. A wheel known to lack kernels for
-    # the GPUs here is not offered while one with kernels fits.
+    # the GPUs here is not offered while one with kernels fits. Either way a build with wheels for the
+    # inspected Python (a fix pip cannot install converges nowhere).
     gpus = tuple(dict.fromkeys(cc for d in env.driver.devices
                                if (cc := parse_compute_capability(d.compute_capability)) is not None))
     platform = wheel_platform(env.python.platform, env.python.machine)
+    python = env.python.version
     rec = None
     for want_gpus in ((gpus, ()) if gpus else ((),)):
-        rec = ctx.matrix.recommend(cuda, torch, gpus=want_gpus, platform=platform, driver_cuda=cuda)
+        rec = ctx.matrix.recommend(cuda, torch, python=python, gpus=want_gpus, platform=platform, driver_cuda=cuda)
         if rec is None and torch is not None and cuda is not None:
-            rec = ctx.matrix.recommend(cuda, None, gpus=want_gpus, platform=platform, driver_cuda=cuda)
+            rec = ctx.matrix.recommend(cuda, None, python=python, gpus=want_gpus, platform=platform,
+                                       driver_cuda=cuda)
         if rec is not None:
             break
     return rec
@@ -171,14 +174,18 @@ def _install_steps(ctx: Ctx) -> tuple[PackageStep, ...]:
     """What to install on this machine: a build for the driver's (or torch's) CUDA major, pinned; the
     newest build with its CUDA and cuDNN wheels when nothing says which CUDA the machine has."""
     rec = _recommendation(ctx)
-    return rec.steps if rec is not None and rec.steps else (gpu_install(ctx.matrix, _newest_gpu(ctx.matrix)),)
+    return rec.steps if rec is not None and rec.steps else (
+        gpu_install(ctx.matrix, _newest_gpu(ctx.matrix, ctx.env.python.version)),)
 
 
-def _newest_gpu(matrix: Matrix) -> str | None:
-    """The newest onnxruntime-gpu release that is not known to be bad (pinned: today's answer stays
-    today's answer when the fix is pasted next month)."""
+def _newest_gpu(matrix: Matrix, python: str | None = None) -> str | None:
+    """The newest onnxruntime-gpu release that is not known to be bad and has wheels for ``python`` where
+    known (pinned: today's answer stays today's answer when the fix is pasted next month)."""
+    line = python_line(python)
     for release in matrix.releases:
         good = [v for v in release.versions if release.bad(v) is None]
+        if line is not None and release.python and line not in release.python:
+            continue
         if release.pypi and good:
             return max(good, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))
     return None
@@ -235,7 +242,7 @@ def check_import(ctx: Ctx) -> list[Finding]:
     steps = (gpu_install(ctx.matrix, good),) if good else ()
     runtime = library_specs(ctx.matrix, [s for s in ctx.matrix.libraries_for(ctx.cuda_major or 0, None)
                                         if s.soname in cuda_needed], cudnn_major=None)
-    fix = (f"{ctx.run(*steps)}  (a release whose pybind module does not link CUDA)\nor " if steps else "")
+    fix = (f"{ctx.run(*steps)}  # a release whose pybind module does not link CUDA\nor " if steps else "")
     fix += ("install and preload the CUDA runtime: " + (ctx.run(step("install", *runtime)) + ", then " if runtime
                                                           else "") + "`import ortdoctor.hook` before `import onnxruntime`")
     return [make("ort-import-fails", detail, fix, steps=steps)]

@@ -64,6 +64,7 @@ class CheckOptions:
     smoke_cuda_graph: bool = False
     smoke_placement: bool = False  # ORT's per-node assignment
     smoke_timeout: float | None = None  # default: the smoke runner's
+    smoke_provider: str = "cuda"  # "tensorrt": the TensorRT EP, TensorRT preloaded after the CUDA set
     # -- the user's model (check --model)
     model: str | os.PathLike[str] | None = None
     input_shapes: Mapping[str, Iterable[int]] | Iterable[str] | None = None
@@ -98,6 +99,8 @@ class CheckOptions:
         kwargs: dict[str, Any] = {"python": self.interpreter} if self.interpreter else {}
         if self.smoke_timeout is not None:
             kwargs["timeout"] = self.smoke_timeout
+        if self.smoke_provider == "tensorrt":
+            kwargs.update(ep="TensorrtExecutionProvider", tensorrt=True)
         return SmokeRequest(device_id=self.device_id, directory=self.directory,
                             matrix=os.fspath(self.matrix_path) if self.matrix_path is not None else None,
                             environ=None if self.environ is None else dict(self.environ),

@@ -144,17 +144,19 @@ def _read(f: BinaryIO, path: str) -> ElfInfo:
     needed: list[str] = []
     rpath: list[str] = []
     runpath: list[str] = []
+    empty_entry = False
     for tag, val in entries:
         if tag == _DT_NEEDED:
             needed.append(string(val))
         elif tag == _DT_SONAME:
             soname = string(val)
-        elif tag == _DT_RPATH:
-            rpath.extend(x for x in string(val).split(":") if x)
-        elif tag == _DT_RUNPATH:
-            runpath.extend(x for x in string(val).split(":") if x)
+        elif tag in (_DT_RPATH, _DT_RUNPATH):
+            parts = string(val).split(":")
+            # glibc searches an empty entry ("a:" or "a::b") as the current directory
+            empty_entry = empty_entry or "" in parts
+            (rpath if tag == _DT_RPATH else runpath).extend(x for x in parts if x)
     return ElfInfo(path=path, machine=machine, bits=bits, soname=soname, needed=tuple(needed),
-                   rpath=tuple(rpath), runpath=tuple(runpath))
+                   rpath=tuple(rpath), runpath=tuple(runpath), search_path_has_cwd=empty_entry)
 
 
 def _vaddr_to_offset(addr: int, loads: list[tuple[int, int, int]]) -> int | None:

@@ -179,6 +179,10 @@ def decode_version(function: str, value: int | tuple[int, int]) -> str:
         if v >= 90000:  # cuDNN 9: 10000*major + 100*minor + patch
             return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}"
         return f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"  # cuDNN <= 8: 1000*major + 100*minor
+    if function in ("getInferLibVersion", "getNvOnnxParserVersion"):
+        if v >= 10000:  # TensorRT >= 10: 10000*major + 100*minor + patch (NvInferRuntimeBase.h)
+            return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}"
+        return f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"  # TensorRT 8: 1000*major + 100*minor + patch
     if function in ("cublasLtGetVersion", "cublasGetVersion_v2", "cublasGetVersion"):
         if v >= 100000:  # cuBLAS >= 12: 10000*major + 100*minor + patch
             return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}"
@@ -199,6 +203,10 @@ def library_version(handle: ctypes.CDLL, function: str | None) -> str | None:
         if function in ("cudnnGetVersion", "cublasLtGetVersion"):
             fn.restype, fn.argtypes = ctypes.c_size_t, ()
             return decode_version(function, fn())
+        if function in ("getInferLibVersion", "getNvOnnxParserVersion"):  # int32 f(void)
+            fn.restype, fn.argtypes = ctypes.c_int32, ()
+            tv = int(fn())
+            return decode_version(function, tv) if tv > 0 else None
         if function in ("nvrtcVersion", "nvJitLinkVersion"):
             a, b = ctypes.c_int(0), ctypes.c_int(0)
             fn.restype = ctypes.c_int

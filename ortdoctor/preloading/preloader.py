@@ -247,12 +247,14 @@ def preload(
     matrix: Matrix | None = None,
     global_: bool = False,
     sublibraries: bool = False,
+    tensorrt: bool = False,
 ) -> PreloadResult:
     """Load what the installed onnxruntime-gpu needs, by absolute path; never prints.
 
     Arguments as ``onnxruntime.preload_dlls``. ``dry_run`` decides without loading; ``global_`` loads
     with ``RTLD_GLOBAL``; ``sublibraries`` also preloads the cuDNN sub-libraries (normally the main
     cuDNN library loads them from its own directory when needed, as onnxruntime and PyTorch expect).
+    ``tensorrt`` also loads the TensorRT libraries the TensorRT EP links, after the CUDA set (Linux).
     ``env`` (default: this process's, read by the same probes as ``ortdoctor check``) and ``matrix``
     (default: the shipped one, or ``$ORTDOCTOR_MATRIX``) are the facts and rows to decide from.
 
@@ -261,7 +263,7 @@ def preload(
         MatrixError: ``$ORTDOCTOR_MATRIX`` names a file that cannot be used.
         PreloadError: ``strict=True`` and something failed.
     """
-    environment = env if env is not None else collect_environment(query_driver=False)
+    environment = env if env is not None else collect_environment(query_driver=False, plugins=False)
     if directory:  # a missing directory is a usage error, whatever else is installed
         explicit = resolve_directory(directory, environment)
         if not os.path.isdir(explicit):
@@ -301,8 +303,28 @@ def preload(
         _load_one(run, lp, dry_run)
     if not dry_run and not windows:
         _note_sublibraries(result, plan)
+    if tensorrt:
+        _preload_tensorrt(run, environment, mat, dry_run)
     _note_torch(result, environment, plan, directory)
     return _finish(result, strict)
+
+
+def _preload_tensorrt(run: _Run, env: Environment, matrix: Matrix, dry_run: bool) -> None:
+    result = run.result
+    if run.windows:
+        result.skipped.append(SkippedLib("tensorrt", "TensorRT is preloaded on Linux only"))
+        return
+    from ortdoctor.preloading.tensorrt import load_tensorrt
+
+    def record(name: str, soname: str, path: str, source: Source, version: str | None, mapped: str | None,
+               inode: int | None, required: bool, measured: str | None) -> None:
+        result.loaded.append(LoadedLib(name, soname, path, source, version, path if source == "loaded" else None,
+                                       mapped, inode, required, measured))
+
+    load_tensorrt(result, env, matrix, run.plan.cuda_major, dry_run=dry_run, global_=run.global_, record=record,
+                  failed=lambda name, soname, error, required: result.failed.append(
+                      FailedLib(name, soname, error, result.searched, required)),
+                  skipped=lambda name, reason: result.skipped.append(SkippedLib(name, reason)))
 
 
 def _check_msvc(result: PreloadResult) -> None:

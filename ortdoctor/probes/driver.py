@@ -1,4 +1,7 @@
-"""The NVIDIA driver, through NVML (nvidia-ml-py), plus the files that show whether one is installed.
+"""The NVIDIA driver, through NVML, plus the files that show whether one is installed.
+
+NVML is asked through a small ctypes binding (:mod:`ortdoctor.probes.nvml`) of the library loaded by
+absolute path; pynvml (nvidia-ml-py) only where that binding cannot be set up.
 
 NVML answers without creating a CUDA context, so this is safe in the main process. Its error codes
 tell apart "no driver installed" (the library is missing), "driver not loaded" (library present,
@@ -14,15 +17,18 @@ import platform as _platform
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortdoctor.core.facts import Device, DriverError, DriverInfo
 from ortdoctor.formats.ldcache import read_ld_cache
 from ortdoctor.probes.system import default_lib_dirs
 
+if TYPE_CHECKING:
+    import ctypes
+
 __all__ = ["cuda_version_text", "nvml_library_may_exist", "probe_driver"]
 
-# NVML return codes (nvml.h); pynvml raises NVMLError subclasses carrying them in `.value`.
+# NVML return codes (nvml.h); both bindings raise an NVMLError carrying them in `.value`.
 _NVML_ERROR_KINDS = {
     12: DriverError.LIBRARY_NOT_FOUND,
     9: DriverError.DRIVER_NOT_LOADED,
@@ -170,20 +176,17 @@ def nvml_library_may_exist(
     default_dirs: Sequence[str],
     environ: Mapping[str, str] | None = None,
 ) -> bool:
-    """Could pynvml's ``dlopen("libnvidia-ml.so.1")`` (``nvml.dll`` on Windows) find a library here?
+    """Could ``dlopen("libnvidia-ml.so.1")`` (``nvml.dll`` on Windows) find a library here?
 
     Errs towards True: every place the dynamic loader looks (already mapped, ``LD_LIBRARY_PATH`` as the
     process started with it, the ld.so cache, the interpreter's RPATH/RUNPATH, the default directories,
-    WSL's driver directory) counts, and anything unclear counts too. False means pynvml's answer is
-    known without importing it: NVML_ERROR_LIBRARY_NOT_FOUND. This looks at the real machine, not at
+    WSL's driver directory) counts, and anything unclear counts too. False means NVML's answer is
+    known without loading anything: NVML_ERROR_LIBRARY_NOT_FOUND. This looks at the real machine, not at
     ``fs_root``: the loader does.
     """
     env = os.environ if environ is None else environ
     if os_name == "windows":
-        return any(os.path.exists(p) for p in (
-            os.path.join(env.get("WINDIR", "C:/Windows"), "System32", "nvml.dll"),
-            os.path.join(env.get("ProgramFiles", "C:/Program Files"), "NVIDIA Corporation", "NVSMI", "nvml.dll"),
-        ))
+        return any(os.path.exists(p) for p in _nvml_dll_paths(env))
     if os_name != "linux":
         return True  # no fast answer for other systems: ask pynvml
     name = "libnvidia-ml.so.1"
@@ -205,46 +208,87 @@ def nvml_library_may_exist(
     return any(os.path.exists(os.path.join(d or ".", name)) for d in dirs)
 
 
+def _nvml_dll_paths(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Where pynvml loads ``nvml.dll`` from, in its order: System32 (DCH drivers), then NVSMI."""
+    return (os.path.join(environ.get("WINDIR", "C:/Windows"), "System32", "nvml.dll"),
+            os.path.join(environ.get("ProgramFiles", "C:/Program Files"), "NVIDIA Corporation", "NVSMI", "nvml.dll"))
+
+
 def _map_nvml_by_path(
     os_name: str,
     ld_cache: Mapping[str, Sequence[str]] | None,
     default_dirs: Sequence[str],
     environ: Mapping[str, str],
-) -> tuple[DriverError, str] | None:
-    """Map ``libnvidia-ml.so.1`` by absolute path before pynvml asks for it by name.
+) -> tuple[ctypes.CDLL | None, tuple[DriverError, str] | None]:
+    """Load ``libnvidia-ml.so.1`` (``nvml.dll`` on Windows) by absolute path: (library, None), or
+    (None, the driver error to report instead of asking NVML); (None, None) on other systems.
 
-    pynvml's ``dlopen("libnvidia-ml.so.1")`` lets the dynamic loader search an empty or relative
-    ``LD_LIBRARY_PATH`` entry, which means the current directory: a planted library there would run in
-    this process. Once a library with that soname is mapped, the loader returns it for the name. Only
-    absolute places are searched: ``LD_LIBRARY_PATH``'s absolute entries, the ld.so cache, the
-    interpreter's RPATH/RUNPATH, WSL's driver directory, the default directories. None when it is
-    mapped (or not Linux); else the driver error to report instead of asking pynvml.
+    ``dlopen("libnvidia-ml.so.1")`` by name, as pynvml does, lets the dynamic loader search an empty or
+    relative ``LD_LIBRARY_PATH`` entry, which means the current directory: a planted library there would
+    run in this process. Only absolute places are searched: ``LD_LIBRARY_PATH``'s absolute entries, the
+    ld.so cache, the interpreter's RPATH/RUNPATH, WSL's driver directory, the default directories. Once
+    a library with that soname is mapped, the loader returns it for the name, so a pynvml asked after
+    this gets the same one. On Windows, pynvml's two places, by absolute path.
     """
-    if os_name != "linux":
-        return None
+    if os_name not in ("linux", "windows"):
+        return None, None
     import ctypes
 
+    if os_name == "windows":
+        return _load_first(ctypes, [p for p in _nvml_dll_paths(environ) if os.path.isabs(p)])
     name = "libnvidia-ml.so.1"
     try:
-        ctypes.CDLL(name, mode=getattr(os, "RTLD_NOLOAD", 4) | getattr(os, "RTLD_LAZY", 1))
-        return None  # already in this process
+        return ctypes.CDLL(name, mode=getattr(os, "RTLD_NOLOAD", 4) | getattr(os, "RTLD_LAZY", 1)), None
     except OSError:
-        pass
+        pass  # not in this process yet
     paths = [os.path.join(d, name) for d in environ.get("LD_LIBRARY_PATH", "").split(":") if d and os.path.isabs(d)]
     paths += list((ld_cache or {}).get(name, ()))
     paths += [os.path.join(d, name) for d in (*_interpreter_search_dirs(), _WSL_LIB, *default_dirs) if os.path.isabs(d)]
+    return _load_first(ctypes, paths, "; a copy reachable only through the current directory (an empty or "
+                       "relative LD_LIBRARY_PATH entry) is never loaded")
+
+
+def _load_first(
+    ctypes_module: Any, paths: Sequence[str], not_found_note: str = "",
+) -> tuple[ctypes.CDLL | None, tuple[DriverError, str] | None]:
+    """Load the first of ``paths`` that is a file; the first that fails to load is the error."""
     for path in dict.fromkeys(paths):
         if not os.path.isfile(path):
             continue
         try:
-            ctypes.CDLL(path)
+            return ctypes_module.CDLL(path), None
         except OSError as exc:
-            return DriverError.OTHER, f"{path} could not be loaded: {exc}"
-        return None
-    return DriverError.LIBRARY_NOT_FOUND, (
-        _ERROR_TEXT[DriverError.LIBRARY_NOT_FOUND]
-        + "; a copy reachable only through the current directory (an empty or relative LD_LIBRARY_PATH "
-        "entry) is never loaded")
+            return None, (DriverError.OTHER, f"{path} could not be loaded: {exc}")
+    return None, (DriverError.LIBRARY_NOT_FOUND, _ERROR_TEXT[DriverError.LIBRARY_NOT_FOUND] + not_found_note)
+
+
+def _open_nvml(
+    os_name: str,
+    ld_cache: Mapping[str, Sequence[str]] | None,
+    default_dirs: Sequence[str],
+    environ: Mapping[str, str],
+) -> tuple[Any, tuple[DriverError, str] | None]:
+    """(an NVML module-like object, None), or (None, the driver error to report).
+
+    The library loaded by :func:`_map_nvml_by_path`, bound with ctypes; pynvml only where that binding
+    cannot be set up (a symbol missing, or a system other than Linux and Windows): see
+    :mod:`ortdoctor.probes.nvml` for why.
+    """
+    lib, refused = _map_nvml_by_path(os_name, ld_cache, default_dirs, environ)
+    if refused is not None:
+        return None, refused
+    if lib is not None:
+        from ortdoctor.probes.nvml import NvmlBindingError, bind
+
+        try:
+            return bind(lib), None
+        except NvmlBindingError:
+            pass  # pynvml looks each function up when called: it answers what this library has
+    try:
+        import pynvml
+    except Exception as exc:  # nvidia-ml-py missing or broken: say so, do not crash
+        return None, (DriverError.OTHER, f"nvidia-ml-py is not importable: {exc}")
+    return pynvml, None
 
 
 def _interpreter_search_dirs() -> list[str]:
@@ -280,7 +324,8 @@ def probe_driver(
 ) -> DriverInfo:
     """Ask NVML about the driver and the devices; look for libcuda and the device nodes.
 
-    ``nvml`` is the pynvml module (imported here when None) or any object with its functions.
+    ``nvml`` is the pynvml module or any object with its functions; when None, the library is loaded
+    by absolute path and bound with :mod:`ortdoctor.probes.nvml` (pynvml where that cannot be set up).
     ``ld_cache`` is the parsed ld.so cache (see :mod:`ortdoctor.probes.system`); when None it is read.
     """
     env = os.environ if environ is None else environ
@@ -300,17 +345,12 @@ def probe_driver(
     # The loader reads the real machine's cache, whatever root the file probes are pointed at.
     real_cache = ld_cache if fs_root in ("/", "") else None
     if nvml is None and not nvml_library_may_exist(os_name, real_cache, dirs):
-        # What pynvml would answer (it cannot dlopen the library either), without its ~20 ms import.
+        # What NVML would answer (no dlopen can find the library), without loading anything.
         kind, error = DriverError.LIBRARY_NOT_FOUND, _ERROR_TEXT[DriverError.LIBRARY_NOT_FOUND]
-    elif nvml is None and (refused := _map_nvml_by_path(os_name, real_cache, dirs, env)) is not None:
-        kind, error = refused
     elif nvml is None:
-        try:
-            import pynvml
-
-            nvml = pynvml
-        except Exception as exc:  # nvidia-ml-py missing or broken: say so, do not crash
-            kind, error = DriverError.OTHER, f"nvidia-ml-py is not importable: {exc}"
+        nvml, refused = _open_nvml(os_name, real_cache, dirs, env)
+        if refused is not None:
+            kind, error = refused
     if nvml is not None:
         try:
             initialised, version, cuda, devices, kind, error = _query_nvml(nvml)

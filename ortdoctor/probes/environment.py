@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ortdoctor.core.facts import DriverInfo, Environment
+from ortdoctor.core.facts import DriverInfo, Environment, PluginEpInfo
 from ortdoctor.formats.distinfo import DistIndex
 from ortdoctor.formats.procmaps import mapped_paths
 from ortdoctor.probes.driver import probe_driver
@@ -22,7 +22,9 @@ from ortdoctor.probes.interpreter import Interpreter
 from ortdoctor.probes.nvidia_wheels import probe_nvidia_wheels
 from ortdoctor.probes.ort import add_kernels, probe_ort
 from ortdoctor.probes.platform import probe_python
+from ortdoctor.probes.plugin_eps import probe_plugin_eps
 from ortdoctor.probes.system import probe_system
+from ortdoctor.probes.tensorrt import probe_tensorrt
 from ortdoctor.probes.torch import probe_torch
 
 __all__ = ["collect_environment"]
@@ -51,6 +53,7 @@ def collect_environment(
     query_driver: bool = True,
     on_probe: Callable[[str, Any], None] | None = None,
     interpreter: Interpreter | None = None,
+    plugins: bool = True,
 ) -> Environment:
     """Run every probe and return the whole :class:`~ortdoctor.core.facts.Environment`.
 
@@ -59,7 +62,8 @@ def collect_environment(
             an import would get, and, unless ``site_dirs`` is given, where distributions are found.
         site_dirs: the directories to scan for ``*.dist-info`` (default: those on ``sys_path``).
         environ: environment variables (default ``os.environ``).
-        nvml: an NVML module for the driver probe (default: ``pynvml``, imported lazily).
+        nvml: an NVML module for the driver probe (default: the driver library bound with
+            :mod:`ortdoctor.probes.nvml`; pynvml where that binding cannot be set up).
         fs_root: root for /proc, /dev, /etc and the default library directories (tests).
         ld_cache_path: the ld.so cache (default ``<fs_root>/etc/ld.so.cache``).
         maps_path: the maps file for already-mapped libraries.
@@ -70,6 +74,7 @@ def collect_environment(
             other probes do.
         interpreter: the interpreter to inspect (``--python``; default: this one); its ``sys.path`` is the
             default ``sys_path``.
+        plugins: False skips the plugin-EP probe and the build-info read (the preload does not need them).
     """
     if sys_path is None:
         sys_path = interpreter.path if interpreter is not None else sys.path
@@ -103,4 +108,6 @@ def collect_environment(
         system=system,
         driver=driver,
         mapped=_mapped(maps_path),
+        tensorrt=probe_tensorrt(index=index, system=system, fs_root=fs_root, os_name=python.os),
+        plugins=probe_plugin_eps(index=index, ort=ort) if plugins else PluginEpInfo(),
     )

@@ -114,7 +114,7 @@ def _read_build_info(path: str) -> tuple[dict[str, object], str | None]:
         with open_regular(path) as f:
             raw = f.read(_MAX_BUILD_INFO + 1)
     except FileNotFoundError:
-        return {}, "build_and_package_info.py missing"
+        return {}, _BUILD_INFO_MISSING
     except (OSError, ValueError) as exc:  # ValueError: not a regular file (a FIFO would block)
         return {}, f"build_and_package_info.py unreadable: {exc}"
     if len(raw) > _MAX_BUILD_INFO:
@@ -123,6 +123,17 @@ def _read_build_info(path: str) -> tuple[dict[str, object], str | None]:
         return parse_literal_assignments(raw.decode("utf-8", "replace")), None
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         return {}, f"build_and_package_info.py does not parse: {exc}"
+
+
+_BUILD_INFO_MISSING = "build_and_package_info.py missing"
+_BUILD_INFO_RECORD = f"{PACKAGE}/capi/build_and_package_info.py"
+
+
+def _records_build_info(dists: Iterable[Distribution], location: str) -> bool:
+    """A distribution in ``location`` lists the build info in its RECORD (the file should be there); the
+    wheels before 1.21 do not ship it, and a distribution without a RECORD cannot tell (so it counts)."""
+    here = [d for d in dists if os.path.abspath(d.location) == os.path.abspath(location)]
+    return not here or any(d.record is None or _BUILD_INFO_RECORD in d.files() for d in here)
 
 
 def _owns_family_files(dist: Distribution, package: str) -> bool:
@@ -319,6 +330,9 @@ def probe_ort(
     active = _pick_active(distributions, package_dir, package_name)
     active_dist = next((d for d in distributions if d.name == active), None)
     version = text("__version__") or (active_dist.version if active_dist else None)
+    if build_info_error == _BUILD_INFO_MISSING and package_dir is not None and not _records_build_info(
+            ort_dists, os.path.dirname(package_dir)):
+        build_info_error = None  # a wheel from before 1.21 never had the file: nothing is damaged
     cudnn_major = _cudnn_major_from_requires(active_dist.requires if active_dist else ())
     if cudnn_major is None and is_gpu_build:
         cudnn_major = _cudnn_major_from_binary(cuda_provider) or _cudnn_major_from_binary(tensorrt_provider)

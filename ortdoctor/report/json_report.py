@@ -49,6 +49,8 @@ def to_json(report: Report) -> dict[str, Any]:
         "cudnn_major": report.plan.cudnn_major if report.plan else None,
         "directory": report.directory,
         "nvidia_wheels": [to_jsonable(w) for w in env.nvidia_wheels],
+        "tensorrt": to_jsonable(env.tensorrt),
+        "plugin_eps": to_jsonable(env.plugins),
         "system": _system(env),
         "matrix": report.matrix_path,
         "timings_ms": dict(report.timings_ms),

@@ -61,7 +61,7 @@ def render_table(matrix: Matrix) -> str:
                              for v in t.variants)
         trows.append([t.version, variants])
     out.append(_table(["torch", "variants"], trows))
-    out += ["", "Show one release: ortdoctor matrix --ort 1.20.1    "
+    out += ["", "Show one release: ortdoctor matrix --ort 1.20.2    "
                 "Choose a build: ortdoctor matrix --cuda 12 --torch 2.4"]
     return "\n".join(out) + "\n"
 
@@ -70,6 +70,22 @@ def _lib_line(lib: LibSpec) -> str:
     where = ", ".join(lib.linux_dirs) or "-"
     extra = f"  [{lib.package}: {where}]" if lib.package else ""
     return f"  {lib.soname:<40} {lib.load:<8} {lib.windows_dll or '-':<34}{extra}"
+
+
+def _tensorrt_lines(matrix: Matrix, r: Release) -> list[str]:
+    """The TensorRT EP's needs: the major it links, the minor it was built with where documented, the pin."""
+    trt = [s for s in r.tensorrt_needed if s.startswith("libnv")]
+    facts = matrix.tensorrt
+    if not trt or facts is None:
+        return []
+    major = int(trt[0].rsplit(".", 1)[-1])
+    build = facts.build_for(r.line)
+    built = f"built with TensorRT {build.tensorrt}, {build.source.split()[0]}" if build else "minor not published"
+    out = [f"  TensorRT EP DT_NEEDED: {', '.join(trt)} (TensorRT {major}; {built})"]
+    pip = facts.pip_for(major, r.cuda_major)
+    if pip is not None:
+        out.append(f'                pip install "{pip.spec(major)}" --extra-index-url {facts.index_url}')
+    return out
 
 
 def render_release(matrix: Matrix, match: ReleaseMatch) -> str:
@@ -102,6 +118,7 @@ def render_release(matrix: Matrix, match: ReleaseMatch) -> str:
         out.append(f"  CUDA provider DT_NEEDED: {', '.join(r.provider_needed)}")
     if r.pybind_needed_cuda:
         out.append(f"  pybind module DT_NEEDED: {', '.join(r.pybind_needed_cuda)} (import needs them)")
+    out += _tensorrt_lines(matrix, r)
     for platform in ("linux_x86_64", *r.platform_archs):
         kernels = r.kernels_for(platform)
         if kernels is not None:
@@ -150,7 +167,7 @@ def matrix_json(matrix: Matrix) -> str:
     data = {"matrix": matrix.path, "schema": matrix.schema, "feeds": matrix.feeds,
             "releases": [_release_dict(matrix, r) for r in matrix.releases],
             "cuda_majors": to_jsonable(matrix.cuda_majors), "cudnn_majors": to_jsonable(matrix.cudnn_majors),
-            "torch": to_jsonable(matrix.torch)}
+            "torch": to_jsonable(matrix.torch), "tensorrt": to_jsonable(matrix.tensorrt)}
     return json.dumps(data, indent=2) + "\n"
 
 

@@ -57,6 +57,7 @@ def render(report: Report, *, color: bool = False, debug: bool = False) -> str:
     lines += _torch(report, s)
     lines += _driver(report, s, debug)
     lines += _libraries(report, s, debug)
+    lines += _tensorrt_rows(report, s)
     lines += _smoke(report, s, debug)
     lines += _devices(report, s, debug)
     lines += _model(report)
@@ -303,7 +304,7 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
                     f"(device {getattr(sm, 'device_id', 0)}); results correct", s)]
         if t:
             out.append(" " * _LABEL + s.dim(t))
-        return out + _placement(sm)
+        return out + _smoke_extra(report) + _placement(sm)
     if not getattr(sm, "ran", False):
         return [_row("Smoke", WARN, f"did not run: {getattr(sm, 'error', None) or 'unknown reason'}", s)]
     where = f" (ran on {providers})" if providers else ""
@@ -322,7 +323,21 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
         out += [" " * _LABEL + s.dim(line) for line in err]
     if timings:
         out.append(" " * _LABEL + s.dim(format_timings(timings)))
-    return out + _placement(sm)
+    return out + _smoke_extra(report) + _placement(sm)
+
+
+def _tensorrt_rows(report: Report, s: _Style) -> list[str]:
+    """TensorRT and the plugin EPs, when there is anything to say (:mod:`ortdoctor.report.tensorrt`)."""
+    from ortdoctor.report.tensorrt import plugin_rows, tensorrt_rows
+
+    marks = {"ok": OK, "warn": WARN, "fail": FAIL, "info": INFO, "": ""}
+    return [_row(label, marks[mark], text, s) for label, mark, text in (*tensorrt_rows(report), *plugin_rows(report))]
+
+
+def _smoke_extra(report: Report) -> list[str]:
+    from ortdoctor.report.tensorrt import smoke_lines
+
+    return [" " * _LABEL + line for line in smoke_lines(report)]
 
 
 def _placement(sm: object) -> list[str]:

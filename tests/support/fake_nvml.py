@@ -1,6 +1,6 @@
 """Build the fake NVML library (tests/support/fake_nvml.c) and run code against it in a subprocess.
 
-pynvml dlopens ``libnvidia-ml.so.1`` by name, so the fake is found through LD_LIBRARY_PATH, which a
+The driver probe finds ``libnvidia-ml.so.1`` through LD_LIBRARY_PATH (among other places), which a
 running process cannot change for itself: tests that use it run the probe in a child interpreter.
 """
 
@@ -19,13 +19,15 @@ SOURCE = Path(__file__).with_name("fake_nvml.c")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def build(out_dir: Path, *, libcuda: bool = True) -> Path:
+def build(out_dir: Path, *, libcuda: bool = True, defines: tuple[str, ...] = ()) -> Path:
     """Compile the fake into ``out_dir/libnvidia-ml.so.1`` (soname libnvidia-ml.so.1), and beside it a
     ``libcuda.so.1`` stand-in (no functions: a driver's CUDA library is there, as on a real GPU host;
-    ``libcuda=False`` is a container started with NVIDIA_DRIVER_CAPABILITIES=utility)."""
+    ``libcuda=False`` is a container started with NVIDIA_DRIVER_CAPABILITIES=utility). ``defines`` are
+    the C file's build switches, e.g. ``FAKE_NVML_NO_CUDA_VERSION_V2`` (an older driver's symbol set)."""
     if libcuda:
         build_so(out_dir, "libcuda.so.1")
-    return build_so(out_dir, "libnvidia-ml.so.1", source=SOURCE.read_text())
+    return build_so(out_dir, "libnvidia-ml.so.1", source=SOURCE.read_text(),
+                    extra_args=tuple(f"-D{d}" for d in defines))
 
 
 def env_for(lib_dir: Path, spec: str, *, log: Path | None = None, base: dict[str, str] | None = None) -> dict[str, str]:

@@ -42,6 +42,8 @@ ENVS: dict[str, tuple[list[str], bool]] = {
         ],
         True,
     ),
+    # onnxruntime 1.18.0 (CPU): built against NumPy 1.x, so it cannot be imported beside NumPy 2.
+    "ort-1.18-cpu": (["onnxruntime==1.18.0"], False),
     # only the CUDA 12 runtime: the classic major mismatch beside a CUDA 13 onnxruntime-gpu.
     "nvidia-cu12-runtime": (["nvidia-cuda-runtime-cu12==12.9.79"], False),
 }
@@ -76,13 +78,29 @@ def _install(name: str) -> Path:
                 _pip(["--no-deps", "--prefix", str(target), req])
         else:
             _pip([*([] if with_deps else ["--no-deps"]), "--target", str(target), *args])
+        missing = _not_installed(target, args)
+        if missing:  # never mark a half-made environment complete: every later run would reuse it
+            raise RuntimeError(f"provisioning {name} left out {', '.join(missing)} (in {target})")
         done.write_text("ok\n")
     return target
 
 
+def _not_installed(target: Path, requirements: list[str]) -> list[str]:
+    """The pinned requirements without a ``<name>-<version>.dist-info`` under ``target``."""
+    found = {p.name.lower() for p in target.rglob("*.dist-info")}
+    out = []
+    for req in requirements:
+        name, _, version = req.partition("==")
+        if f"{name.replace('-', '_').lower()}-{version}.dist-info" not in found:
+            out.append(req)
+    return out
+
+
 def _pip(args: list[str]) -> None:
+    # --ignore-installed: pip must not count what the running interpreter has (a venv holding
+    # onnxruntime-gpu made `--prefix` skip it as "already satisfied" and left ort-both half-made).
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-           "--only-binary=:all:", *args]
+           "--only-binary=:all:", "--ignore-installed", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"provisioning a test environment failed: {' '.join(cmd)}\n{proc.stderr[-4000:]}")

@@ -1,6 +1,6 @@
 """Load the compatibility matrix: the shipped one from its pre-validated snapshot, any other file from YAML.
 
-Parsing the 56 KB YAML (and importing PyYAML) and validating it costs tens of milliseconds, and every
+Parsing the ~80 KB YAML (and importing PyYAML) and validating it costs tens of milliseconds, and every
 ``check``, ``preload``, hook start and smoke child needs the matrix. So the package ships
 ``matrix_snapshot.json`` beside this module: the *validated model* of the shipped YAML, written by
 ``scripts/gen_matrix_snapshot.py`` together with the YAML's size and CRC-32. When the YAML's bytes still
@@ -31,8 +31,8 @@ _INT_KEYS = "__int_keys__"
 _CLASSES: dict[str, type[Any]] = {
     cls.__name__: cls for cls in (model.LibSpec, model.CudaMajor, model.CudnnMajor, model.Feed, model.KnownBad,
                                   model.PlatformArchs, model.Release, model.TorchVariant, model.TorchRelease,
-                                  model.PackageRow,
-                                  model.Matrix)
+                                  model.PackageRow, model.Matrix, model.TensorrtBuild, model.TensorrtPip,
+                                  model.TensorrtMajor, model.TensorrtFacts)
 }
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

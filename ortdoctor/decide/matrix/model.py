@@ -35,12 +35,18 @@ __all__ = [
     "Recommendation",
     "Release",
     "ReleaseMatch",
+    "TensorrtBuild",
+    "TensorrtFacts",
+    "TensorrtMajor",
+    "TensorrtPip",
+    "TorchMatch",
     "TorchRelease",
     "TorchVariant",
     "line_key",
     "parse_cuda_request",
     "parse_torch_request",
     "parse_version",
+    "python_line",
     "wheel_platform",
 ]
 
@@ -224,6 +230,13 @@ class TorchRelease:
     variants: tuple[TorchVariant, ...]
     source: str = ""
     notes: tuple[str, ...] = ()
+    python: tuple[str, ...] = ()  # CPython versions with Linux x86_64 wheels ("3.8" ... "3.12"); () unknown
+
+
+@record
+class TorchMatch:
+    release: TorchRelease
+    note: str = ""  # set when the version is newer than every line and the newest line stands in for it
 
 
 @record
@@ -256,6 +269,72 @@ class Recommendation:
 
 
 @record
+class TensorrtBuild:
+    """The TensorRT major.minor one or more onnxruntime-gpu lines' TensorRT EP was built with (sourced)."""
+
+    lines: tuple[str, ...]  # ("1.24",): onnxruntime-gpu release lines
+    tensorrt: str  # "10.14"
+    cuda: tuple[int, ...] = ()  # CUDA majors of the builds the row covers (the documented table's column)
+    source: str = ""
+
+    @property
+    def major(self) -> int:
+        return int(self.tensorrt.split(".")[0])
+
+
+@record
+class TensorrtPip:
+    """The pip packages of one TensorRT major for one CUDA major, and which versions PyPI has."""
+
+    cuda_major: int
+    package: str  # "tensorrt-cu13": the meta package a person installs
+    libs_package: str | None  # "tensorrt-cu13-libs": the distribution that owns tensorrt_libs/
+    first: str  # the first and the last version of this major on PyPI for this CUDA major
+    last: str
+
+    def spec(self, major: int) -> str:
+        """``tensorrt-cu13==10.*``: the major pinned (an unpinned install takes TensorRT 11)."""
+        return f"{self.package}=={major}.*"
+
+
+@record
+class TensorrtMajor:
+    major: int  # 8, 10, 11
+    libraries: tuple[LibSpec, ...]  # libnvinfer, libnvinfer_plugin, libnvonnxparser, in load order
+    builder_resource: str  # "libnvinfer_builder_resource.so.10": the file's name starts so, the full version follows
+    pip: dict[int, TensorrtPip] = field(default_factory=dict)  # CUDA major -> packages
+    apt: tuple[str, ...] = ()  # Debian/Ubuntu runtime packages: libnvinfer10 ...
+    source: str = ""
+    notes: tuple[str, ...] = ()
+
+
+@record
+class TensorrtFacts:
+    """What the TensorRT EP links and where TensorRT comes from (the matrix's ``tensorrt`` section).
+
+    The major a release needs is its ``tensorrt_needed`` (read from the wheel); the minor it was built
+    with is a ``builds`` row where the documentation or the release notes name it, else unknown."""
+
+    majors: dict[int, TensorrtMajor]
+    builds: tuple[TensorrtBuild, ...] = ()
+    index_url: str = ""  # where the tensorrt-cuNN-libs sdists download the real wheels from
+    layouts: dict[str, str] = field(default_factory=dict)  # "pip", "tarball", "apt": where the files go
+    source: str = ""
+    notes: tuple[str, ...] = ()
+
+    def build_for(self, line: str) -> TensorrtBuild | None:
+        """The documented TensorRT build of a release line ("1.24"), or None when no source names it."""
+        return next((b for b in self.builds if line in b.lines), None)
+
+    def pip_for(self, major: int, cuda_major: int | None) -> TensorrtPip | None:
+        """The pip packages of TensorRT ``major`` for ``cuda_major``, None when PyPI has none."""
+        tm = self.majors.get(major)
+        if tm is None or cuda_major is None:
+            return None
+        return tm.pip.get(cuda_major)
+
+
+@record
 class PackageRow:
     """A package a fix may name, with the versions PyPI has (none: it must never be named)."""
 
@@ -274,6 +353,7 @@ class Matrix:
     torch: tuple[TorchRelease, ...]
     feeds: dict[str, str] = field(default_factory=dict)  # name -> index URL ("cuda12": "https://...")
     schema: int = 1
+    tensorrt: TensorrtFacts | None = None  # the `tensorrt` section (None in a matrix file without one)
     packages: dict[str, PackageRow] = field(default_factory=dict)  # name -> what PyPI has
     numpy_below_2: dict[str, str | None] = field(default_factory=dict)  # Python "3.12" -> newest numpy<2
 
@@ -389,14 +469,30 @@ class Matrix:
         line = f"{v.release[0]}.{v.release[1] if len(v.release) > 1 else 0}"
         return next((t for t in self.torch if t.version == line), None)
 
+    def torch_match(self, version: str) -> TorchMatch | None:
+        """The line of ``version``; for a torch newer than every line, the newest line with a note (as
+        :meth:`release_for` does for onnxruntime); None when unparsable or older than every line."""
+        exact = self.torch_release(version)
+        if exact is not None:
+            return TorchMatch(exact)
+        v = parse_version(version)
+        if v is None or not self.torch:
+            return None
+        newest = max(self.torch, key=lambda t: _version_key(t.version))
+        if line_key(v) <= _version_key(newest.version)[:2]:
+            return None
+        return TorchMatch(newest, f"torch {version} is newer than every torch line in the matrix; its builds are "
+                                  f"taken to be those of {newest.version} (unverified)")
+
     # -- recommendation --------------------------------------------------------------------------
-    def recommend(self, cuda: str | None, torch: str | None, *, gpu: tuple[int, int] | None = None,
-                  gpus: Sequence[tuple[int, int]] = (), platform: str = LINUX_X86_64,
-                  driver_cuda: str | None = None) -> Recommendation | None:
+    def recommend(self, cuda: str | None, torch: str | None, *, python: str | None = None,
+                  gpu: tuple[int, int] | None = None, gpus: Sequence[tuple[int, int]] = (),
+                  platform: str = LINUX_X86_64, driver_cuda: str | None = None) -> Recommendation | None:
         """Which onnxruntime-gpu to install with this CUDA major(.minor) and/or torch version.
 
         The newest build (PyPI default or alternative feed) whose CUDA major matches, whose cuDNN
-        major agrees with the torch variant (when a torch version is given), and whose newest patch
+        major agrees with the torch variant (when a torch version is given), that has wheels for a
+        Python torch has wheels for too (for ``python``, ``"3.11"``, when given), and whose newest patch
         is not known to be bad. With ``gpu`` (a compute capability), never a wheel whose kernels for
         ``platform`` are known not to run on it: first the builds with native code for it, then those
         whose PTX ``driver_cuda`` can JIT, and only then builds whose kernels the matrix does not know
@@ -409,10 +505,12 @@ class Matrix:
             return None
         variants: tuple[TorchVariant, ...] = ()
         torch_rel: TorchRelease | None = None
+        torch_note = ""
         if torch:
-            torch_rel = self.torch_release(torch)
-            if torch_rel is None:
+            tm = self.torch_match(torch)
+            if tm is None:
                 return None
+            torch_rel, torch_note = tm.release, tm.note
             variants = tuple(tv for tv in torch_rel.variants if tv.cuda_major is not None)
             tag = _torch_local_tag(torch)
             if tag:  # "2.4.1+cu121": that build only
@@ -434,9 +532,13 @@ class Matrix:
                     for release in self.releases:
                         if not release.pypi:
                             continue
+                        if release.python and not _pythons(release, torch_rel, python):
+                            continue  # no Python has wheels of both (or none for the interpreter asked about)
                         for feed in release.feeds if use_feeds else (None,):
-                            rec = self._fit(release, feed, want_cuda, torch_rel, variant, kernels, tier)
+                            rec = self._fit(release, feed, want_cuda, torch_rel, variant, kernels, tier, python)
                             if rec is not None:
+                                if torch_note:
+                                    rec = dataclasses.replace(rec, reason=f"{rec.reason} Note: {torch_note}.")
                                 return rec
         return None
 
@@ -458,7 +560,8 @@ class Matrix:
 
     def _fit(self, release: Release, feed: Feed | None, want_cuda: tuple[int, int | None] | None,
              torch_rel: TorchRelease | None, variant: TorchVariant | None,
-             kernels: _KernelWish | None = None, tier: _Tier = "any") -> Recommendation | None:
+             kernels: _KernelWish | None = None, tier: _Tier = "any",
+             python: str | None = None) -> Recommendation | None:
         build_cuda = feed.cuda_major if feed else release.cuda_major
         build_cudnn = feed.cudnn_major if feed else release.cudnn_major
         if want_cuda is not None and build_cuda != want_cuda[0]:
@@ -488,7 +591,7 @@ class Matrix:
             release=release, feed=feed, version=version, torch_variant=variant,
             command=plain_command(steps),
             reason=_reason(release, feed, version, want_cuda, torch_rel, variant, cov,
-                           kernels.gpus if kernels is not None else ()),
+                           kernels.gpus if kernels is not None else (), python),
             alternative=plain_command(alternative),
             steps=steps, alternative_steps=alternative, kernels=cov,
         )
@@ -638,9 +741,26 @@ def plain_command(steps: tuple[PackageStep, ...]) -> str:
     return " && ".join(words)
 
 
+def python_line(version: str | None) -> str | None:
+    """``"3.11"`` of ``"3.11.7"`` (or of ``"3.11"``); None when it is not a version."""
+    m = re.match(r"(\d+)\.(\d+)", version or "")
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def _pythons(release: Release, torch_rel: TorchRelease | None, python: str | None) -> list[str]:
+    """The Python versions the release has wheels for, narrowed to torch's and to ``python``."""
+    out = list(release.python)
+    if torch_rel is not None and torch_rel.python:
+        out = [p for p in out if p in torch_rel.python]
+    line = python_line(python)
+    if line is not None:
+        out = [p for p in out if p == line]
+    return out
+
+
 def _reason(release: Release, feed: Feed | None, version: str, want_cuda: tuple[int, int | None] | None,
             torch_rel: TorchRelease | None, variant: TorchVariant | None, cov: Coverage | None = None,
-            gpus: tuple[tuple[int, int], ...] = ()) -> str:
+            gpus: tuple[tuple[int, int], ...] = (), python: str | None = None) -> str:
     cuda = feed.cuda if feed else release.cuda
     cudnn_major = feed.cudnn_major if feed else release.cudnn_major
     where = f"the CUDA {feed.cuda} feed ({feed.index_url})" if feed else "PyPI (the default build)"
@@ -650,7 +770,9 @@ def _reason(release: Release, feed: Feed | None, version: str, want_cuda: tuple[
     if torch_rel is not None and variant is not None:
         where_t = "the PyPI default" if variant.pypi_default else f"from {variant.index_url}"
         parts.append(f"torch {torch_rel.version} {variant.tag} ({where_t}) uses the same CUDA "
-                     f"{variant.cuda_major} and cuDNN {variant.cudnn or cudnn_major} majors, so one set of "
+                     f"{variant.cuda_major} and cuDNN {variant.cudnn_major or cudnn_major} majors"
+                     + (f" (cuDNN {variant.cudnn})" if variant.cudnn and "." in variant.cudnn else "")
+                     + ", so one set of "
                      "CUDA/cuDNN libraries serves both: import torch before creating the session, "
                      "or preload")
     if feed is not None:
@@ -665,8 +787,11 @@ def _reason(release: Release, feed: Feed | None, version: str, want_cuda: tuple[
         sms = ", ".join(f"sm_{g[0]}{g[1]}" for g in gpus)
         parts.append(f"the matrix does not record which GPUs this build has kernels for, and no build it does "
                      f"know fits with kernels for {sms}: check the GPU with `ortdoctor check` after installing")
-    if release.python:
-        parts.append(f"wheels exist for Python {', '.join(release.python)}")
+    pythons = _pythons(release, torch_rel, python)
+    if pythons:
+        both = f" (those torch {torch_rel.version} has wheels for too)" if torch_rel is not None and torch_rel.python \
+            and pythons != list(release.python) else ""
+        parts.append(f"wheels exist for Python {', '.join(pythons)}{both}")
     return "; ".join(parts) + "."
 
 

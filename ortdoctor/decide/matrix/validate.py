@@ -27,6 +27,10 @@ from ortdoctor.decide.matrix.model import (
     PackageRow,
     PlatformArchs,
     Release,
+    TensorrtBuild,
+    TensorrtFacts,
+    TensorrtMajor,
+    TensorrtPip,
     TorchRelease,
     TorchVariant,
     line_key,
@@ -108,7 +112,7 @@ class _Validator:
         if data is None:
             raise self.fail("", "the file is empty")
         top = self.mapping(data, "(top level)")
-        self.unknown_keys(top, ("schema", "feeds", "cuda_majors", "cudnn_majors", "torch", "packages",
+        self.unknown_keys(top, ("schema", "feeds", "cuda_majors", "cudnn_majors", "torch", "packages", "tensorrt",
                                 "releases"), "")
         schema = self.integer(self.req(top, "schema", ""), "schema")
         if schema != 1:
@@ -122,9 +126,11 @@ class _Validator:
         releases = self.each(self.req(top, "releases", ""), "releases", self.release)
         packages, numpy_below_2 = self.packages(top.get("packages") or {})
         self.check_consistency(releases, cuda_majors, cudnn_majors, torch)
+        tensorrt = self.tensorrt(top["tensorrt"], releases) if top.get("tensorrt") is not None else None
         ordered = tuple(sorted(releases, key=lambda r: line_key(Version(r.line)), reverse=True))
         return Matrix(path=self.file, releases=ordered, cuda_majors=cuda_majors, cudnn_majors=cudnn_majors,
-                      torch=torch, feeds=feeds, schema=schema, packages=packages, numpy_below_2=numpy_below_2)
+                      torch=torch, feeds=feeds, schema=schema, packages=packages, numpy_below_2=numpy_below_2,
+                      tensorrt=tensorrt)
 
     def packages(self, value: Any) -> tuple[dict[str, PackageRow], dict[str, str | None]]:
         key = "packages"
@@ -237,15 +243,20 @@ class _Validator:
 
     def torch_release(self, value: Any, key: str) -> TorchRelease:
         obj = self.mapping(value, key)
-        self.unknown_keys(obj, ("version", "variants", "source", "notes"), key)
+        self.unknown_keys(obj, ("version", "variants", "source", "notes", "python"), key)
         version = self.string(self.req(obj, "version", key), f"{key}.version")
         if not re.fullmatch(r"\d+\.\d+", version):
             raise self.fail(f"{key}.version", f"expected a torch release line such as '2.4', got {version!r}")
+        python = self.strings(obj.get("python"), f"{key}.python")
+        for p in python:
+            if not re.fullmatch(r"3\.\d+", p):
+                raise self.fail(f"{key}.python", f"expected Python versions such as '3.11', got {p!r}")
         return TorchRelease(
             version=version,
             variants=self.each(self.req(obj, "variants", key), f"{key}.variants", self.torch_variant),
             source=self.string(obj.get("source", ""), f"{key}.source"),
             notes=self.strings(obj.get("notes"), f"{key}.notes"),
+            python=python,
         )
 
     def torch_variant(self, value: Any, key: str) -> TorchVariant:
@@ -429,6 +440,104 @@ class _Validator:
             tensorrt_needed=self.strings(obj.get("tensorrt_needed"), f"{key}.tensorrt_needed"),
             pypi=self.boolean(obj.get("pypi", True), f"{key}.pypi"),
         )
+
+    # -- tensorrt ----------------------------------------------------------------------------------
+    def tensorrt(self, value: Any, releases: tuple[Release, ...]) -> TensorrtFacts:
+        obj = self.mapping(value, "tensorrt")
+        self.unknown_keys(obj, ("index_url", "source", "notes", "layouts", "majors", "builds"), "tensorrt")
+        majors: dict[int, TensorrtMajor] = {}
+        for k, v in self.mapping(self.req(obj, "majors", "tensorrt"), "tensorrt.majors").items():
+            major = self.integer(k, f"tensorrt.majors.{k}")
+            majors[major] = self.tensorrt_major(major, v, f"tensorrt.majors.{major}")
+        layouts_raw = self.mapping(obj.get("layouts") or {}, "tensorrt.layouts")
+        facts = TensorrtFacts(
+            majors=majors,
+            builds=self.each(obj.get("builds") or [], "tensorrt.builds", self.tensorrt_build),
+            index_url=self.string(obj.get("index_url", ""), "tensorrt.index_url"),
+            layouts={str(k): self.string(v, f"tensorrt.layouts.{k}") for k, v in layouts_raw.items()},
+            source=self.string(obj.get("source", ""), "tensorrt.source"),
+            notes=self.strings(obj.get("notes"), "tensorrt.notes"),
+        )
+        self.check_tensorrt(facts, releases)
+        return facts
+
+    def tensorrt_major(self, major: int, value: Any, key: str) -> TensorrtMajor:
+        obj = self.mapping(value, key)
+        self.unknown_keys(obj, ("libraries", "builder_resource", "pip", "apt", "source", "notes"), key)
+        libs = self.each(self.req(obj, "libraries", key), f"{key}.libraries", self.lib)
+        for i, lib in enumerate(libs):
+            if not re.fullmatch(rf"lib(nvinfer|nvinfer_plugin|nvonnxparser)\.so\.{major}", lib.soname):
+                raise self.fail(f"{key}.libraries[{i}].soname",
+                                f"{lib.soname!r} is not a TensorRT {major} soname (libnvinfer*.so.{major})")
+            for dep in lib.depends:
+                if dep not in [x.name for x in libs[:i]]:
+                    raise self.fail(f"{key}.libraries[{i}].depends",
+                                    f"{dep!r} must be listed before {lib.name!r} (load order)")
+        resource = self.string(self.req(obj, "builder_resource", key), f"{key}.builder_resource")
+        if resource != f"libnvinfer_builder_resource.so.{major}":
+            raise self.fail(f"{key}.builder_resource", f"expected 'libnvinfer_builder_resource.so.{major}'")
+        pip: dict[int, TensorrtPip] = {}
+        for ck, cv in self.mapping(obj.get("pip") or {}, f"{key}.pip").items():
+            pkey = f"{key}.pip.{ck}"
+            cuda = self.integer(ck, pkey)
+            entry = self.mapping(cv, pkey)
+            self.unknown_keys(entry, ("package", "libs_package", "first", "last"), pkey)
+            first, last = (self.string(self.req(entry, n, pkey), f"{pkey}.{n}") for n in ("first", "last"))
+            for n, v in (("first", first), ("last", last)):
+                if not v.startswith(f"{major}."):
+                    raise self.fail(f"{pkey}.{n}", f"{v} is not a TensorRT {major} version")
+            pip[cuda] = TensorrtPip(
+                cuda_major=cuda,
+                package=self.string(self.req(entry, "package", pkey), f"{pkey}.package"),
+                libs_package=self.string(entry.get("libs_package"), f"{pkey}.libs_package", allow_none=True),
+                first=first,
+                last=last,
+            )
+        return TensorrtMajor(
+            major=major,
+            libraries=libs,
+            builder_resource=resource,
+            pip=pip,
+            apt=self.strings(obj.get("apt"), f"{key}.apt"),
+            source=self.string(obj.get("source", ""), f"{key}.source"),
+            notes=self.strings(obj.get("notes"), f"{key}.notes"),
+        )
+
+    def tensorrt_build(self, value: Any, key: str) -> TensorrtBuild:
+        obj = self.mapping(value, key)
+        self.unknown_keys(obj, ("lines", "tensorrt", "cuda", "source"), key)
+        lines = self.strings(self.req(obj, "lines", key), f"{key}.lines")
+        for i, line in enumerate(lines):
+            if not re.fullmatch(r"\d+\.\d+", line):
+                raise self.fail(f"{key}.lines[{i}]", f"expected a release line such as '1.24', got {line!r}")
+        version = self.string(self.req(obj, "tensorrt", key), f"{key}.tensorrt")
+        if not re.fullmatch(r"\d+\.\d+", version):
+            raise self.fail(f"{key}.tensorrt", f"expected a TensorRT major.minor such as '10.14', got {version!r}")
+        cuda_raw = self.seq(obj.get("cuda") or [], f"{key}.cuda")
+        source = self.string(self.req(obj, "source", key), f"{key}.source")
+        if not source:
+            raise self.fail(f"{key}.source", "every TensorRT build row names its source")
+        return TensorrtBuild(lines=lines, tensorrt=version,
+                             cuda=tuple(self.integer(c, f"{key}.cuda[{i}]") for i, c in enumerate(cuda_raw)),
+                             source=source)
+
+    def check_tensorrt(self, facts: TensorrtFacts, releases: tuple[Release, ...]) -> None:
+        """Each line in one build row at most, and a documented major that agrees with the wheel's DT_NEEDED."""
+        by_line = {r.line: r for r in releases}
+        seen: dict[str, int] = {}
+        for i, build in enumerate(facts.builds):
+            for line in build.lines:
+                if line in seen:
+                    raise self.fail(f"tensorrt.builds[{i}].lines", f"{line} is also in tensorrt.builds[{seen[line]}]")
+                seen[line] = i
+                release = by_line.get(line)
+                if release is None:
+                    continue  # a documented line the releases do not list: the row stays a documentation fact
+                for soname in release.tensorrt_needed:
+                    m = re.fullmatch(r"libnvinfer\.so\.(\d+)", soname)
+                    if m and int(m.group(1)) != build.major:
+                        raise self.fail(f"tensorrt.builds[{i}].tensorrt",
+                                        f"TensorRT {build.tensorrt} for {line}, but its wheel links {soname}")
 
     # -- cross-checks ------------------------------------------------------------------------------
     def check_consistency(self, releases: tuple[Release, ...], cuda_majors: dict[int, CudaMajor],

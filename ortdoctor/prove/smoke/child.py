@@ -17,6 +17,15 @@ request (stdin, or the first argument), then:
    with CUDA OrtValues, optionally as a CUDA graph that is captured, replayed and fed new data in place),
    and compares with numpy.
 
+``ep="TensorrtExecutionProvider"`` (``check --provider tensorrt``) runs the same session on the TensorRT EP:
+the preload also loads TensorRT, CPU fallback stays disabled, the engine cache goes to a temporary
+directory (``trt_engine_cache_enable``, ``trt_engine_cache_path``), and a second session on the same cache
+shows what the engine build cost (``session`` + ``first_run`` against ``session_cached`` +
+``first_run_cached``).
+
+Last, after the result is printed once (a crash costs only this stage), every installed plugin EP
+library is registered and ``onnxruntime.get_ep_devices()`` listed (:mod:`ortdoctor.prove.smoke.plugins`).
+
 With ``verbose``, the per-node placement is read from ORT itself (:mod:`ortdoctor.prove.ort_placement`,
 shared with ``check --model``) and reported as ``node_placement``; on releases without that API the
 parent reads ORT's verbose log instead.
@@ -44,8 +53,11 @@ if TYPE_CHECKING:
 RESULT_PREFIX = "ORTDOCTOR-SMOKE-RESULT: "
 STAGE_PREFIX = "ORTDOCTOR-SMOKE-STAGE: "
 CUDA_EP = "CUDAExecutionProvider"
+TRT_EP = "TensorrtExecutionProvider"
+GPU_EPS = (CUDA_EP, TRT_EP)
 FALLBACK_CONFIG = "session.disable_cpu_ep_fallback"
 STEADY_RUNS = 10
+_TEMP_DIRS: list[str] = []  # the TensorRT engine cache, removed before the child exits
 RTOL = 1e-2  # TF32 (on by default on Ampere+) keeps 10 mantissa bits: ~1e-3 relative per product
 ATOL_SCALE = 1e-2  # ... times the largest reference value: sums of N products stay well inside
 
@@ -68,7 +80,8 @@ def _preload(request: dict[str, Any]) -> dict[str, Any]:
     try:
         from ortdoctor.decide.matrix.load import load_matrix
 
-        result = preloader.preload(directory=request.get("directory"), matrix=load_matrix(request.get("matrix")))
+        result = preloader.preload(directory=request.get("directory"), matrix=load_matrix(request.get("matrix")),
+                                   tensorrt=bool(request.get("tensorrt")))
     except Exception as exc:  # the preload is a help, not the subject: record and carry on
         return {"available": True, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
     summary: dict[str, Any] = {"available": True, "ok": True}
@@ -170,7 +183,14 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     # another provider (the CPU EP). Only the CUDA EP gets the no-CPU-fallback config, which ORT rejects
     # beside an explicit CPU EP.
     ep = str(request.get("ep") or CUDA_EP)
-    options: dict[str, str] = {"device_id": str(device_id)} if ep == CUDA_EP else {}
+    options: dict[str, str] = {"device_id": str(device_id)} if ep in GPU_EPS else {}
+    cache_dir = None
+    if ep == TRT_EP:  # the engine cache in a directory of its own, removed at the end
+        import tempfile
+
+        cache_dir = tempfile.mkdtemp(prefix="ortdoctor-trt-")
+        _TEMP_DIRS.append(cache_dir)
+        options.update({"trt_engine_cache_enable": "1", "trt_engine_cache_path": cache_dir})
     options.update({str(k): str(v) for k, v in (request.get("provider_options") or {}).items()})
     if request.get("cuda_graph") and ep == CUDA_EP:
         options["enable_cuda_graph"] = "1"
@@ -190,7 +210,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             ort.set_default_logger_severity(0)
         except Exception:
             pass
-    if ep == CUDA_EP:
+    if ep in GPU_EPS:
         so.add_session_config_entry(FALLBACK_CONFIG, "1")
     # --verbose: ORT records where each node went; a release that cannot leaves it to the verbose log,
     # which the parent reads
@@ -243,7 +263,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     result["stage"] = "run"
     try:
         if iobinding:
-            device = "cuda" if ep == CUDA_EP else "cpu"
+            device = "cuda" if ep in GPU_EPS else "cpu"
             ok, err = _run_bound(ort, np, sess, x, request, result, compare, INPUT_NAME, OUTPUT_NAME, device, device_id)
         else:
             t0 = time.perf_counter()
@@ -275,8 +295,43 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         result["error"] = result["checks"].get("cuda_graph_error") or "the CUDA graph replay check failed"
         result["error_type"] = "CudaGraphReplay"
         return result
+    if ep == TRT_EP:
+        _cached_session(ort, model.data, so, ep, options, x, result, compare, INPUT_NAME, OUTPUT_NAME)
+        if result.get("error"):
+            return result
     result["ok"] = True
     return result
+
+
+def _cached_session(ort: Any, data: bytes, so: Any, ep: str, options: dict[str, str], x: Any, result: dict[str, Any],
+                    compare: Any, input_name: str, output_name: str) -> None:
+    """A second session on the same engine cache: what loading the engine costs instead of building it."""
+    timings = result["timings_ms"]
+    cache = options.get("trt_engine_cache_path")
+    try:
+        result["checks"]["engine_cache_files"] = len(os.listdir(cache)) if cache else None
+    except OSError:
+        result["checks"]["engine_cache_files"] = None
+    t0 = time.perf_counter()
+    try:
+        sess = ort.InferenceSession(data, so, providers=[(ep, options)], enable_fallback=0)
+        timings["session_cached"] = _ms(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        got = sess.run([output_name], {input_name: x})[0]
+        timings["first_run_cached"] = _ms(time.perf_counter() - t0)
+    except Exception as exc:
+        result["error"] = f"the session on the engine cache failed: {type(exc).__name__}: {exc}"
+        result["error_type"] = type(exc).__name__
+        return
+    ok, _err = compare(got, x)
+    result["checks"]["engine_cache_reused"] = bool(ok)
+
+
+def _remove_temp_dirs() -> None:
+    import shutil
+
+    while _TEMP_DIRS:
+        shutil.rmtree(_TEMP_DIRS.pop(), ignore_errors=True)
 
 
 def _flush_warnings(result: dict[str, Any], caught: Any) -> None:
@@ -351,6 +406,31 @@ def _read_request(argv: list[str]) -> dict[str, Any]:
     return data
 
 
+def _plugin_stage(request: dict[str, Any], result: dict[str, Any]) -> None:
+    """Register the installed plugin EPs and list ORT's devices; the result is printed first, so a crash
+    here leaves the session's proof behind. Never raises."""
+    ort = sys.modules.get("onnxruntime")
+    if ort is None or not request.get("plugins", True):
+        return
+    _emit(result)
+    _stage("plugins")
+    try:
+        from ortdoctor.probes.plugin_eps import probe_plugin_eps
+        from ortdoctor.prove.smoke import plugins
+
+        packages = probe_plugin_eps().packages
+        result["plugin_eps"] = plugins.register_plugins(ort, packages)
+        result["ep_devices"] = plugins.ep_devices(ort)
+    except Exception as exc:
+        result["warnings"] = [*result.get("warnings", []), f"plugin EP stage: {type(exc).__name__}: {exc}"]
+
+
+def _emit(result: dict[str, Any]) -> None:
+    sys.stderr.flush()
+    sys.stdout.write("\n" + RESULT_PREFIX + json.dumps(result, default=repr) + "\n")
+    sys.stdout.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -372,9 +452,10 @@ def main(argv: list[str] | None = None) -> int:
                 "traceback_tail": traceback.format_exc()[-2000:],
             }
     result["pid"] = os.getpid()
-    sys.stderr.flush()
-    sys.stdout.write("\n" + RESULT_PREFIX + json.dumps(result, default=repr) + "\n")
-    sys.stdout.flush()
+    _remove_temp_dirs()
+    if result.get("stage") not in ("request", "internal"):
+        _plugin_stage(request, result)
+    _emit(result)
     return 0 if result.get("ok") else 1
 
 

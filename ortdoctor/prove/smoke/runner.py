@@ -38,6 +38,7 @@ STAGE_WORDS = {
     "session": "while creating the CUDA session",
     "run": "while running the model",
     "done": "after the run",
+    "plugins": "while registering the plugin EP libraries",
 }
 
 
@@ -68,6 +69,10 @@ class SmokeRequest:
     # For tests and benchmarks on machines without a GPU: run the same child on another provider
     # ("CPUExecutionProvider"). A smoke result from it proves nothing about the GPU.
     ep: str = "CUDAExecutionProvider"
+    # Preload TensorRT too (`check --provider tensorrt` sets it with ep="TensorrtExecutionProvider").
+    tensorrt: bool = False
+    # Register the installed plugin EP libraries and list onnxruntime.get_ep_devices() after the session.
+    plugins: bool = True
 
     def to_child(self) -> dict[str, Any]:
         return {
@@ -82,6 +87,8 @@ class SmokeRequest:
             "n": self.n,
             "runs": self.runs,
             "ep": self.ep,
+            "tensorrt": self.tensorrt,
+            "plugins": self.plugins,
         }
 
 
@@ -108,6 +115,10 @@ class SmokeResult:
     checks: dict[str, Any] = field(default_factory=dict)  # iobinding, cuda_graph_replay, ...
     output_tail: str = ""  # the child's last lines (stderr, then stdout) when something went wrong
     duration_ms: float | None = None
+    ep: str = "CUDAExecutionProvider"  # the provider the session was asked to run on
+    # plugin EP libraries the child registered (name, library, ok, error) and onnxruntime.get_ep_devices()
+    plugin_eps: tuple[dict[str, Any], ...] = ()
+    ep_devices: tuple[dict[str, Any], ...] = ()
     # the text the diagnosis classifies into causes (ORT's messages); not part of the JSON
     message_text: str = field(default="", repr=False, compare=False)
 
@@ -142,6 +153,9 @@ class SmokeResult:
             "checks": dict(self.checks),
             "output_tail": self.output_tail or None,
             "duration_ms": self.duration_ms,
+            "ep": self.ep,
+            "plugin_eps": [dict(p) for p in self.plugin_eps],
+            "ep_devices": [dict(d) for d in self.ep_devices],
         }
 
 
@@ -328,6 +342,7 @@ def judge(
         return SmokeResult(
             ran=True,
             ok=False,
+            ep=request.ep,
             device_id=request.device_id,
             error=error,
             finding_id="smoke-failed",
@@ -374,6 +389,9 @@ def judge(
         output_tail="" if ok else _tail(stdout, stderr),
         duration_ms=duration_ms,
         message_text="" if ok else text,
+        ep=str(data.get("ep") or request.ep),
+        plugin_eps=tuple(p for p in data.get("plugin_eps") or () if isinstance(p, dict)),
+        ep_devices=tuple(d for d in data.get("ep_devices") or () if isinstance(d, dict)),
     )
 
 

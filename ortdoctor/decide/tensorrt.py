@@ -1,0 +1,193 @@
+"""Which TensorRT the installed TensorRT EP needs, and which install on disk to load (pure).
+
+The need is read from the provider library itself (its DT_NEEDED: ``libnvinfer.so.10``,
+``libnvonnxparser.so.10``), else from the matrix row of the release; the minor it was built with comes
+from the matrix's documented builds where a source names one. The choice prefers an install of the
+needed major built for the build's CUDA major (or for no known one), complete (every needed library
+present), in probe order: pip's ``tensorrt_libs`` (site order), LD_LIBRARY_PATH, the ld.so cache.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+from ortdoctor.core.facts import (
+    Candidate,
+    ElfInfo,
+    Environment,
+    LibraryPlan,
+    PackageStep,
+    PeInfo,
+    Source,
+    TensorrtInstall,
+)
+from ortdoctor.core.record import record
+from ortdoctor.decide.fixes import Installer, step
+from ortdoctor.decide.matrix.model import LibSpec, Matrix, ReleaseMatch, TensorrtBuild, TensorrtPip
+
+__all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "plan_tensorrt", "tensorrt_fix", "tensorrt_need",
+           "tensorrt_steps"]
+
+_TRT_SONAME_RE = re.compile(r"^lib(nvinfer|nvinfer_plugin|nvonnxparser)\.so\.(\d+)$")
+_TRT_DLL_RE = re.compile(r"^(nvinfer|nvinfer_plugin|nvonnxparser)(?:_(\d+))?\.dll$", re.I)
+LOAD_HINT = ("then load it by full path: `ortdoctor preload --tensorrt`, or ORTDOCTOR_TENSORRT=1 with "
+             "`import ortdoctor.hook` first in the program")
+_SOURCES: dict[str, Source] = {"pip": "nvidia-wheel", "LD_LIBRARY_PATH": "system", "ld.so.cache": "system"}
+
+
+@record
+class TensorrtNeed:
+    """What the installed TensorRT EP links."""
+
+    major: int | None
+    sonames: tuple[str, ...]  # the TensorRT sonames of its DT_NEEDED: loaded with the provider, all required
+    source: str  # where the need was read: "DT_NEEDED of <provider>", "the matrix's 1.31 row"
+    provider: str | None = None  # path of libonnxruntime_providers_tensorrt.so
+    built_with: TensorrtBuild | None = None  # the documented major.minor, when a source names it
+    cuda_major: int | None = None  # the onnxruntime build's CUDA major
+
+
+@record
+class TensorrtPlan:
+    need: TensorrtNeed
+    chosen: TensorrtInstall | None  # the install to load (None: no install of the needed major)
+    libraries: tuple[LibraryPlan, ...] = ()  # one per library of the major, in load order
+    missing: tuple[str, ...] = ()  # needed sonames the chosen install lacks
+    other_major: tuple[TensorrtInstall, ...] = ()  # installs of another TensorRT major
+    other_cuda: tuple[TensorrtInstall, ...] = ()  # installs of the needed major built for another CUDA major
+    loader_finds: bool = False  # the dynamic loader finds the chosen libraries without a preload
+    pip: TensorrtPip | None = None  # the pip packages of the needed major for the build's CUDA major
+    index_url: str = ""
+
+
+def _trt_needed(info: ElfInfo | PeInfo | None) -> tuple[int | None, tuple[str, ...]]:
+    if info is None:
+        return None, ()
+    names = info.needed if isinstance(info, ElfInfo) else info.imports
+    sonames: list[str] = []
+    major: int | None = None
+    for name in names:
+        m = _TRT_SONAME_RE.match(name)
+        d = None if m else _TRT_DLL_RE.match(name)
+        if m or d:
+            sonames.append(name)
+            if m and m.group(1) == "nvinfer":
+                major = int(m.group(2))
+            elif d and d.group(1).lower() == "nvinfer" and d.group(2):
+                major = int(d.group(2))
+    return major, tuple(sonames)
+
+
+def tensorrt_need(env: Environment, matrix: Matrix, match: ReleaseMatch | None,
+                  cuda_major: int | None) -> TensorrtNeed | None:
+    """The TensorRT the installed provider needs; None when no TensorRT provider is installed."""
+    provider = env.ort.tensorrt_provider
+    if provider is None:
+        return None
+    facts = matrix.tensorrt
+    built = facts.build_for(match.release.line) if facts is not None and match is not None else None
+    major, sonames = _trt_needed(provider)
+    source = f"DT_NEEDED of {provider.path}"
+    if major is None and match is not None:
+        major, sonames = _trt_needed(ElfInfo(path="", machine="", bits=64, needed=match.release.tensorrt_needed))
+        source = f"the matrix's {match.release.line} row (tensorrt_needed)"
+    if major is None and built is not None:
+        major, sonames, source = built.major, (), f"the documented build of {match.release.line if match else '?'}"
+    return TensorrtNeed(major=major, sonames=sonames, source=source, provider=provider.path, built_with=built,
+                        cuda_major=cuda_major)
+
+
+def _loader_dirs(env: Environment) -> set[str]:
+    dirs = {os.path.realpath(d.path) for d in env.system.ld_library_path if d.exists and not d.relative and d.path}
+    for paths in env.system.ldconfig.values():
+        dirs.update(os.path.realpath(os.path.dirname(p)) for p in paths)
+    return dirs
+
+
+def plan_tensorrt(env: Environment, matrix: Matrix, match: ReleaseMatch | None,
+                  cuda_major: int | None) -> TensorrtPlan | None:
+    """The TensorRT to load for the installed provider; None when there is no TensorRT provider."""
+    need = tensorrt_need(env, matrix, match, cuda_major)
+    if need is None:
+        return None
+    facts = matrix.tensorrt
+    pip = facts.pip_for(need.major, cuda_major) if facts is not None and need.major is not None else None
+    index_url = facts.index_url if facts is not None else ""
+    installs = env.tensorrt.installs
+    if need.major is None:
+        return TensorrtPlan(need=need, chosen=None, other_major=installs, pip=pip, index_url=index_url)
+    same = [i for i in installs if i.major == need.major]
+    other_major = tuple(i for i in installs if i.major != need.major)
+    other_cuda = tuple(i for i in same if cuda_major is not None and i.cuda_major not in (None, cuda_major))
+
+    def rank(i: TensorrtInstall) -> tuple[int, int]:
+        wrong_cuda = int(i in other_cuda)
+        lacking = int(any(_lacks(i, s) for s in need.sonames))
+        return wrong_cuda, lacking
+
+    chosen = min(same, key=rank) if same else None  # min keeps probe order among equals
+    specs = _specs(matrix, need.major)
+    libraries: list[LibraryPlan] = []
+    missing: list[str] = []
+    for spec in specs:
+        required = spec.soname in need.sonames if need.sonames else spec.load == "required"
+        lib = chosen.library(spec.name) if chosen is not None else None
+        cand = Candidate(lib.path, _SOURCES.get(chosen.origin, "system"), lib.version or chosen.version) \
+            if lib is not None and chosen is not None else None
+        if cand is None and required and chosen is not None:
+            missing.append(spec.soname)
+        libraries.append(LibraryPlan(name=spec.name, soname=spec.soname, required=required, chosen=cand))
+    loader_finds = chosen is not None and os.path.realpath(chosen.directory) in _loader_dirs(env)
+    return TensorrtPlan(need=need, chosen=chosen, libraries=tuple(libraries), missing=tuple(missing),
+                        other_major=other_major, other_cuda=other_cuda, loader_finds=loader_finds, pip=pip,
+                        index_url=index_url)
+
+
+def _lacks(install: TensorrtInstall, soname: str) -> bool:
+    m = _TRT_SONAME_RE.match(soname)
+    return bool(m) and install.library(m.group(1) if m else "") is None
+
+
+def _specs(matrix: Matrix, major: int) -> tuple[LibSpec, ...]:
+    facts = matrix.tensorrt
+    tm = facts.majors.get(major) if facts is not None else None
+    if tm is not None:
+        return tm.libraries
+    # A major the matrix does not describe: the three libraries every TensorRT has had since 7.
+    return tuple(LibSpec(name=n, soname=f"lib{n}.so.{major}", windows_dll=None, load="lazy" if n == "nvinfer_plugin"
+                         else "required", package=None, linux_dirs=(), windows_dirs=())
+                 for n in ("nvinfer", "nvinfer_plugin", "nvonnxparser"))
+
+
+def tensorrt_steps(plan: TensorrtPlan, installed: Sequence[tuple[str, str]] = (), *,
+                   reinstall: bool = False) -> tuple[PackageStep, ...]:
+    """The package steps that install the needed major for the build's CUDA major, pinned (an unpinned
+    ``tensorrt-cu13`` is TensorRT 11), from NVIDIA's index (the -libs sdists download from it); installed
+    TensorRT distributions the install would not replace are removed first. () when PyPI has none."""
+    if plan.pip is None or plan.need.major is None:
+        return ()
+    target = {plan.pip.package, plan.pip.libs_package or "", f"{plan.pip.package}-bindings"}
+    remove = list(dict.fromkeys(name for name, _version in installed if name not in target))
+    steps = [step("uninstall", "-y", *remove)] if remove else []
+    args = ["--force-reinstall"] if reinstall else []
+    args.append(plan.pip.spec(plan.need.major))
+    if plan.index_url:
+        args += ["--extra-index-url", plan.index_url]
+    steps.append(step("install", *args))
+    return tuple(steps)
+
+
+def tensorrt_fix(plan: TensorrtPlan, installer: Installer, installed: Sequence[tuple[str, str]] = (), *,
+                 reinstall: bool = False) -> tuple[str, tuple[PackageStep, ...]]:
+    """:func:`tensorrt_steps` as the command ``installer`` runs, with why NVIDIA's index must be reachable
+    and how to load TensorRT afterwards; the text alone where PyPI has no package for it."""
+    steps = tensorrt_steps(plan, installed, reinstall=reinstall)
+    if not steps or plan.pip is None:
+        return (f"Install TensorRT {plan.need.major} for CUDA {plan.need.cuda_major} from NVIDIA (the tar file, with "
+                "its lib/ on LD_LIBRARY_PATH), or an onnxruntime-gpu whose TensorRT EP links a TensorRT that exists "
+                "for your CUDA (`ortdoctor matrix`)", ())
+    note = (f"({plan.pip.libs_package} is a source package that downloads the wheel from {plan.index_url} while "
+            "installing: that host must be reachable)") if plan.pip.libs_package and plan.index_url else ""
+    return "\n".join(x for x in (installer.commands(steps), note, LOAD_HINT) if x), steps

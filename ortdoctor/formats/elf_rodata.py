@@ -1,0 +1,99 @@
+"""Find a marked string in an ELF file's read-only data without loading it.
+
+onnxruntime's ``get_build_info()`` returns a string compiled into the pybind module
+(``ORT Build Info: git-branch=..., cuda-plugin-ep=1, build type=Release``). This module finds it by
+reading the section headers, then only the ``.rodata`` section (2.5 MB of a 30 MB module), in
+chunks. Standard library only; a malformed file gives None, never an exception.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import BinaryIO
+
+from ortdoctor.formats.regular_file import open_regular
+
+__all__ = ["find_marked_string"]
+
+_MAGIC = b"\x7fELF"
+_MAX_SECTIONS = 65536
+_MAX_SHSTRTAB = 1024 * 1024
+_MAX_SECTION = 64 * 1024 * 1024  # a .rodata larger than this is not scanned
+_CHUNK = 1024 * 1024
+_MAX_STRING = 4096
+
+
+def find_marked_string(path: str | os.PathLike[str], marker: bytes, section: bytes = b".rodata") -> str | None:
+    """The NUL-terminated string that starts with ``marker`` in ``section`` of the ELF file, or None."""
+    try:
+        with open_regular(os.fspath(path)) as f:
+            bounds = _section(f, section)
+            if bounds is None:
+                return None
+            return _scan(f, bounds[0], bounds[1], marker)
+    except (OSError, ValueError, struct.error, OverflowError, MemoryError):
+        return None
+
+
+def _section(f: BinaryIO, wanted: bytes) -> tuple[int, int] | None:
+    ident = f.read(16)
+    if len(ident) < 16 or ident[:4] != _MAGIC or ident[4] not in (1, 2) or ident[5] not in (1, 2):
+        return None
+    bits64 = ident[4] == 2
+    end = "<" if ident[5] == 1 else ">"
+    if bits64:
+        hdr = f.read(48)
+        if len(hdr) < 48:
+            return None
+        e_shoff, = struct.unpack_from(end + "Q", hdr, 24)
+        e_shentsize, e_shnum, e_shstrndx = struct.unpack_from(end + "HHH", hdr, 42)
+        sh_fmt = end + "IIQQQQIIQQ"
+    else:
+        hdr = f.read(36)
+        if len(hdr) < 36:
+            return None
+        e_shoff, = struct.unpack_from(end + "I", hdr, 16)
+        e_shentsize, e_shnum, e_shstrndx = struct.unpack_from(end + "HHH", hdr, 30)
+        sh_fmt = end + "IIIIIIIIII"
+    size = struct.calcsize(sh_fmt)
+    if not e_shoff or not e_shnum or e_shnum > _MAX_SECTIONS or e_shentsize < size or e_shstrndx >= e_shnum:
+        return None
+    f.seek(e_shoff)
+    table = f.read(e_shnum * e_shentsize)
+    if len(table) < e_shnum * e_shentsize:
+        return None
+    headers = [struct.unpack_from(sh_fmt, table, i * e_shentsize) for i in range(e_shnum)]
+    # (name, type, flags, addr, offset, size, ...) in both layouts
+    str_off, str_size = headers[e_shstrndx][4], headers[e_shstrndx][5]
+    if str_size > _MAX_SHSTRTAB:
+        return None
+    f.seek(str_off)
+    names = f.read(str_size)
+    for h in headers:
+        name_off, offset, length = h[0], h[4], h[5]
+        stop = names.find(b"\0", name_off)
+        if name_off < len(names) and names[name_off:stop if stop >= 0 else len(names)] == wanted:
+            return (offset, length) if 0 < length <= _MAX_SECTION else None
+    return None
+
+
+def _scan(f: BinaryIO, offset: int, length: int, marker: bytes) -> str | None:
+    f.seek(offset)
+    keep = b""
+    remaining = length
+    while remaining > 0:
+        chunk = f.read(min(_CHUNK, remaining))
+        if not chunk:
+            return None
+        remaining -= len(chunk)
+        data = keep + chunk
+        at = data.find(marker)
+        if at >= 0:
+            tail = data[at:at + _MAX_STRING]
+            if b"\0" not in tail and remaining > 0:  # the string runs into the next chunk
+                tail += f.read(min(_MAX_STRING, remaining))
+            stop = tail.find(b"\0")
+            return tail[:stop if stop >= 0 else len(tail)].decode("utf-8", "replace")
+        keep = data[-len(marker):]
+    return None

@@ -1,0 +1,442 @@
+"""Broken venvs from the real wheels, the printed fix pasted as it stands, then the check again.
+
+One scenario, as a user lives it:
+
+1. ``python3 -m venv`` (``--without-pip`` where the scenario says so), the broken packages installed
+   with that venv's pip in the scenario's order (or with another pip's ``--python`` where the venv has
+   none), then ortdoctor itself, as the README says (``pip install .``: the wheel built from this
+   checkout, so the code under test is what runs);
+2. ``<venv>/bin/ortdoctor check --json --no-smoke``, the venv not activated;
+3. the **primary fix**, defined as: the first line of the ``fix`` of the first finding, in the report's
+   order, whose severity is ``error`` and which is not one this machine causes (no GPU here:
+   ``driver-missing`` and ``smoke-*``; see :data:`EXCUSED`). That line is given to ``bash -c`` exactly as
+   printed, with a **decoy** ``pip``/``pip3``/``python``/``python3`` first on ``PATH``: they belong to
+   another Python (a venv of the system interpreter), log every call and then do what the real ones
+   would, i.e. install into the wrong place. A fix that says bare ``pip`` (or ``python -m pip``) is
+   caught twice: the decoy log is not empty, and the venv is still broken;
+4. the check again: **converged** when it has no ``error`` and no ``warning`` apart from :data:`EXCUSED`
+   (notes, severity ``info``, are allowed), and the decoy was never called.
+
+A fix that installs the NVIDIA wheels leaves libraries pip put where the loader does not look: its
+second line says "then ``import ortdoctor.hook``". The findings that say only that
+(:data:`PRELOAD_ADVICE`) are allowed after the fix when ``ortdoctor preload`` in the venv then loads every
+library the build needs: "works with the preload" is proven, not assumed.
+
+Wheels are fetched once with ``pip download`` into a cache directory (``.testenvs/convergence-wheels/``
+by default, ``$ORTDOCTOR_CONVERGENCE_WHEELS`` elsewhere) and installed from it with ``--no-index``, so the
+broken environment is the same every time. The pasted fix runs with PyPI as usual plus the cache as a
+local PEP 503 index listed last (pip takes the last of equal candidates, so a file the cache holds is
+not downloaded again), so a fix that asks for something the cache lacks still gets it from PyPI, as it
+would for a user.
+
+Only the standard library is used: the harness runs ortdoctor as a program, never imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTENVS = Path(os.environ.get("ORTDOCTOR_TESTENVS", ROOT / ".testenvs"))
+WHEELS = Path(os.environ.get("ORTDOCTOR_CONVERGENCE_WHEELS", TESTENVS / "convergence-wheels"))
+
+#: Findings this machine causes and a fix of the environment cannot remove: there is no GPU and no
+#: driver here, and ``--no-smoke`` runs no smoke session.
+EXCUSED_IDS = frozenset({"driver-missing"})
+EXCUSED_PREFIXES = ("smoke-",)
+#: Findings whose whole remedy is the preload a package fix's second line prescribes.
+PRELOAD_ADVICE = frozenset({"cuda-lib-not-loadable", "default-loader-picks-other-copy"})
+
+PIP_QUIET = ("--disable-pip-version-check", "--no-input", "--progress-bar", "off")
+
+
+def excused(finding_id: str) -> bool:
+    return finding_id in EXCUSED_IDS or finding_id.startswith(EXCUSED_PREFIXES)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One broken environment.
+
+    ``installs``: pip install argument lists, run in order into the venv (each as one ``pip install``).
+    ``truncate``: a path relative to site-packages cut to 4096 bytes after the installs (a download or
+    copy that stopped half-way; a mapped file that ends early kills the process with SIGBUS).
+    ``expect``: finding ids the first check must raise (the diagnosis is right before the fix is tried).
+    ``fix_needs``: requirement sets a right fix installs, fetched into the cache ahead of time so a
+    rerun downloads nothing (a speed-up only: what the fix really asks for is fetched either way).
+    """
+
+    name: str
+    what: str
+    installs: tuple[tuple[str, ...], ...]
+    expect: tuple[str, ...]
+    without_pip: bool = False
+    truncate: str | None = None
+    fix_needs: tuple[tuple[str, ...], ...] = ()
+    ci: bool = False
+
+
+@dataclass
+class Round:
+    rc: int
+    verdict: str | None
+    findings: list[dict[str, Any]]
+    problems: list[str]  # "id (severity)" of every error/warning that is neither excused nor preload advice
+    preload_advice: list[str]  # ids of PRELOAD_ADVICE findings present (warnings)
+
+
+@dataclass
+class Outcome:
+    scenario: str
+    first: Round | None = None
+    primary_id: str | None = None
+    fix: str | None = None  # the whole fix text of the primary finding
+    pasted: str | None = None  # its first line, as given to bash
+    fix_rc: int | None = None
+    fix_output: str = ""
+    decoy_calls: list[str] = field(default_factory=list)
+    after: Round | None = None
+    printed: bool | None = None  # the pasted line is a whole line of the human report too
+    preload_failed: list[str] | None = None  # after the fix, where preload advice remains: what did not load
+    # where the first round did not converge and more were allowed: (further rounds pasted, clean after them)
+    later_rounds: tuple[int, bool] | None = None
+    later_fixes: list[str] = field(default_factory=list)  # the first line pasted in each further round
+    missing_expected: list[str] = field(default_factory=list)
+    error: str | None = None  # the harness itself could not build the scenario
+    seconds: float = 0.0
+
+    @property
+    def converged(self) -> bool:
+        return (self.error is None and self.fix_rc == 0 and not self.decoy_calls and self.printed is not False
+                and self.after is not None
+                and not self.after.problems and not self.preload_failed)
+
+    @property
+    def needs_preload(self) -> bool:
+        return self.after is not None and bool(self.after.preload_advice)
+
+    @property
+    def rounds(self) -> str:
+        """Fix rounds pasted: "1" when the first left the environment clean; where it did not and more
+        rounds were allowed, the rounds the later fixes needed ("3" clean after three, ">3" never)."""
+        if self.pasted is None:
+            return "0"
+        if self.converged:
+            return "1"
+        if self.later_rounds is None:
+            return "1 (not clean)"
+        return str(1 + self.later_rounds[0]) if self.later_rounds[1] else f">{1 + self.later_rounds[0]}"
+
+    def summary(self) -> str:
+        if self.error:
+            return f"harness error: {self.error}"
+        if self.missing_expected:
+            diag = f"diagnosis lacks {', '.join(self.missing_expected)}; "
+        else:
+            diag = ""
+        if self.pasted is None:
+            return diag + "no primary fix printed"
+        if self.converged:
+            return diag + "converged in one round" + (" (works with the preload: proven)" if self.needs_preload else "")
+        parts = []
+        if self.printed is False:
+            parts.append("the human report does not print the pasted line whole")
+        if self.fix_rc:
+            parts.append(f"fix exited {self.fix_rc}")
+        if self.decoy_calls:
+            parts.append("the decoy ran: " + "; ".join(self.decoy_calls))
+        if self.after is not None and self.after.problems:
+            parts.append("left: " + ", ".join(self.after.problems))
+        if self.preload_failed:
+            parts.append("the preload fails: " + "; ".join(self.preload_failed))
+        if self.later_rounds is not None:
+            n, clean = self.later_rounds
+            parts.append(f"clean after {1 + n} rounds" if clean else f"still not clean after {1 + n} rounds")
+        return diag + "NOT converged: " + "; ".join(parts)
+
+
+# --------------------------------------------------------------------------------------------------
+# Network and the wheel cache
+# --------------------------------------------------------------------------------------------------
+def pypi_reachable(timeout: float = 10.0) -> bool:
+    try:
+        with urllib.request.urlopen("https://pypi.org/simple/pip/", timeout=timeout) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
+def _pip_env(*, local_index: bool = False) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV", "PIP_USER")}
+    if local_index:  # the cache as the last index: pip takes the last of equal candidates
+        extra = [u for u in env.get("PIP_EXTRA_INDEX_URL", "").split() if u]
+        env["PIP_EXTRA_INDEX_URL"] = " ".join([*extra, (WHEELS / "simple").as_uri()])
+    # No HTTP cache: the wheel cache is the one copy.
+    env["PIP_NO_CACHE_DIR"] = "1"
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def _run(cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None,
+         timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(cmd), env=dict(env) if env is not None else None, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def _checked(cmd: Sequence[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+    proc = _run(cmd, **kw)
+    if proc.returncode != 0:
+        raise HarnessError(f"{' '.join(cmd)} exited {proc.returncode}:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return proc
+
+
+class HarnessError(RuntimeError):
+    """The scenario could not be built (a download failed, a wheel does not install)."""
+
+
+def fetch(requirements: Sequence[str], *, python: str = sys.executable) -> None:
+    """``pip download`` one requirement set (with its dependencies) into the cache, once."""
+    key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:16]
+    mark = WHEELS / ".sets" / key
+    if mark.exists():
+        return
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    _checked([python, "-m", "pip", "download", *PIP_QUIET, "--only-binary=:all:", "-d", str(WHEELS),
+              *(r for r in requirements if r != "--no-deps"), *(["--no-deps"] if "--no-deps" in requirements else [])],
+             env=_pip_env())
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.write_text("\n".join(requirements) + "\n")
+    _write_simple_index()
+
+
+def _write_simple_index() -> None:
+    """``<cache>/simple/<project>/index.html``: the cache as a PEP 503 index pip can list last."""
+    by_project: dict[str, list[Path]] = {}
+    for wheel in sorted(WHEELS.glob("*.whl")):
+        project = re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower()
+        by_project.setdefault(project, []).append(wheel)
+    root = WHEELS / "simple"
+    for project, wheels in by_project.items():
+        (root / project).mkdir(parents=True, exist_ok=True)
+        links = "".join(f'<a href="{w.as_uri()}">{w.name}</a><br>' for w in wheels)
+        (root / project / "index.html").write_text(f"<!DOCTYPE html><html><body>{links}</body></html>\n")
+
+
+def fetch_scenario(s: Scenario) -> None:
+    for reqs in (*s.installs, *s.fix_needs):
+        fetch(reqs)
+
+
+def build_ortdoctor_wheel(out: Path, *, python: str = sys.executable) -> Path:
+    """The wheel of this checkout (what ``pip install .`` installs), and its dependencies in the cache."""
+    out.mkdir(parents=True, exist_ok=True)
+    _checked([python, "-m", "pip", "wheel", *PIP_QUIET, "--no-deps", "-w", str(out), str(ROOT)], env=_pip_env())
+    wheel = next(out.glob("ortdoctor-*.whl"))
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    _checked([python, "-m", "pip", "download", *PIP_QUIET, "--only-binary=:all:", "-d", str(WHEELS), str(wheel)],
+             env=_pip_env())
+    for stale in WHEELS.glob("ortdoctor-*.whl"):  # the code under test is never served from the cache
+        stale.unlink()
+    _write_simple_index()
+    return wheel
+
+
+# --------------------------------------------------------------------------------------------------
+# The scenario
+# --------------------------------------------------------------------------------------------------
+class Workspace:
+    """A scratch directory holding the venv, the decoy and the log; removed afterwards."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="ortdoctor-converge-"))
+        self.venv = self.root / "venv"
+        self.decoy = self.root / "decoy-venv"
+        self.decoy_bin = self.root / "decoy-bin"
+        self.decoy_log = self.root / "decoy.log"
+        self.cwd = self.root / "cwd"
+        self.cwd.mkdir()
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @property
+    def python(self) -> str:
+        return str(self.venv / "bin" / "python")
+
+    def make_decoy(self) -> None:
+        """pip, pip3, python and python3 of another Python, first on PATH: each logs its call, then runs."""
+        system = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+        _checked([system, "-m", "venv", str(self.decoy)])
+        self.decoy_bin.mkdir()
+        log = str(self.decoy_log)
+        for name in ("pip", "pip3"):
+            script = self.decoy_bin / name
+            script.write_text(
+                f"#!{self.decoy / 'bin' / 'python'}\n"
+                "# A pip of another Python, first on PATH: a fix that says bare `pip` runs this one.\n"
+                "import sys\n"
+                f"with open({log!r}, 'a') as f:\n"
+                "    f.write(' '.join(sys.argv) + '\\n')\n"
+                "from pip._internal.cli.main import main\n"
+                "sys.exit(main())\n")
+            script.chmod(0o755)
+        for name in ("python", "python3"):
+            script = self.decoy_bin / name
+            script.write_text(f"#!/bin/sh\necho \"$0 $*\" >> {log}\nexec {self.decoy / 'bin' / 'python3'} \"$@\"\n")
+            script.chmod(0o755)
+
+    def user_env(self) -> dict[str, str]:
+        """The shell the user pastes into: the decoy first on PATH, no venv activated."""
+        env = _pip_env(local_index=True)
+        env["PATH"] = f"{self.decoy_bin}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
+        env["NO_COLOR"] = "1"
+        return env
+
+    def decoy_calls(self) -> list[str]:
+        if not self.decoy_log.exists():
+            return []
+        return [line for line in self.decoy_log.read_text().splitlines() if line.strip()]
+
+
+def _site_packages(ws: Workspace) -> Path:
+    return next((ws.venv / "lib").glob("python3*/site-packages"))
+
+
+def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
+    """The broken venv, with ortdoctor installed into it."""
+    _checked([sys.executable, "-m", "venv", *(["--without-pip"] if s.without_pip else []), str(ws.venv)])
+    env = _pip_env()
+    env.pop("PIP_FIND_LINKS", None)
+    offline = ["--no-index", "--find-links", str(WHEELS), "--only-binary=:all:"]
+    if s.without_pip:
+        pip = [sys.executable, "-m", "pip", "--python", ws.python, "install", *PIP_QUIET]
+    else:
+        pip = [ws.python, "-m", "pip", "install", *PIP_QUIET]
+    for reqs in s.installs:
+        _checked([*pip, *offline, *reqs], env=env)
+    _checked([*pip, *offline, str(ortdoctor_wheel)], env=env)
+    if s.truncate:
+        target = _site_packages(ws) / s.truncate
+        data = target.read_bytes()
+        target.write_bytes(data[:4096])
+    ws.make_decoy()
+
+
+def check(ws: Workspace) -> Round:
+    proc = _run([str(ws.venv / "bin" / "ortdoctor"), "check", "--json", "--no-smoke"], env=ws.user_env(),
+                cwd=ws.cwd, timeout=300)
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError as e:
+        raise HarnessError(f"check --json gave no JSON (rc {proc.returncode}): {e}\n{proc.stderr[-3000:]}") from e
+    findings = list(report.get("findings", []))
+    serious = [f for f in findings if f["severity"] in ("error", "warning") and not excused(f["id"])]
+    advice = [f["id"] for f in serious if f["id"] in PRELOAD_ADVICE and f["severity"] == "warning"]
+    problems = [f"{f['id']} ({f['severity']})" for f in serious if f["id"] not in advice]
+    return Round(proc.returncode, report.get("verdict"), findings, problems, advice)
+
+
+def printed_in_text(ws: Workspace, line: str) -> bool:
+    """The human report (``check --no-smoke``, what a user copies from) shows ``line`` unbroken."""
+    proc = _run([str(ws.venv / "bin" / "ortdoctor"), "check", "--no-smoke"], env=ws.user_env(), cwd=ws.cwd,
+                timeout=300)
+    return any(text.rstrip().endswith(line) for text in proc.stdout.splitlines())
+
+
+def preload_failures(ws: Workspace) -> list[str]:
+    """``ortdoctor preload --json`` in the venv: what did not load (empty when everything did)."""
+    proc = _run([str(ws.venv / "bin" / "ortdoctor"), "preload", "--json"], env=ws.user_env(), cwd=ws.cwd, timeout=300)
+    try:
+        result = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return [f"preload --json exited {proc.returncode} without JSON: {(proc.stdout + proc.stderr)[-500:]}"]
+    failed = [f"{f.get('soname') or f.get('name')}: {f.get('error')}" for f in result.get("failed", [])]
+    if not result.get("loaded"):
+        failed.append(f"nothing loaded (exit {proc.returncode})")
+    return failed
+
+
+def primary(findings: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The first error finding, in the report's order, that this machine does not cause."""
+    return next((f for f in findings if f["severity"] == "error" and not excused(f["id"])), None)
+
+
+def next_fix(findings: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """In a later round: the primary finding, else the first warning that has a fix and is neither
+    excused nor preload advice (what a user would do next)."""
+    p = primary(findings)
+    if p is not None:
+        return p
+    return next((f for f in findings if f["severity"] == "warning" and f.get("fix") and not excused(f["id"])
+                 and f["id"] not in PRELOAD_ADVICE), None)
+
+
+def _later_rounds(ws: Workspace, out: Outcome, limit: int) -> None:
+    """Paste the next fix while problems remain, up to ``limit`` further rounds (reporting only)."""
+    after = out.after
+    done = 0
+    while after is not None and after.problems and done < limit:
+        f = next_fix(after.findings)
+        if f is None:
+            break
+        line = str(f["fix"]).splitlines()[0]
+        out.later_fixes.append(f"{f['id']}: {line}")
+        _run(["bash", "-c", line], env=ws.user_env(), cwd=ws.cwd, timeout=1800)
+        done += 1
+        after = check(ws)
+    clean = after is not None and not after.problems
+    out.later_rounds = (done, clean)
+
+
+def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False, extra_rounds: int = 0) -> Outcome:
+    """Build the scenario, paste its primary fix, check again. ``extra_rounds``: where one round did not
+    converge, go on pasting the next fix that many times more to say how many rounds it takes (the
+    verdict stays "not converged")."""
+    started = time.monotonic()
+    out = Outcome(s.name)
+    ws = Workspace()
+    try:
+        build(s, ws, ortdoctor_wheel)
+        out.first = check(ws)
+        ids = {f["id"] for f in out.first.findings}
+        out.missing_expected = [i for i in s.expect if i not in ids]
+        p = primary(out.first.findings)
+        if p is not None and p.get("fix"):
+            out.primary_id = p["id"]
+            out.fix = str(p["fix"])
+            out.pasted = out.fix.splitlines()[0]
+            out.printed = printed_in_text(ws, out.pasted)
+            proc = _run(["bash", "-c", out.pasted], env=ws.user_env(), cwd=ws.cwd, timeout=1800)
+            out.fix_rc = proc.returncode
+            out.fix_output = (proc.stdout + proc.stderr)[-4000:]
+            out.decoy_calls = ws.decoy_calls()
+            out.after = check(ws)
+            if out.after.preload_advice:
+                out.preload_failed = preload_failures(ws)
+            if not out.converged and extra_rounds:
+                _later_rounds(ws, out, extra_rounds)
+        elif p is not None:
+            out.primary_id = p["id"]
+    except (HarnessError, subprocess.TimeoutExpired, OSError, StopIteration) as e:
+        out.error = f"{type(e).__name__}: {e}"
+    finally:
+        out.seconds = time.monotonic() - started
+        if keep:
+            print(f"kept: {ws.root}", file=sys.stderr)
+        else:
+            ws.close()
+    return out

@@ -1,0 +1,89 @@
+"""Every printed primary fix, pasted as it stands into a broken venv built from the real wheels, leaves
+an environment the next check finds clean (the missing driver aside): one round.
+
+The four most telling scenarios of the grid run here (an old build read without its build info, a CUDA
+13 build with CUDA 12 wheels, both packages, a venv without pip); ``python scripts/convergence.py``
+runs them all. What "primary" and "clean" mean: tests/convergence/harness.py. They need PyPI the first
+time (about 3.6 GB of wheels, cached in ``.testenvs/convergence-wheels/``) and are skipped without it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.convergence import harness
+from tests.convergence.scenarios import SCENARIOS, Scenario
+
+CI = [s for s in SCENARIOS if s.ci]
+
+
+@pytest.fixture(scope="module")
+def ortdoctor_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not harness.pypi_reachable():
+        pytest.skip("PyPI is not reachable: the convergence scenarios install the real wheels")
+    return harness.build_ortdoctor_wheel(tmp_path_factory.mktemp("ortdoctor-wheel"))
+
+
+def _report(o: harness.Outcome) -> str:
+    lines = [o.summary(), f"fix as printed:\n{o.fix}", f"pip said (tail):\n{o.fix_output[-2000:]}"]
+    if o.after is not None:
+        lines.append("check after: " + ", ".join(f"{f['id']} ({f['severity']})" for f in o.after.findings))
+    return "\n".join(lines)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", CI, ids=[s.name for s in CI])
+def test_the_primary_fix_converges_in_one_round(scenario: Scenario, ortdoctor_wheel: Path) -> None:
+    try:
+        harness.fetch_scenario(scenario)
+    except harness.HarnessError as e:  # a download that failed is the network's, not ortdoctor's
+        if not harness.pypi_reachable():
+            pytest.skip(f"PyPI went away while fetching the wheels: {e}")
+        raise
+    o = harness.run_scenario(scenario, ortdoctor_wheel)
+    assert o.error is None, o.error
+    assert not o.missing_expected, _report(o)  # the diagnosis is right before the fix is tried
+    assert o.pasted is not None, _report(o)
+    assert not o.decoy_calls, _report(o)  # the fix never reached the `pip` first on PATH
+    assert o.converged, _report(o)
+
+
+def test_the_ci_scenarios_are_the_telling_ones() -> None:
+    """An old build, another CUDA major's wheels, both packages, no pip: each defect class once."""
+    names = {s.name for s in CI}
+    assert len(CI) <= 4
+    assert any(n.startswith("old-") for n in names)
+    assert any(s.without_pip for s in CI)
+    assert "both-packages" in names
+    assert "cuda13-build-cu12-wheels" in names
+
+
+def test_a_later_round_takes_the_next_fix_a_user_would() -> None:
+    findings = [
+        {"id": "driver-missing", "severity": "error", "fix": "install a driver"},
+        {"id": "cuda-lib-not-loadable", "severity": "warning", "fix": "import ortdoctor.hook"},
+        {"id": "cudnn-major-mismatch", "severity": "warning", "fix": "/v/bin/python -m pip uninstall -y x"},
+        {"id": "multiprocessing-fork", "severity": "info", "fix": None},
+    ]
+    assert harness.primary(findings) is None  # the machine's own problem is never the primary fix
+    nxt = harness.next_fix(findings)
+    assert nxt is not None
+    assert nxt["id"] == "cudnn-major-mismatch"
+
+
+def test_the_decoy_catches_a_bare_pip() -> None:
+    """The harness itself: a fix saying bare `pip` or `python -m pip` reaches the decoy, which logs it
+    (and belongs to another interpreter, as ortdoctor's own pip-other-interpreter finding would say)."""
+    ws = harness.Workspace()
+    try:
+        ws.make_decoy()
+        env = ws.user_env()
+        for line in ("pip --version", "python3 -m pip --version"):
+            proc = harness._run(["bash", "-c", line], env=env, cwd=ws.cwd, timeout=120)
+            assert proc.returncode == 0, proc.stderr
+            assert str(ws.decoy) in proc.stdout  # pip reports the decoy's own site-packages
+        assert len(ws.decoy_calls()) == 2
+    finally:
+        ws.close()
