@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-from ortdoctor.core.record import record
 
 __all__ = ["MARKER", "CudaEpStatus", "cuda_ep_status", "skip_reason"]
 
@@ -34,7 +33,9 @@ _MARKER_HELP = (f"{MARKER}: skip unless onnxruntime's CUDA execution provider wo
                 "smoke session, run once per test session); the reason is ortdoctor's finding and fix")
 
 
-@record
+# a dataclass, not ortdoctor.core.record: loaded in every pytest session, the plugin imports nothing
+# of ortdoctor until asked
+@dataclass(frozen=True)
 class CudaEpStatus:
     """The answer of one `ortdoctor check` for this test session."""
 
