@@ -49,6 +49,9 @@ CPU_EP = "CPUExecutionProvider"
 
 _MEMCPY_ADDED = re.compile(r"Add (Memcpy(?:To|From)Host) (before|after) (.+?) for (\w+)")
 _SEVERITY = re.compile(r"\[([EWF]):onnxruntime")
+# fallback_cpu_capability.cc (GetCpuPreferredNodes), INFO: the small computations feeding the CPU-side
+# inputs of the EP's kernels (shapes, axes) that ORT keeps on the CPU on purpose
+_CPU_PREFERRED = re.compile(r"Force fallback to CPU execution for node: (.+?) because the CPU execution path is deemed faster")
 
 # --------------------------------------------------------------------------------------------------
 # Log parsing (pure: the tests feed it real captured logs)
@@ -59,6 +62,11 @@ def parse_memcpy_added(log: str) -> list[dict[str, str]]:
     for m in _MEMCPY_ADDED.finditer(_ANSI.sub("", log)):
         out.append({"op_type": m.group(1), "where": m.group(2), "tensor": m.group(3), "provider": m.group(4)})
     return out
+
+
+def parse_cpu_preferred(log: str) -> list[str]:
+    """The nodes ORT's own heuristic keeps on the CPU (``GetCpuPreferredNodes``), in log order."""
+    return list(dict.fromkeys(m.group(1) for m in _CPU_PREFERRED.finditer(_ANSI.sub("", log))))
 
 
 def important_lines(log: str, limit: int = 40) -> list[str]:
@@ -191,6 +199,7 @@ def check(request: dict[str, Any], emit: Callable[[dict[str, Any]], None] | None
     if out["placements"] is not None:
         out["assignment_source"].append(SOURCE_LOG)
     out["memcpy_added"] = parse_memcpy_added(log)
+    out["cpu_preferred"] = parse_cpu_preferred(log)
 
     if request.get("cuda_graph") and out["cuda_ep_active"]:
         out["stage"] = "cuda-graph"

@@ -109,6 +109,10 @@ def summarise_placement(child: Mapping[str, Any], inspection: ModelInspection | 
     shape_names = set(inspection.shape_nodes) if inspection is not None else set()
     graph = inspection.graph if inspection is not None else None
     by_name = {n.name: n for n in graph.nodes if n.name} if graph is not None else {}
+    # Nodes ORT's optimizer created ("Gather", "Gather_token_1" in every BERT and GPT-2 export on 1.31.1)
+    # are not in the file, so the shape analysis cannot see them; when ORT's own heuristic put them on
+    # the CPU as shape work (GetCpuPreferredNodes), they are shape work.
+    shape_names |= {n for n in child.get("cpu_preferred") or () if n not in by_name}
     cpu_nodes = tuple(_cpu_node(n, shape_names, graph, by_name) for n in nodes
                       if n["provider"] == CPU_EP and under_test != CPU_EP and n["op_type"] not in MEMCPY_OPS)
     real_total = counts.total() - memcpy
