@@ -87,7 +87,7 @@ EOF
 for mode in plain ort-preload hook torch hook-then-torch; do
   run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $PY $OUT/maps.py $mode"
 done
-run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $PY -c 'import ortdoctor.hook, torch, onnxruntime; import ortdoctor.probes.maps as m; print(\"\\n\".join(sorted(p for p in m.mapped_paths() if \"cudnn\" in p or \"cudart\" in p)))' "
+run "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $PY -c 'import ortdoctor.hook, torch, onnxruntime; import ortdoctor.formats.procmaps as m; print(\"\\n\".join(sorted(p for p in m.mapped_paths() if \"cudnn\" in p or \"cudart\" in p)))' "
 
 say "4. preload: --directory \"\", the default order, an explicit directory"
 json s4-preload-wheels "cd /tmp && PYTHONPATH=$ORTGPU:$ROOT $OD preload --directory '' --json"

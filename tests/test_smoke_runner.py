@@ -202,3 +202,22 @@ def test_numpy_abi_failure_says_what_numpy_printed_and_the_fix_names_the_interpr
     found: list[Finding] = merge_smoke([], result, Installer("/venv/bin/python"))
     fix = next(f for f in found if f.id == "numpy-abi-mismatch").fix or ""
     assert fix.splitlines()[0] == '/venv/bin/python -m pip install "numpy<2"'
+
+
+def test_a_device_id_out_of_range_is_reported_once_by_its_cause() -> None:
+    # onnxruntime-gpu 1.31.1 on an H200 with one GPU visible, `check --device-id 1`: the check finds
+    # invalid-device-ordinal before the session; the smoke child's real error then confirms it instead
+    # of adding a second error (tests/data/errors/mode09_invalid_device_id_ort_1_31.txt)
+    from ortdoctor.core.catalog import make
+    from ortdoctor.diagnose.merge import merge_smoke
+    from ortdoctor.prove.smoke.runner import SmokeResult
+
+    text = (Path(__file__).parent / "data" / "errors" / "mode09_invalid_device_id_ort_1_31.txt").read_text()
+    error = next(line for line in text.splitlines() if line.startswith("RuntimeError"))
+    result = classify_smoke(SmokeResult(ran=True, ok=False, device_id=1, error=error, finding_id="smoke-failed",
+                                        exit_status="1", ort_version="1.31.1", message_text=error))
+    assert [c.finding_id for c in result.causes] == ["invalid-device-ordinal"]
+    before = [make("invalid-device-ordinal", "device_id 1 requested, but 1 GPU(s) are visible", "--device-id 0")]
+    found = merge_smoke(before, result)
+    assert [f.id for f in found] == ["invalid-device-ordinal"]
+    assert "Invalid device ID: 1" in found[0].detail

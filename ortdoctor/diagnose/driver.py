@@ -135,7 +135,8 @@ def _invalid_ordinal(ctx: Ctx, dmap: DeviceMap) -> Finding:
               f"{dmap.listing()}.")
     if dmap.visibility_note:
         detail += f"\n{dmap.visibility_note}."
-    detail += "\nORT fails with `CUDA failure 101: invalid device ordinal`."
+    detail += ("\nORT fails with `Invalid device ID: N, must be between 0 (inclusive) and M (exclusive)` "
+               "(older releases: `CUDA failure 101: invalid device ordinal`).")
     fixes = [f"--device-id {0 if n == 1 else f'0 … {n - 1}'}  (provider option {{'device_id': 0}}: ids count from 0 "
              "after CUDA_VISIBLE_DEVICES)"]
     # The GPU the id was probably meant for: NVML's (nvidia-smi's) GPU with that number.

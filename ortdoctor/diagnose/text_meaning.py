@@ -942,10 +942,12 @@ def _invalid_ordinal(d: Decider, hit: Hit) -> Match:
             "GPU is visible, try another onnxruntime release (one built for the CUDA the driver supports).",
             hit.evidence, {"gpu": gpu},
         )
+    visible = hit.data.get("visible")
+    seen = f"; this process sees {visible} GPU(s), ids 0 to {int(visible) - 1}" if visible and visible != "0" else ""
     return Match(
         "invalid-device-ordinal",
         "CUDA reports error 101 (invalid device ordinal): the requested device id is not a visible GPU"
-        + (f" (device id {gpu})." if gpu is not None and len(gpu) < 4 else "."),
+        + (f" (device id {gpu}{seen})." if gpu is not None and len(gpu) < 4 else "."),
         "CUDA numbers the GPUs that CUDA_VISIBLE_DEVICES leaves visible from 0, so an id valid for the whole machine "
         "can be out of range, and -1 is never valid (code that leaves the device unset may pass -1).",
         "Pass a device id from 0 to the number of visible GPUs minus 1 (count after CUDA_VISIBLE_DEVICES); never -1.",

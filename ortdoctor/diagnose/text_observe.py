@@ -262,6 +262,12 @@ def _named_error(s: Scanner, m: re.Match[str], line: str) -> None:
         _add_code(s, code, line, m.start())
 
 
+def _invalid_device_id(s: Scanner, m: re.Match[str], line: str) -> None:
+    """onnxruntime >= 1.2x checks the ``device_id`` provider option itself, before CUDA is asked:
+    ``Invalid device ID: 1, must be between 0 (inclusive) and 1 (exclusive).`` It is CUDA's error 101."""
+    s.add("cuda_code", "101", line, {"gpu": m.group(1), "visible": m.group(2)}, at=m.start())
+
+
 def _add_code(s: Scanner, code: int, line: str, at: int) -> None:
     data: dict[str, str] = {}
     gpu = _GPU_ID.search(line)
@@ -402,6 +408,9 @@ _RULES: tuple[Rule, ...] = (
     # CUDA, cuBLAS, cuDNN
     Rule(("cuda failure", "cuda error"), re.compile(r"CUDA (?:failure|error)\s+(\d{1,4})\b", re.IGNORECASE),
           _cuda_code),
+    Rule(("invalid device id",),
+          re.compile(r"Invalid device ID: (-?\d{1,12}), must be between 0 \(inclusive\) and (\d{1,6}) \(exclusive\)"),
+          _invalid_device_id),
     Rule(tuple(k.lower() for k in _NAMED_ERRORS),
           re.compile("|".join(re.escape(k) for k in _NAMED_ERRORS), re.IGNORECASE), _named_error),
     Rule(("cublas_status_",), re.compile(r"(CUBLAS_STATUS_[A-Z_]{2,40})"), _simple("cublas_status", subject=1)),
