@@ -383,6 +383,35 @@ def test_a_cuda_plugin_ep_build_is_a_note() -> None:
     assert "cuda-plugin-ep-build" not in ids(run(healthy_env(plugins=PluginEpInfo(cuda_plugin_ep=False))))
 
 
+# What the smoke child saw on the H200 (scripts/tensorrt_gpu.sh, docs/validation.md): the TensorRT-RTX plugin
+# registered, get_ep_devices() listed only the CPU, NVML one H200.
+H200_PLUGIN = {"package": "onnxruntime-ep-nv-tensorrt-rtx-cu13", "version": "0.5.0",
+               "library": f"{SITE}/onnxruntime_ep_nv_tensorrt_rtx/libonnxruntime_providers_nv_tensorrt_rtx.so",
+               "ep_name": "NvTensorRTRTXExecutionProvider", "preloaded": [], "registered": True, "error": None}
+H200_DEVICES = ({"ep_name": "CPUExecutionProvider", "ep_vendor": "Microsoft", "type": "CPU", "vendor": "Intel",
+                 "vendor_id": 0x8086, "device_id": 0, "metadata": {}, "ep_metadata": {}},)
+
+
+def test_a_plugin_that_onnxruntime_offers_no_device_cannot_run_a_session() -> None:
+    smoke = SmokeResult(ran=True, ok=True, providers=("CUDAExecutionProvider", "CPUExecutionProvider"),
+                        plugin_eps=(H200_PLUGIN,), ep_devices=H200_DEVICES)
+    f = one(run(healthy_env(plugins=PluginEpInfo(packages=(plugin_package(),))), smoke=smoke), "plugin-ep-no-device")
+    assert f.severity == "warning"
+    assert "NvTensorRTRTXExecutionProvider) registered, but onnxruntime offers it no device" in f.detail
+    assert "CPUExecutionProvider on CPU (Intel)" in f.detail
+    assert "lists no GPU at all here" in f.detail
+    offered = SmokeResult(ran=True, ok=True, plugin_eps=(H200_PLUGIN,), ep_devices=(
+        *H200_DEVICES, {**H200_DEVICES[0], "ep_name": "NvTensorRTRTXExecutionProvider", "type": "GPU"}))
+    assert "plugin-ep-no-device" not in ids(run(healthy_env(plugins=PluginEpInfo(packages=(plugin_package(),))),
+                                                smoke=offered))
+
+
+def test_a_plugin_registration_that_failed_is_reported_with_its_error() -> None:
+    failed = {**H200_PLUGIN, "registered": False, "error": "OSError: libcudart.so.13: cannot open shared object file"}
+    smoke = SmokeResult(ran=True, ok=True, plugin_eps=(failed,), ep_devices=H200_DEVICES)
+    f = one(run(healthy_env(plugins=PluginEpInfo(packages=(plugin_package(),))), smoke=smoke), "plugin-ep-no-device")
+    assert "failed: OSError: libcudart.so.13: cannot open shared object file" in f.detail
+
 # --------------------------------------------------------------------------------------------------
 # Every printed package spec exists
 # --------------------------------------------------------------------------------------------------

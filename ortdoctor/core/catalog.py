@@ -484,6 +484,24 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         docs=("https://onnxruntime.ai/docs/execution-providers/plugin-ep-libraries/usage.html",),
     ),
     CatalogEntry(
+        id="plugin-ep-no-device",
+        severity="warning",
+        title="a plugin execution provider is installed but offers no device here",
+        cause="A plugin EP runs only on the devices onnxruntime offers it (`onnxruntime.get_ep_devices()`), and "
+        "a session asks for it through those devices (`SessionOptions.add_provider_for_devices`). Registration "
+        "can fail (a missing library, an onnxruntime before 1.22), or succeed with no device for the EP: on an "
+        "H200 (onnxruntime-gpu 1.31.1, onnxruntime-ep-nv-tensorrt-rtx-cu13 0.5.0) the TensorRT-RTX plugin "
+        "registered and `get_ep_devices()` listed only the CPU.",
+        evidence="The smoke child registers every installed plugin library and lists `get_ep_devices()`: a "
+        "registration error, or no device whose `ep_name` is the plugin's EP; NVML's GPUs beside it.",
+        fix="Run the model on the CUDA EP here (it proved itself in the smoke session), or on a GPU the plugin "
+        "supports; `python -c \"import onnxruntime as o; print(o.get_ep_devices())\"` after registering the "
+        "library shows what it is offered.",
+        modes=(28,),
+        docs=("https://onnxruntime.ai/docs/execution-providers/plugin-ep-libraries/usage.html",),
+        produced_by="smoke",
+    ),
+    CatalogEntry(
         id="plugin-ep-bundled-cuda-library",
         severity="info",
         title="a plugin execution provider package bundles its own copy of a CUDA library",

@@ -32,7 +32,12 @@ from ortdoctor.diagnose.merge import merge_device_smokes, merge_plan_findings, m
 from ortdoctor.diagnose.neighbours import check_siblings, check_torch
 from ortdoctor.diagnose.package import check_import, check_package, check_platform, check_release
 from ortdoctor.diagnose.smoke import classify_smoke
-from ortdoctor.diagnose.tensorrt import check_cuda_plugin_ep, check_plugin_eps, check_tensorrt
+from ortdoctor.diagnose.tensorrt import (
+    check_cuda_plugin_ep,
+    check_plugin_devices,
+    check_plugin_eps,
+    check_tensorrt,
+)
 
 if TYPE_CHECKING:
     from ortdoctor.decide.matrix.model import Matrix
@@ -88,6 +93,7 @@ def diagnose(
         found += check_cuda_plugin_ep(ctx)
     if ort.installed:
         found += check_plugin_eps(ctx)
+        found += check_plugin_devices(ctx, smoke)
     found += check_search_path(ctx)
     found += check_installer(ctx)
     found += check_nvidia_stubs(ctx)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import (
@@ -29,7 +29,7 @@ from ortdoctor.diagnose.context import CUDA_SONAME, Ctx
 if TYPE_CHECKING:
     from ortdoctor.prove.smoke.runner import SmokeResult
 
-__all__ = ["TENSORRT_EP", "check_cuda_plugin_ep", "check_plugin_eps", "check_tensorrt"]
+__all__ = ["TENSORRT_EP", "check_cuda_plugin_ep", "check_plugin_devices", "check_plugin_eps", "check_tensorrt"]
 
 TENSORRT_EP = "TensorrtExecutionProvider"
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)")
@@ -297,3 +297,30 @@ def check_cuda_plugin_ep(ctx: Ctx) -> list[Finding]:
                  f"{ctx.env.ort.cuda_provider.path if ctx.env.ort.cuda_provider else 'libonnxruntime_providers_cuda.so'} "
                  "through register_execution_provider_library at import; the smoke result lists "
                  "onnxruntime.get_ep_devices().", "")]
+
+
+def check_plugin_devices(ctx: Ctx, smoke: SmokeResult | None) -> list[Finding]:
+    """What the smoke child saw of each installed plugin EP: a registration that failed, or an EP that
+    onnxruntime offers no device (so no session can use it)."""
+    if smoke is None or not getattr(smoke, "ran", False):
+        return []
+    devices: list[dict[str, Any]] = list(getattr(smoke, "ep_devices", ()) or ())
+    offered = {d.get("ep_name") for d in devices}
+    listed = "; ".join(f"{d.get('ep_name')} on {d.get('type')} ({d.get('vendor')})" for d in devices) or "nothing"
+    gpus = ctx.env.driver.devices
+    nvml = "; ".join(f"GPU {g.index} {g.name}" for g in gpus) if gpus else "no GPU"
+    out: list[Finding] = []
+    for p in getattr(smoke, "plugin_eps", ()) or ():
+        ep = p.get("ep_name") or "?"
+        what = f"{p.get('package')} {p.get('version')} ({ep})"
+        if not p.get("registered"):
+            detail = f"{what}: registering {p.get('library')} failed: {p.get('error')}"
+        elif ep not in offered:
+            detail = (f"{what} registered, but onnxruntime offers it no device: get_ep_devices() lists {listed}; "
+                      f"NVML sees {nvml}.")
+            if gpus and not any(d.get("type") == "GPU" for d in devices):
+                detail += "\nonnxruntime's own device discovery lists no GPU at all here, so no GPU plugin EP is offered one."
+        else:
+            continue
+        out.append(make("plugin-ep-no-device", detail))
+    return out
