@@ -222,9 +222,8 @@ def _load(ref: DistRef) -> Distribution:
 
     record: str | tuple[RecordEntry, ...] | None = None
     try:
-        record = _read_text(os.path.join(ref.dist_info, "RECORD"), _MAX_RECORD)
-        if '"' in record:
-            record = _parse_record(record)
+        text = _read_text(os.path.join(ref.dist_info, "RECORD"), _MAX_RECORD)
+        record = _parse_record(text) if '"' in text else text  # left None when the csv module refuses it
     except FileNotFoundError:
         problems.append("RECORD missing")
     except (OSError, ValueError, csv.Error) as exc:
