@@ -90,3 +90,25 @@ def test_the_childs_own_placement_wins_over_the_log() -> None:
     assert r.node_placement == {"CUDAExecutionProvider": ("3 nodes",)}
     r = judge(stdout=stdout, stderr=stderr, returncode=0, timed_out=False, request=SmokeRequest())
     assert r.node_placement == {}
+
+
+def test_allow_unsafe_dirs_reaches_the_childs_preload(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `check --allow-unsafe-dirs` resolves from a world-writable directory; the smoke child's preload must
+    # be allowed the same, or the session proves another set of libraries than the check reported
+    from ortdoctor.doctor.check import CheckOptions
+    from ortdoctor.preloading import preloader
+    from ortdoctor.prove.smoke import child as smoke_child
+
+    request = CheckOptions(allow_unsafe_dirs=True).smoke_request_for().to_child()
+    assert request["allow_unsafe_dirs"] is True
+    assert CheckOptions().smoke_request_for().to_child()["allow_unsafe_dirs"] is False
+    seen: dict[str, object] = {}
+
+    def fake_preload(**kwargs: object) -> object:
+        seen.update(kwargs)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(preloader, "preload", fake_preload)
+    answer = smoke_child._preload(request)
+    assert seen["allow_unsafe_dirs"] is True
+    assert answer["ok"] is False

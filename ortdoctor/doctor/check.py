@@ -106,7 +106,7 @@ class CheckOptions:
                             environ=None if self.environ is None else dict(self.environ),
                             import_path=self.import_path, provider_options=dict(self.smoke_provider_options or {}),
                             iobinding=self.smoke_iobinding, cuda_graph=self.smoke_cuda_graph,
-                            verbose=self.smoke_placement, **kwargs)
+                            verbose=self.smoke_placement, allow_unsafe_dirs=self.allow_unsafe_dirs, **kwargs)
 
 
 def run_check(options: CheckOptions | None = None, /, **fields: Any) -> Report:

@@ -81,7 +81,8 @@ def _preload(request: dict[str, Any]) -> dict[str, Any]:
         from ortdoctor.decide.matrix.load import load_matrix
 
         result = preloader.preload(directory=request.get("directory"), matrix=load_matrix(request.get("matrix")),
-                                   tensorrt=bool(request.get("tensorrt")))
+                                   tensorrt=bool(request.get("tensorrt")),
+                                   allow_unsafe_dirs=bool(request.get("allow_unsafe_dirs")))
     except Exception as exc:  # the preload is a help, not the subject: record and carry on
         return {"available": True, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
     summary: dict[str, Any] = {"available": True, "ok": True}

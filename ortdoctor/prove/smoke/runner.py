@@ -73,6 +73,9 @@ class SmokeRequest:
     tensorrt: bool = False
     # Register the installed plugin EP libraries and list onnxruntime.get_ep_devices() after the session.
     plugins: bool = True
+    # `check --allow-unsafe-dirs`: the child's preload may take libraries from world-writable directories,
+    # so that the session proves what the check resolved
+    allow_unsafe_dirs: bool = False
 
     def to_child(self) -> dict[str, Any]:
         return {
@@ -89,6 +92,7 @@ class SmokeRequest:
             "ep": self.ep,
             "tensorrt": self.tensorrt,
             "plugins": self.plugins,
+            "allow_unsafe_dirs": self.allow_unsafe_dirs,
         }
 
 
