@@ -440,3 +440,37 @@ def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False, extr
         else:
             ws.close()
     return out
+
+
+def run_fix_command(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False) -> Outcome:
+    """The same scenario, fixed by ``ortdoctor fix --yes --no-smoke`` run from the venv (not activated, the
+    decoy first on PATH) instead of a pasted line; then the check again."""
+    started = time.monotonic()
+    out = Outcome(s.name)
+    ws = Workspace()
+    try:
+        build(s, ws, ortdoctor_wheel)
+        out.first = check(ws)
+        ids = {f["id"] for f in out.first.findings}
+        out.missing_expected = [i for i in s.expect if i not in ids]
+        p = primary(out.first.findings)
+        out.primary_id = p["id"] if p is not None else None
+        command = [str(ws.venv / "bin" / "ortdoctor"), "fix", "--yes", "--no-smoke"]
+        out.pasted = " ".join(command)
+        out.fix = out.pasted
+        proc = _run(command, env=ws.user_env(), cwd=ws.cwd, timeout=1800)
+        out.fix_rc = proc.returncode
+        out.fix_output = (proc.stdout + proc.stderr)[-4000:]
+        out.decoy_calls = ws.decoy_calls()
+        out.after = check(ws)
+        if out.after.preload_advice:
+            out.preload_failed = preload_failures(ws)
+    except (HarnessError, subprocess.TimeoutExpired, OSError, StopIteration) as e:
+        out.error = f"{type(e).__name__}: {e}"
+    finally:
+        out.seconds = time.monotonic() - started
+        if keep:
+            print(f"kept: {ws.root}", file=sys.stderr)
+        else:
+            ws.close()
+    return out

@@ -50,6 +50,24 @@ def test_the_primary_fix_converges_in_one_round(scenario: Scenario, ortdoctor_wh
     assert o.converged, _report(o)
 
 
+@pytest.mark.slow
+def test_ortdoctor_fix_yes_converges_in_one_round(ortdoctor_wheel: Path) -> None:
+    """`ortdoctor fix --yes` in the venv (not activated, another Python's pip first on PATH) runs the
+    commands through the venv's own interpreter and leaves it clean."""
+    scenario = next(s for s in SCENARIOS if s.name == "both-packages")
+    harness.fetch_scenario(scenario)
+    o = harness.run_fix_command(scenario, ortdoctor_wheel)
+    assert o.error is None, o.error
+    assert o.primary_id == "ort-multiple-packages", _report(o)
+    # exit 1 here all the same: the check after the fix still finds no driver on this machine
+    assert o.fix_rc in (0, 1), _report(o)
+    assert " failed (" not in o.fix_output, _report(o)
+    assert not o.decoy_calls, _report(o)
+    assert "Checked again:" in o.fix_output, _report(o)
+    assert o.after is not None, _report(o)
+    assert not o.after.problems, _report(o)
+    assert not o.preload_failed, _report(o)
+
 def test_the_ci_scenarios_are_the_telling_ones() -> None:
     """An old build, another CUDA major's wheels, both packages, no pip: each defect class once."""
     names = {s.name for s in CI}
