@@ -12,6 +12,7 @@ import os
 
 from ortdoctor.core.facts import Environment, NvidiaWheel
 from ortdoctor.core.record import record
+from ortdoctor.formats.realpath import real_path
 
 __all__ = ["Damage", "damage_of"]
 
@@ -30,12 +31,12 @@ class Damage:
 
 def damage_of(env: Environment, path: str) -> Damage | None:
     """The mismatch between ``path`` and its wheel's RECORD; None when it matches or no wheel owns it."""
-    real = os.path.realpath(path)
+    real = real_path(path)
     name = os.path.basename(real)
     for wheel in env.nvidia_wheels:
         for recorded, size in wheel.sizes:
             if recorded not in (path, real) and (os.path.basename(recorded) != name
-                                                  or os.path.realpath(recorded) != real):
+                                                  or real_path(recorded) != real):
                 continue
             try:
                 actual: int | None = os.stat(real).st_size

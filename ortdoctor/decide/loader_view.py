@@ -15,6 +15,7 @@ from typing import Literal
 from ortdoctor.core.facts import Candidate, ElfInfo, Environment, LibraryPlan, Plan, SearchDir
 from ortdoctor.core.record import record
 from ortdoctor.decide.names import version_from_filename
+from ortdoctor.formats.realpath import real_path
 
 __all__ = [
     "SOURCE_WORDS",
@@ -64,7 +65,7 @@ def loader_visible(env: Environment, soname: str, cand: Candidate, os_name: str 
         return True
     if cand.path in env.system.ldconfig.get(soname, ()):
         return True
-    if os.path.realpath(cand.path) in env.mapped:
+    if real_path(cand.path) in env.mapped:
         return True
     return os.path.normpath(os.path.dirname(cand.path)) in loader_dirs(env, os_name)
 
@@ -88,7 +89,7 @@ class LoaderPick:
 
 
 def same_file(a: str, b: str) -> bool:
-    return a == b or os.path.realpath(a) == os.path.realpath(b)
+    return a == b or real_path(a) == real_path(b)
 
 
 def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None = None) -> LoaderPick | None:
@@ -100,7 +101,7 @@ def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None =
     chosen = lp.chosen
     if (os_name or env.python.os) == "windows" or chosen is None or chosen.source == "loaded":
         return None
-    if os.path.realpath(chosen.path) in env.mapped:
+    if real_path(chosen.path) in env.mapped:
         return None
     cands = [chosen, *(c for c in lp.candidates if c.source != "loaded")]
 
@@ -115,7 +116,7 @@ def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None =
         path = os.path.join(nd, lp.soname)
         if os.path.lexists(path):  # the same file reached through another directory (a symlinked one)
             for c in cands:
-                if os.path.realpath(c.path) == os.path.realpath(path):
+                if real_path(c.path) == real_path(path):
                     return pick(c, path, via)
         return None
 
@@ -132,9 +133,9 @@ def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None =
                 return hit
     for path in sys_.ldconfig.get(lp.soname, ())[:1]:
         for c in cands:
-            if c.path == path or os.path.realpath(c.path) == os.path.realpath(path):
+            if c.path == path or real_path(c.path) == real_path(path):
                 return pick(c, path, "ld.so.cache")
-        version = version_from_filename(os.path.realpath(path), lp.soname)
+        version = version_from_filename(real_path(path), lp.soname)
         return LoaderPick(path, version, "system", "ld.so.cache", False)
     for d in sys_.default_dirs:
         if d.exists and d.path and (hit := in_dir(d.path, "default directory")):

@@ -34,6 +34,7 @@ from ortdoctor.decide.names import (
 )
 from ortdoctor.decide.search import DirectoryError, DirIndex, SearchTier, index_dirs, search_dirs, tier_dirs
 from ortdoctor.formats.distinfo import normalize
+from ortdoctor.formats.realpath import real_path
 
 __all__ = ["DRIVER_SONAMES", "resolve"]
 
@@ -111,7 +112,7 @@ def resolve(
     _note_rejected_entries(w, tiers)
 
     unsafe_dirs = _unsafe_dirs(tiers, index)
-    cwd_real = os.path.realpath(cwd) if cwd else None
+    cwd_real = real_path(cwd) if cwd else None
     all_mapped = tuple(dict.fromkeys((*env.mapped, *mapped)))
     cands: dict[str, list[_Cand]] = {}
     other: dict[str, list[Candidate]] = {}

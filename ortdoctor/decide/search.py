@@ -27,6 +27,7 @@ from ortdoctor.core.facts import Environment, Source
 from ortdoctor.core.record import record
 from ortdoctor.decide.matrix.model import LibSpec
 from ortdoctor.decide.names import component_stems, major_of, stem_major
+from ortdoctor.formats.realpath import real_path
 
 __all__ = ["DirIndex", "DirListing", "DirectoryError", "SearchTier", "index_dirs", "resolve_directory",
            "search_dirs", "tier_dirs"]
@@ -83,7 +84,7 @@ def index_dirs(
         if not d or not os.path.isabs(d):
             out[d] = DirListing(d, exists=False)
             continue
-        real = os.path.realpath(d)
+        real = real_path(d)
         try:
             st = os.stat(real)
             names = os.listdir(real)
@@ -100,7 +101,7 @@ def index_dirs(
                     name in wanted or name.startswith(wanted_dot)):
                 continue
             full = os.path.join(real, name)
-            target = os.path.realpath(full)
+            target = real_path(full)
             try:
                 fst = os.stat(target)
             except OSError:

@@ -26,6 +26,7 @@ from ortdoctor.core.facts import (
 from ortdoctor.core.record import record
 from ortdoctor.decide.fixes import Installer, step
 from ortdoctor.decide.matrix.model import LibSpec, Matrix, ReleaseMatch, TensorrtBuild, TensorrtPip
+from ortdoctor.formats.realpath import real_path
 
 __all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "plan_tensorrt", "tensorrt_fix", "tensorrt_need",
            "tensorrt_steps"]
@@ -100,9 +101,9 @@ def tensorrt_need(env: Environment, matrix: Matrix, match: ReleaseMatch | None,
 
 
 def _loader_dirs(env: Environment) -> set[str]:
-    dirs = {os.path.realpath(d.path) for d in env.system.ld_library_path if d.exists and not d.relative and d.path}
+    dirs = {real_path(d.path) for d in env.system.ld_library_path if d.exists and not d.relative and d.path}
     for paths in env.system.ldconfig.values():
-        dirs.update(os.path.realpath(os.path.dirname(p)) for p in paths)
+        dirs.update(real_path(os.path.dirname(p)) for p in paths)
     return dirs
 
 
@@ -139,7 +140,7 @@ def plan_tensorrt(env: Environment, matrix: Matrix, match: ReleaseMatch | None,
         if cand is None and required and chosen is not None:
             missing.append(spec.soname)
         libraries.append(LibraryPlan(name=spec.name, soname=spec.soname, required=required, chosen=cand))
-    loader_finds = chosen is not None and os.path.realpath(chosen.directory) in _loader_dirs(env)
+    loader_finds = chosen is not None and real_path(chosen.directory) in _loader_dirs(env)
     return TensorrtPlan(need=need, chosen=chosen, libraries=tuple(libraries), missing=tuple(missing),
                         other_major=other_major, other_cuda=other_cuda, loader_finds=loader_finds, pip=pip,
                         index_url=index_url)

@@ -10,6 +10,7 @@ from ortdoctor.core.facts import (
 )
 from ortdoctor.decide.fixes import pin_series, quote, step
 from ortdoctor.diagnose.context import Ctx, search_path_entries
+from ortdoctor.formats.realpath import real_path
 
 
 def check_search_path(ctx: Ctx) -> list[Finding]:
@@ -66,7 +67,7 @@ def check_installer(ctx: Ctx) -> list[Finding]:
 
 
 def _real(path: str) -> str:
-    return os.path.normcase(os.path.realpath(path))
+    return os.path.normcase(real_path(path))
 
 
 def check_multiprocessing(ctx: Ctx) -> list[Finding]:

@@ -30,6 +30,7 @@ from ortdoctor.decide.loader_view import (
 from ortdoctor.decide.torch import torch_copies, torch_other_copy_finding
 from ortdoctor.diagnose.context import Ctx, ort_family, search_path_line
 from ortdoctor.diagnose.driver import build_for_major
+from ortdoctor.formats.realpath import real_path
 
 if TYPE_CHECKING:
     pass
@@ -285,7 +286,7 @@ def _copies(lp: LibraryPlan) -> list[Candidate]:
     for c in (*((lp.chosen,) if lp.chosen else ()), *lp.candidates):
         if c.rejected is not None or c.source == "loaded":
             continue
-        real = os.path.realpath(c.path)
+        real = real_path(c.path)
         if real in seen:
             continue
         seen.add(real)

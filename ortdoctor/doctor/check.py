@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ortdoctor.core.facts import Finding
 from ortdoctor.core.record import record
+from ortdoctor.formats.realpath import remembered_realpaths
 from ortdoctor.report.model import Report, verdict_of
 
 if TYPE_CHECKING:
@@ -124,7 +125,8 @@ def run_check(options: CheckOptions | None = None, /, **fields: Any) -> Report:
         ValueError: an ``input_shapes`` or ``model_inputs`` entry is malformed (checked before anything runs).
     """
     opts = dataclasses.replace(options, **fields) if options is not None else CheckOptions(**fields)
-    return _Check(opts).run()
+    with remembered_realpaths():  # the files are taken to stand still while one check looks at them
+        return _Check(opts).run()
 
 
 class _Check:

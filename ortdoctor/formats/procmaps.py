@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from ortdoctor.core.record import record
+from ortdoctor.formats.realpath import real_path
 
 __all__ = ["MappedObject", "mapped_objects", "mapped_paths"]
 
@@ -57,7 +58,7 @@ def mapped_objects(maps_path: str = "/proc/self/maps") -> tuple[MappedObject, ..
             path = path[: -len(_DELETED)]
         if not _is_shared_object(path):
             continue
-        real = path if deleted else os.path.realpath(path)
+        real = path if deleted else real_path(path)
         key = (real, int(inode_text))
         if key not in seen:
             seen[key] = MappedObject(real, int(inode_text), device, deleted)
