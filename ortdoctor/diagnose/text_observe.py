@@ -263,7 +263,7 @@ def _named_error(s: Scanner, m: re.Match[str], line: str) -> None:
 
 
 def _invalid_device_id(s: Scanner, m: re.Match[str], line: str) -> None:
-    """onnxruntime >= 1.2x checks the ``device_id`` provider option itself, before CUDA is asked:
+    """onnxruntime checks the ``device_id`` provider option itself before CUDA is asked (seen with 1.31.1):
     ``Invalid device ID: 1, must be between 0 (inclusive) and 1 (exclusive).`` It is CUDA's error 101."""
     s.add("cuda_code", "101", line, {"gpu": m.group(1), "visible": m.group(2)}, at=m.start())
 
