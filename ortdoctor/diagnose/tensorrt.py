@@ -302,15 +302,15 @@ def check_cuda_plugin_ep(ctx: Ctx) -> list[Finding]:
 def check_plugin_devices(ctx: Ctx, smoke: SmokeResult | None) -> list[Finding]:
     """What the smoke child saw of each installed plugin EP: a registration that failed, or an EP that
     onnxruntime offers no device (so no session can use it)."""
-    if smoke is None or not getattr(smoke, "ran", False):
+    if smoke is None or not smoke.ran:
         return []
-    devices: list[dict[str, Any]] = list(getattr(smoke, "ep_devices", ()) or ())
+    devices: list[dict[str, Any]] = list(smoke.ep_devices)
     offered = {d.get("ep_name") for d in devices}
     listed = "; ".join(f"{d.get('ep_name')} on {d.get('type')} ({d.get('vendor')})" for d in devices) or "nothing"
     gpus = ctx.env.driver.devices
     nvml = "; ".join(f"GPU {g.index} {g.name}" for g in gpus) if gpus else "no GPU"
     out: list[Finding] = []
-    for p in getattr(smoke, "plugin_eps", ()) or ():
+    for p in smoke.plugin_eps:
         ep = p.get("ep_name") or "?"
         what = f"{p.get('package')} {p.get('version')} ({ep})"
         if not p.get("registered"):

@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -402,35 +402,13 @@ def _later_rounds(ws: Workspace, out: Outcome, limit: int) -> None:
     out.later_rounds = (done, clean)
 
 
-def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False, extra_rounds: int = 0) -> Outcome:
-    """Build the scenario, paste its primary fix, check again. ``extra_rounds``: where one round did not
-    converge, go on pasting the next fix that many times more to say how many rounds it takes (the
-    verdict stays "not converged")."""
+def _in_workspace(s: Scenario, keep: bool, body: Callable[[Workspace, Outcome], None]) -> Outcome:
+    """Run ``body`` in a fresh workspace; a harness failure is the outcome's error, not an exception."""
     started = time.monotonic()
     out = Outcome(s.name)
     ws = Workspace()
     try:
-        build(s, ws, ortdoctor_wheel)
-        out.first = check(ws)
-        ids = {f["id"] for f in out.first.findings}
-        out.missing_expected = [i for i in s.expect if i not in ids]
-        p = primary(out.first.findings)
-        if p is not None and p.get("fix"):
-            out.primary_id = p["id"]
-            out.fix = str(p["fix"])
-            out.pasted = out.fix.splitlines()[0]
-            out.printed = printed_in_text(ws, out.pasted)
-            proc = _run(["bash", "-c", out.pasted], env=ws.user_env(), cwd=ws.cwd, timeout=1800)
-            out.fix_rc = proc.returncode
-            out.fix_output = (proc.stdout + proc.stderr)[-4000:]
-            out.decoy_calls = ws.decoy_calls()
-            out.after = check(ws)
-            if out.after.preload_advice:
-                out.preload_failed = preload_failures(ws)
-            if not out.converged and extra_rounds:
-                _later_rounds(ws, out, extra_rounds)
-        elif p is not None:
-            out.primary_id = p["id"]
+        body(ws, out)
     except (HarnessError, subprocess.TimeoutExpired, OSError, StopIteration) as e:
         out.error = f"{type(e).__name__}: {e}"
     finally:
@@ -440,37 +418,55 @@ def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False, extr
         else:
             ws.close()
     return out
+
+
+def _first_check(s: Scenario, ws: Workspace, ortdoctor_wheel: Path, out: Outcome) -> Mapping[str, Any] | None:
+    """Build the broken venv and check it: the primary finding (None when there is none)."""
+    build(s, ws, ortdoctor_wheel)
+    out.first = check(ws)
+    ids = {f["id"] for f in out.first.findings}
+    out.missing_expected = [i for i in s.expect if i not in ids]
+    p = primary(out.first.findings)
+    out.primary_id = p["id"] if p is not None else None
+    return p
+
+
+def _fix_and_check(ws: Workspace, out: Outcome, argv: Sequence[str]) -> None:
+    """Run the fix as the user would (the decoy first on PATH), then check again."""
+    proc = _run(argv, env=ws.user_env(), cwd=ws.cwd, timeout=1800)
+    out.fix_rc = proc.returncode
+    out.fix_output = (proc.stdout + proc.stderr)[-4000:]
+    out.decoy_calls = ws.decoy_calls()
+    out.after = check(ws)
+    if out.after.preload_advice:
+        out.preload_failed = preload_failures(ws)
+
+
+def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False, extra_rounds: int = 0) -> Outcome:
+    """Build the scenario, paste its primary fix, check again. ``extra_rounds``: where one round did not
+    converge, go on pasting the next fix that many times more to say how many rounds it takes (the
+    verdict stays "not converged")."""
+    def body(ws: Workspace, out: Outcome) -> None:
+        p = _first_check(s, ws, ortdoctor_wheel, out)
+        if p is None or not p.get("fix"):
+            return
+        out.fix = str(p["fix"])
+        out.pasted = out.fix.splitlines()[0]
+        out.printed = printed_in_text(ws, out.pasted)
+        _fix_and_check(ws, out, ["bash", "-c", out.pasted])
+        if not out.converged and extra_rounds:
+            _later_rounds(ws, out, extra_rounds)
+
+    return _in_workspace(s, keep, body)
 
 
 def run_fix_command(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False) -> Outcome:
     """The same scenario, fixed by ``ortdoctor fix --yes --no-smoke`` run from the venv (not activated, the
     decoy first on PATH) instead of a pasted line; then the check again."""
-    started = time.monotonic()
-    out = Outcome(s.name)
-    ws = Workspace()
-    try:
-        build(s, ws, ortdoctor_wheel)
-        out.first = check(ws)
-        ids = {f["id"] for f in out.first.findings}
-        out.missing_expected = [i for i in s.expect if i not in ids]
-        p = primary(out.first.findings)
-        out.primary_id = p["id"] if p is not None else None
+    def body(ws: Workspace, out: Outcome) -> None:
+        _first_check(s, ws, ortdoctor_wheel, out)
         command = [str(ws.venv / "bin" / "ortdoctor"), "fix", "--yes", "--no-smoke"]
-        out.pasted = " ".join(command)
-        out.fix = out.pasted
-        proc = _run(command, env=ws.user_env(), cwd=ws.cwd, timeout=1800)
-        out.fix_rc = proc.returncode
-        out.fix_output = (proc.stdout + proc.stderr)[-4000:]
-        out.decoy_calls = ws.decoy_calls()
-        out.after = check(ws)
-        if out.after.preload_advice:
-            out.preload_failed = preload_failures(ws)
-    except (HarnessError, subprocess.TimeoutExpired, OSError, StopIteration) as e:
-        out.error = f"{type(e).__name__}: {e}"
-    finally:
-        out.seconds = time.monotonic() - started
-        if keep:
-            print(f"kept: {ws.root}", file=sys.stderr)
-        else:
-            ws.close()
-    return out
+        out.fix = out.pasted = " ".join(command)
+        _fix_and_check(ws, out, command)
+
+    return _in_workspace(s, keep, body)
