@@ -7,12 +7,10 @@ whole inspected environment can be built by hand in a test, compared, and turned
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-from dataclasses import field
 from typing import Any, Literal
 
-from ortdoctor.core.record import record
+from ortdoctor.core.record import field, field_names, record
 
 Severity = Literal["error", "warning", "info"]
 
@@ -386,8 +384,9 @@ class Match:
 
 def to_jsonable(value: Any) -> Any:
     """Turn facts (nested dataclasses, enums, tuples, dicts) into JSON-ready Python values."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    names = field_names(value)
+    if names is not None:
+        return {name: to_jsonable(getattr(value, name)) for name in names}
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, dict):

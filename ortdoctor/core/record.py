@@ -1,20 +1,26 @@
-"""``@record``: ``@dataclass(frozen=True)`` without the cost of creating the class.
+"""``@record``: ``@dataclass(frozen=True)`` without the cost of creating the class, or of importing
+``dataclasses``.
 
 ``dataclasses`` writes the source of ``__init__``, ``__repr__``, ``__eq__``, ``__hash__``,
 ``__setattr__`` and ``__delattr__`` for every class and compiles it with ``exec``, and (before
 Python 3.13) asks ``inspect.signature`` for the class's docstring: 0.6-1 ms per class, tens of
-milliseconds for the frozen classes ``check`` imports. ``@record`` builds the same methods as closures
-over the class's field names, in tens of microseconds, and leaves the class looking like a frozen
-dataclass to the ``dataclasses`` module: ``__dataclass_fields__`` holds real :class:`dataclasses.Field`
-objects and ``__dataclass_params__`` says frozen, so ``dataclasses.fields``, ``replace``, ``asdict``,
-``is_dataclass`` and a ``@dataclass`` subclass work as they do on a dataclass. Instances pickle and copy
-like a frozen dataclass's (their state is their ``__dict__``).
+milliseconds for the frozen classes ``check`` imports. Importing it imports ``inspect`` (and with it
+``ast``, ``dis`` and ``tokenize``): ~9 ms more on a 2-core machine. ``@record`` builds the same methods
+as closures over the class's field names, in tens of microseconds, from its own field descriptions
+(:func:`field`), and imports nothing beyond what the interpreter has loaded at start.
+
+It still leaves the class looking like a frozen dataclass to the ``dataclasses`` module:
+``__dataclass_fields__`` (real :class:`dataclasses.Field` objects) and ``__dataclass_params__`` (frozen)
+are built on first read, which only code that has imported ``dataclasses`` does. So
+``dataclasses.fields``, ``replace``, ``asdict``, ``is_dataclass`` and a ``@dataclass`` subclass work as
+they do on a dataclass. Instances pickle and copy like a frozen dataclass's (their state is their
+``__dict__``). The package itself uses :func:`replace` and :func:`field_names` from here.
 
 Supported: what this package uses of ``@dataclass(frozen=True)`` and ``@dataclass(frozen=True,
 order=True)``: positional and keyword arguments, defaults, ``field(default_factory=..., init=...,
-repr=..., compare=..., hash=...)``, ``__post_init__``, ``ClassVar`` annotations, fields inherited from a
-frozen dataclass or record base. Not supported (a ``TypeError`` says so): ``InitVar``, ``KW_ONLY`` and
-``field(kw_only=True)``.
+repr=..., compare=..., hash=...)`` (this module's :func:`field` or ``dataclasses.field``),
+``__post_init__``, ``ClassVar`` annotations, fields inherited from a frozen dataclass or record base.
+Not supported (a ``TypeError`` says so): ``InitVar``, ``KW_ONLY`` and ``field(kw_only=True)``.
 
 Where it differs from ``dataclasses``: ``__init__`` takes ``(*args, **kwargs)`` and binds them itself
 (the errors are the interpreter's ``TypeError`` texts); ``inspect.signature(cls)`` still shows the
@@ -26,15 +32,14 @@ fields (``__signature__``, built on first use), and a class without a docstring 
 from __future__ import annotations
 
 import abc
-import dataclasses
 import sys
 from _thread import get_ident
-from dataclasses import MISSING, Field, FrozenInstanceError
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    import dataclasses
+    from collections.abc import Callable, Mapping
 
     if sys.version_info >= (3, 11):
         from typing import dataclass_transform
@@ -47,26 +52,9 @@ else:
         """Typing only (PEP 681); on 3.10 the type checker reads it from typing_extensions."""
         return lambda f: f
 
-__all__ = ["record"]
+__all__ = ["MISSING", "field", "field_names", "record", "replace"]
 
 _T = TypeVar("_T")
-
-# dataclasses' own markers: ``fields()`` returns the fields whose _field_type is _FIELD, ``replace()``
-# skips _FIELD_CLASSVAR (private names, the same object on 3.10-3.13).
-_FIELD = dataclasses._FIELD  # type: ignore[attr-defined]
-_FIELD_CLASSVAR = dataclasses._FIELD_CLASSVAR  # type: ignore[attr-defined]
-
-
-def _params(order: bool) -> Any:
-    """``__dataclass_params__`` of ``@dataclass(frozen=True, order=order)``: a ``@dataclass`` subclass
-    reads ``frozen`` from it."""
-    kwargs = {"init": True, "repr": True, "eq": True, "order": order, "unsafe_hash": False, "frozen": True}
-    if sys.version_info >= (3, 12):
-        kwargs.update(match_args=True, kw_only=False, slots=False, weakref_slot=False)
-    return dataclasses._DataclassParams(**kwargs)  # type: ignore[attr-defined]
-
-
-_PARAMS = {False: _params(False), True: _params(True)}
 
 
 class _Sentinel:
@@ -77,8 +65,72 @@ class _Sentinel:
         return self.text
 
 
+MISSING: Any = _Sentinel("MISSING")  # no default; dataclasses.MISSING where dataclasses sees the field
 _REQUIRED = _Sentinel("<required>")
 _FACTORY = _Sentinel("<factory>")  # the default ``inspect.signature`` shows for a default_factory, as dataclasses'
+_FIELD = "field"
+_CLASSVAR = "classvar"
+
+
+class _Spec:
+    """One field, as ``dataclasses.Field`` describes it (the same attribute names), without dataclasses."""
+
+    __slots__ = (
+        "compare",
+        "default",
+        "default_factory",
+        "hash",
+        "init",
+        "kind",
+        "kw_only",
+        "metadata",
+        "name",
+        "repr",
+        "type",
+    )
+
+    def __init__(self, default: Any = MISSING, default_factory: Any = MISSING, init: bool = True,
+                 repr: bool = True, hash: bool | None = None, compare: bool = True,
+                 metadata: Mapping[Any, Any] | None = None, kw_only: Any = MISSING) -> None:
+        self.name = ""
+        self.type: Any = None
+        self.default = default
+        self.default_factory = default_factory
+        self.init = init
+        self.repr = repr
+        self.hash = hash
+        self.compare = compare
+        self.metadata = metadata
+        self.kw_only = kw_only
+        self.kind = _FIELD
+
+    def __repr__(self) -> str:
+        return (f"field(name={self.name!r}, default={self.default!r}, default_factory={self.default_factory!r}, "
+                f"init={self.init}, repr={self.repr}, hash={self.hash}, compare={self.compare})")
+
+
+@overload
+def field(*, default: _T, init: bool = ..., repr: bool = ..., hash: bool | None = ...,
+          compare: bool = ..., metadata: Mapping[Any, Any] | None = ...) -> _T: ...
+
+
+@overload
+def field(*, default_factory: Callable[[], _T], init: bool = ..., repr: bool = ...,
+          hash: bool | None = ..., compare: bool = ..., metadata: Mapping[Any, Any] | None = ...) -> _T: ...
+
+
+@overload
+def field(*, init: bool = ..., repr: bool = ..., hash: bool | None = ...,
+          compare: bool = ..., metadata: Mapping[Any, Any] | None = ...) -> Any: ...
+
+
+def field(*, default: Any = MISSING, default_factory: Any = MISSING, init: bool = True,
+          repr: bool = True, hash: bool | None = None, compare: bool = True,
+          metadata: Mapping[Any, Any] | None = None) -> Any:
+    """``dataclasses.field`` for a ``@record`` class (the same arguments but ``kw_only``)."""
+    if default is not MISSING and default_factory is not MISSING:
+        raise ValueError("cannot specify both default and default_factory")
+    return _Spec(default, default_factory, init, repr, hash, compare, metadata)
 
 
 @overload
@@ -89,12 +141,47 @@ def record(cls: type[_T], /) -> type[_T]: ...
 def record(*, order: bool = False) -> Callable[[type[_T]], type[_T]]: ...
 
 
-@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def record(cls: type[_T] | None = None, /, *, order: bool = False) -> Any:
     """``@record`` is ``@dataclass(frozen=True)``; ``@record(order=True)`` adds ``<``, ``<=``, ``>``, ``>=``."""
     if cls is None:
         return lambda c: _build(c, order)
     return _build(cls, order)
+
+
+def replace(obj: _T, /, **changes: Any) -> _T:
+    """``dataclasses.replace`` for a record (the same errors), without importing dataclasses; any other
+    dataclass instance is handed to ``dataclasses.replace``."""
+    specs: dict[str, _Spec] | None = getattr(type(obj), "__record_fields__", None)
+    if specs is None:
+        import dataclasses
+
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    for spec in specs.values():
+        if spec.kind is not _FIELD:
+            continue
+        if not spec.init:
+            if spec.name in changes:
+                raise ValueError(f"field {spec.name} is declared with init=False, it cannot be specified with "
+                                 "replace()")
+            continue
+        if spec.name not in changes:
+            changes[spec.name] = getattr(obj, spec.name)
+    return obj.__class__(**changes)
+
+
+def field_names(obj: Any) -> tuple[str, ...] | None:
+    """The names ``dataclasses.fields(obj)`` would give for a record or dataclass instance (None for
+    anything else, and for a class), without importing dataclasses for a record."""
+    if isinstance(obj, type):
+        return None
+    names: tuple[str, ...] | None = getattr(type(obj), "__record_names__", None)
+    if names is not None:
+        return names
+    dc = sys.modules.get("dataclasses")  # a dataclass instance implies dataclasses was imported
+    if dc is not None and dc.is_dataclass(obj):
+        return tuple(f.name for f in dc.fields(obj))
+    return None
 
 
 def _build(cls: type[_T], order: bool) -> type[_T]:
@@ -104,10 +191,10 @@ def _build(cls: type[_T], order: bool) -> type[_T]:
     for name, annotation in annotations.items():
         fields[name] = _own_field(cls, name, annotation, namespace.get(name, MISSING))
     for name, value in namespace.items():
-        if isinstance(value, Field) and name not in annotations:
+        if _is_field(value) and name not in annotations:
             raise TypeError(f"{name!r} is a field but has no type annotation")
 
-    real = [f for f in fields.values() if f._field_type is _FIELD]  # type: ignore[attr-defined]
+    real = [f for f in fields.values() if f.kind is _FIELD]
     init = [f for f in real if f.init]
     _check_default_order(init)
     qualname = cls.__qualname__
@@ -131,52 +218,121 @@ def _build(cls: type[_T], order: bool) -> type[_T]:
         cls.__hash__ = _make_hash(qualname, key if hashed == compared else _key(hashed))  # type: ignore[method-assign]
     _put(cls, "__match_args__", tuple(f.name for f in init))
     if sys.version_info >= (3, 13):
-        _put(cls, "__replace__", _replace)
+        _put(cls, "__replace__", replace)
     if "__signature__" not in namespace:
         cls.__signature__ = _LazySignature(fields)  # type: ignore[attr-defined]
     if not namespace.get("__doc__"):
         cls.__doc__ = _LazyDoc()  # type: ignore[assignment]
-    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
-    cls.__dataclass_params__ = _PARAMS[bool(order)]  # type: ignore[attr-defined]
+    cls.__record_fields__ = fields  # type: ignore[attr-defined]
+    cls.__record_names__ = tuple(f.name for f in real)  # type: ignore[attr-defined]
+    cls.__dataclass_fields__ = _ForDataclasses(cls, "__dataclass_fields__")  # type: ignore[attr-defined]
+    cls.__dataclass_params__ = _ForDataclasses(cls, "__dataclass_params__", order)  # type: ignore[attr-defined]
     if isinstance(cls, abc.ABCMeta):
         abc.update_abstractmethods(cls)
     return cls
 
 
-def _inherited_fields(cls: type) -> dict[str, Field[Any]]:
-    fields: dict[str, Field[Any]] = {}
+class _ForDataclasses:
+    """``__dataclass_fields__`` or ``__dataclass_params__`` of a record: what the ``dataclasses`` module
+    reads, built on first read (only code that imported ``dataclasses`` asks) and then kept on the class."""
+
+    def __init__(self, cls: type, attr: str, order: bool = False) -> None:
+        self.cls = cls
+        self.attr = attr
+        self.order = order
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        import dataclasses
+
+        if self.attr == "__dataclass_params__":
+            kwargs = {"init": True, "repr": True, "eq": True, "order": self.order, "unsafe_hash": False,
+                      "frozen": True}
+            if sys.version_info >= (3, 12):
+                kwargs.update(match_args=True, kw_only=False, slots=False, weakref_slot=False)
+            value: Any = dataclasses._DataclassParams(**kwargs)  # type: ignore[attr-defined]
+        else:
+            specs: dict[str, _Spec] = self.cls.__record_fields__  # type: ignore[attr-defined]
+            value = {name: _to_dataclass_field(spec) for name, spec in specs.items()}
+        setattr(self.cls, self.attr, value)
+        return value
+
+
+def _to_dataclass_field(spec: _Spec) -> dataclasses.Field[Any]:
+    import dataclasses
+
+    f: dataclasses.Field[Any] = dataclasses.field(
+        default=dataclasses.MISSING if spec.default is MISSING else spec.default,
+        default_factory=dataclasses.MISSING if spec.default_factory is MISSING else spec.default_factory,
+        init=spec.init, repr=spec.repr, hash=spec.hash, compare=spec.compare, metadata=spec.metadata)
+    f.name = spec.name
+    f.type = spec.type
+    f.kw_only = False
+    f._field_type = (dataclasses._FIELD if spec.kind is _FIELD  # type: ignore[attr-defined]
+                     else dataclasses._FIELD_CLASSVAR)  # type: ignore[attr-defined]
+    return f
+
+
+def _is_field(value: Any) -> bool:
+    if isinstance(value, _Spec):
+        return True
+    dc = sys.modules.get("dataclasses")  # a dataclasses.Field in a class body implies it was imported
+    return dc is not None and isinstance(value, dc.Field)
+
+
+def _from_dataclass_field(f: Any) -> _Spec:
+    """A ``dataclasses.Field`` (from ``dataclasses.field()`` in a body, or a dataclass base) as a spec."""
+    import dataclasses
+
+    def own(value: Any) -> Any:
+        return MISSING if value is dataclasses.MISSING else value
+
+    spec = _Spec(own(f.default), own(f.default_factory), f.init, f.repr, f.hash, f.compare,
+                 f.metadata or None, own(f.kw_only))
+    spec.name = f.name
+    spec.type = f.type
+    if getattr(f, "_field_type", None) is dataclasses._FIELD_CLASSVAR:  # type: ignore[attr-defined]
+        spec.kind = _CLASSVAR
+    return spec
+
+
+def _inherited_fields(cls: type) -> dict[str, _Spec]:
+    fields: dict[str, _Spec] = {}
     for base in cls.__mro__[-1:0:-1]:
-        base_fields = getattr(base, "__dataclass_fields__", None)
-        if base_fields is not None:
+        own = base.__dict__
+        if "__record_fields__" in own:
+            fields.update(own["__record_fields__"])
+        elif "__dataclass_fields__" in own:  # a stdlib dataclass base
             if not base.__dataclass_params__.frozen:  # type: ignore[attr-defined]
                 raise TypeError("cannot inherit frozen dataclass from a non-frozen one")
-            fields.update(base_fields)
+            fields.update((name, _from_dataclass_field(f)) for name, f in own["__dataclass_fields__"].items())
     return fields
 
 
-def _own_field(cls: type, name: str, annotation: Any, default: Any) -> Field[Any]:
+def _own_field(cls: type, name: str, annotation: Any, default: Any) -> _Spec:
     marker = _special(annotation)
     if marker in ("InitVar", "KW_ONLY"):
         raise TypeError(f"{cls.__qualname__}.{name}: @record does not support {marker}; use @dataclass")
-    if isinstance(default, Field):
+    if isinstance(default, _Spec):
         f = default
-        if f.kw_only is True:
-            raise TypeError(f"{cls.__qualname__}.{name}: @record does not support kw_only fields; use @dataclass")
+    elif _is_field(default):
+        f = _from_dataclass_field(default)
     else:
-        f = dataclasses.field(default=default)
+        f = _Spec(default)
+    if f.kw_only is True:
+        raise TypeError(f"{cls.__qualname__}.{name}: @record does not support kw_only fields; use @dataclass")
     f.name = name
     f.type = annotation
     f.kw_only = False
     if marker == "ClassVar":
         if f.default_factory is not MISSING:
             raise TypeError(f"field {name} cannot have a default factory")
-        f._field_type = _FIELD_CLASSVAR  # type: ignore[attr-defined]
+        f.kind = _CLASSVAR
         return f
-    f._field_type = _FIELD  # type: ignore[attr-defined]
+    f.kind = _FIELD
     if f.default is not MISSING and type(f.default).__hash__ is None:
         raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: use default_factory")
     # The class attribute is the default, as with dataclasses; a default_factory leaves none.
-    if default is f:
+    if default is not MISSING and _is_field(default):
         if f.default is MISSING:
             delattr(cls, name)
         else:
@@ -190,10 +346,12 @@ def _special(annotation: Any) -> str | None:
     if isinstance(annotation, str):
         head = annotation.partition("[")[0].strip().rpartition(".")[2]
         return head if head in ("ClassVar", "InitVar", "KW_ONLY") else None
-    if annotation is dataclasses.KW_ONLY:
-        return "KW_ONLY"
-    if annotation is dataclasses.InitVar or type(annotation) is dataclasses.InitVar:
-        return "InitVar"
+    dc = sys.modules.get("dataclasses")
+    if dc is not None:
+        if annotation is dc.KW_ONLY:
+            return "KW_ONLY"
+        if annotation is dc.InitVar or type(annotation) is dc.InitVar:
+            return "InitVar"
     typing = sys.modules.get("typing")
     if typing is not None and (annotation is typing.ClassVar
                                or getattr(annotation, "__origin__", None) is typing.ClassVar):
@@ -201,8 +359,8 @@ def _special(annotation: Any) -> str | None:
     return None
 
 
-def _check_default_order(init: list[Field[Any]]) -> None:
-    seen: Field[Any] | None = None
+def _check_default_order(init: list[_Spec]) -> None:
+    seen: _Spec | None = None
     for f in init:
         if f.default is not MISSING or f.default_factory is not MISSING:
             seen = f
@@ -230,7 +388,7 @@ def _method(fn: Any, qualname: str, name: str) -> Any:
 # __init__
 # --------------------------------------------------------------------------------------------------
 
-def _make_init(cls: type, real: list[Field[Any]], init: list[Field[Any]]) -> Any:
+def _make_init(cls: type, real: list[_Spec], init: list[_Spec]) -> Any:
     qualname = cls.__qualname__
     names = tuple(f.name for f in init)
     count = len(names)
@@ -288,7 +446,7 @@ def _make_init(cls: type, real: list[Field[Any]], init: list[Field[Any]]) -> Any
     return _method(__init__, qualname, "__init__")
 
 
-def _bind_error(qualname: str, init: list[Field[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def _bind_error(qualname: str, init: list[_Spec], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Raise the ``TypeError`` the interpreter raises for a generated ``__init__(self, a, b=...)``,
     checking in its order: keywords, the number of positional arguments, the missing ones."""
     names = [f.name for f in init]
@@ -395,27 +553,26 @@ def _make_frozen(cls: Any, names: tuple[str, ...]) -> list[tuple[str, Any]]:
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is cls or name in fields:
+            from dataclasses import FrozenInstanceError  # only on this error: the import costs ~9 ms
+
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
 
     def __delattr__(self: Any, name: str) -> None:
         if type(self) is cls or name in fields:
+            from dataclasses import FrozenInstanceError
+
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
 
     return [(fn.__name__, _method(fn, cls.__qualname__, fn.__name__)) for fn in (__setattr__, __delattr__)]
 
 
-def _replace(self: Any, /, **changes: Any) -> Any:
-    """``copy.replace(obj, **changes)`` (Python 3.13+), as on a dataclass."""
-    return dataclasses.replace(self, **changes)
-
-
 class _LazySignature:
     """``inspect.signature(cls)``: the fields as parameters, built (and ``inspect`` used) on first read.
     Only the class has it: an instance (a callable one's ``__call__``) keeps its own."""
 
-    def __init__(self, fields: dict[str, Field[Any]]) -> None:
+    def __init__(self, fields: dict[str, _Spec]) -> None:
         self.fields = fields
         self.signature: Any = None
 
@@ -428,7 +585,7 @@ class _LazySignature:
 
         params = []
         for f in self.fields.values():
-            if f._field_type is not _FIELD or not f.init:  # type: ignore[attr-defined]
+            if f.kind is not _FIELD or not f.init:
                 continue
             default = _FACTORY if f.default_factory is not MISSING else f.default
             params.append(inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,

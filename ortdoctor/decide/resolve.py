@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Candidate, Environment, Finding, LibraryPlan, Plan, Source
@@ -43,27 +43,44 @@ DRIVER_SONAMES = frozenset({"libcuda.so.1", "libnvidia-ml.so.1", "nvcuda.dll", "
 _CUDA_LIKE = re.compile(r"^(lib)?(cu|nvrtc|nvJitLink|cudnn)", re.IGNORECASE)
 
 
-@dataclass
 class _Cand:
-    path: str  # the path to load (directory + soname); realpath kept for comparisons
-    real: str
-    source: Source
-    rank: int  # global search position
-    origin: str  # coherence unit: site dir for wheels, the directory otherwise
-    version: str | None
-    rejected: str | None = None
+    """One place a library could be loaded from. A plain mutable class: ``rejected`` is set as the steps
+    go (and ``dataclasses``, not otherwise imported by ``check``, would cost ~9 ms to import)."""
+
+    __slots__ = ("origin", "path", "rank", "real", "rejected", "source", "version")
+
+    def __init__(self, path: str, real: str, source: Source, rank: int, origin: str, version: str | None,
+                 rejected: str | None = None) -> None:
+        self.path = path  # the path to load (directory + soname); realpath kept for comparisons
+        self.real = real
+        self.source = source
+        self.rank = rank  # global search position
+        self.origin = origin  # coherence unit: site dir for wheels, the directory otherwise
+        self.version = version
+        self.rejected = rejected
+
+    def __repr__(self) -> str:
+        return f"_Cand({self.path!r}, {self.source!r}, version={self.version!r}, rejected={self.rejected!r})"
 
 
-@dataclass
 class _Work:
     """What the steps share while one plan is made."""
 
-    env: Environment
-    specs: list[LibSpec]
-    cuda_major: int
-    cudnn_major: int | None
-    needed: tuple[str, ...] | None  # the CUDA provider's DT_NEEDED / imports, when readable
-    findings: list[Finding] = field(default_factory=list)
+    __slots__ = ("cuda_major", "cudnn_major", "dir_stems", "env", "findings", "ld_stems", "needed", "specs")
+
+    def __init__(self, env: Environment, specs: list[LibSpec], cuda_major: int, cudnn_major: int | None,
+                 needed: tuple[str, ...] | None) -> None:
+        self.env = env
+        self.specs = specs
+        self.cuda_major = cuda_major
+        self.cudnn_major = cudnn_major
+        self.needed = needed  # the CUDA provider's DT_NEEDED / imports, when readable
+        self.findings: list[Finding] = []
+        # The files of a directory and of the ld.so cache by component stem, built once per plan: each
+        # library asks which other majors of its component exist, and a system directory or the cache
+        # holds thousands of names.
+        self.dir_stems: dict[str, dict[str, list[tuple[int, str, str]]]] = {}
+        self.ld_stems: dict[str, list[tuple[int, str, tuple[str, ...]]]] | None = None
 
     @property
     def windows(self) -> bool:
@@ -252,18 +269,35 @@ def _other_majors(w: _Work, s: LibSpec, tiers: Sequence[SearchTier], index: DirI
             lst = index.get(d)
             if lst is None or not lst.exists:
                 continue
-            for name, real in sorted(_files(w, lst.files).items()):
-                sm = stem_major(name)
-                if sm and sm[0] == want[0] and sm[1] != want[1] and name == canonical(name):
+            stems = w.dir_stems.get(d)
+            if stems is None:
+                stems = w.dir_stems[d] = _by_stem((name, real) for name, real in sorted(_files(w, lst.files).items())
+                                                  if name == canonical(name))
+            for major, name, real in stems.get(want[0], ()):
+                if major != want[1]:
                     out.append(Candidate(_join(w, d, name), t.source, version_from_filename(real, name),
-                                         _other_major_reason(s.name, sm[1], w.cuda_major, w.cudnn_major)))
+                                         _other_major_reason(s.name, major, w.cuda_major, w.cudnn_major)))
     if not w.windows:
-        for name, paths in w.env.system.ldconfig.items():
-            sm = stem_major(name)
-            if sm and sm[0] == want[0] and sm[1] != want[1]:
+        if w.ld_stems is None:
+            w.ld_stems = _by_stem(w.env.system.ldconfig.items())
+        for major, name, paths in w.ld_stems.get(want[0], ()):
+            if major != want[1]:
                 out.extend(Candidate(p, "system", None, f"{name} (ld.so.cache) is for another major, build needs "
                                                         f"{soname}")
                            for p in paths if all(o.path != p for o in out))
+    return out
+
+
+_V = TypeVar("_V")
+
+
+def _by_stem(items: Iterable[tuple[str, _V]]) -> dict[str, list[tuple[int, str, _V]]]:
+    """``(name, value)`` pairs grouped by component stem, in their order, with each name's major."""
+    out: dict[str, list[tuple[int, str, _V]]] = {}
+    for name, value in items:
+        sm = stem_major(name)
+        if sm:
+            out.setdefault(sm[0], []).append((sm[1], name, value))
     return out
 
 

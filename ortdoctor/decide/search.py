@@ -21,10 +21,9 @@ import os
 import posixpath
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import field
 
 from ortdoctor.core.facts import Environment, Source
-from ortdoctor.core.record import record
+from ortdoctor.core.record import field, record
 from ortdoctor.decide.matrix.model import LibSpec
 from ortdoctor.decide.names import component_stems, major_of, stem_major
 from ortdoctor.formats.realpath import real_path

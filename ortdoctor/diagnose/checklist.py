@@ -10,7 +10,6 @@ Each rule family lives in its own module of this package."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ortdoctor.core.facts import (
@@ -18,6 +17,7 @@ from ortdoctor.core.facts import (
     Finding,
     Plan,
 )
+from ortdoctor.core.record import replace
 from ortdoctor.decide.build import is_cuda_build
 from ortdoctor.diagnose.context import SEVERITY_ORDER, Ctx, build_cuda_major
 from ortdoctor.diagnose.driver import check_driver

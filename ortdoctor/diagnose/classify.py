@@ -27,10 +27,10 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import replace
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.facts import Match
+from ortdoctor.core.record import replace
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import Matrix, MatrixError
 from ortdoctor.diagnose import fixes

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ortdoctor.core.catalog import make
@@ -17,6 +16,7 @@ from ortdoctor.core.facts import (
     PackageStep,
     Severity,
 )
+from ortdoctor.core.record import replace
 from ortdoctor.decide.fixes import library_fix, step, wrong_cuda_cudnn
 from ortdoctor.decide.integrity import damage_of
 from ortdoctor.decide.loader_view import (

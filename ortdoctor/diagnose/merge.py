@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from ortdoctor.core.catalog import CATALOG, make
@@ -12,6 +11,7 @@ from ortdoctor.core.facts import (
     PackageStep,
     Plan,
 )
+from ortdoctor.core.record import replace
 from ortdoctor.decide.devices import CudaDevice, describe
 from ortdoctor.decide.fixes import Installer, step
 from ortdoctor.diagnose.context import RESTRICTED_MODES, SUPERSEDED, Ctx

@@ -7,8 +7,9 @@ one place, whether it was pasted into ``explain`` or printed by the smoke child.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
+
+from ortdoctor.core.record import replace
 
 if TYPE_CHECKING:
     from ortdoctor.prove.smoke.runner import SmokeResult
@@ -34,4 +35,4 @@ def classify_smoke(result: SmokeResult) -> SmokeResult:
     for line in (*(m.evidence for m in causes), *result.evidence):
         if line not in evidence and len(evidence) < _MAX_EVIDENCE_LINES:
             evidence.append(line)
-    return dataclasses.replace(result, causes=causes, evidence=tuple(evidence))
+    return replace(result, causes=causes, evidence=tuple(evidence))

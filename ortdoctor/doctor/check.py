@@ -6,14 +6,13 @@ ask NVML, the resolver and the diagnosis are pure, and the smoke session runs in
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from ortdoctor.core.facts import Finding
-from ortdoctor.core.record import record
+from ortdoctor.core.record import record, replace
 from ortdoctor.formats.realpath import remembered_realpaths
 from ortdoctor.report.model import Report, verdict_of
 
@@ -124,7 +123,7 @@ def run_check(options: CheckOptions | None = None, /, **fields: Any) -> Report:
         DirectoryError: ``directory`` does not exist.
         ValueError: an ``input_shapes`` or ``model_inputs`` entry is malformed (checked before anything runs).
     """
-    opts = dataclasses.replace(options, **fields) if options is not None else CheckOptions(**fields)
+    opts = replace(options, **fields) if options is not None else CheckOptions(**fields)
     with remembered_realpaths():  # the files are taken to stand still while one check looks at them
         return _Check(opts).run()
 
@@ -254,7 +253,7 @@ class _Check:
             return None, ()
         t = time.perf_counter()
         if self.devices_thread is not None:
-            device_smokes = tuple(dataclasses.replace(d, smoke=classify_smoke(d.smoke))
+            device_smokes = tuple(replace(d, smoke=classify_smoke(d.smoke))
                                   for d in self.devices_thread.result())
             smoke_result = next((d.smoke for d in device_smokes if d.ordinal == self.opts.device_id), None)
             started = self.devices_thread.started

@@ -7,12 +7,11 @@ data for :mod:`ortdoctor.report.fix`.
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-from ortdoctor.core.record import record
+from ortdoctor.core.record import record, replace
 from ortdoctor.decide.fix_plan import FixPlan, plan_fix
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.doctor.check import CheckOptions, run_check
@@ -73,5 +72,5 @@ def apply_fix(options: CheckOptions, before: Report, *, log: IO[str] | None = No
         runs.append(StepRun(tuple(argv), code, error))
         if code != 0:
             return FixResult(before, plan, installer, tuple(runs))
-    after = run_check(dataclasses.replace(options)) if runs else None
+    after = run_check(replace(options)) if runs else None
     return FixResult(before, plan, installer, tuple(runs), after)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
+from ortdoctor.core.record import replace
 from ortdoctor.fleet.model import (
     FAILING,
     Drift,

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field, fields
+from dataclasses import fields
 from typing import Any, Literal
 
-from ortdoctor.core.record import record
+from ortdoctor.core.record import field, record
 
 __all__ = [
     "FAILING",

@@ -8,18 +8,16 @@ METADATA and RECORD of those alone. Nothing is imported and nothing is executed.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
-from ortdoctor.core.record import record
+from ortdoctor.core.record import field, record
 from ortdoctor.formats.regular_file import open_regular
 
 __all__ = [
@@ -157,11 +155,13 @@ class DistIndex:
         return cached
 
 
-@dataclass
 class _Meta:
-    name: str | None = None
-    version: str | None = None
-    requires: list[str] = field(default_factory=list)
+    __slots__ = ("name", "requires", "version")
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.version: str | None = None
+        self.requires: list[str] = []
 
 
 def _read_text(path: str, limit: int) -> str:
@@ -194,8 +194,14 @@ def _parse_metadata(text: str) -> _Meta:
 
 
 def _parse_record(text: str) -> tuple[RecordEntry, ...]:
+    rows: Iterable[list[str]]
     if '"' in text:  # a quoted field (a path with a comma or a quote): the csv module's rules throughout
-        rows: Iterable[list[str]] = csv.reader(io.StringIO(text))
+        import csv  # only then: most RECORDs have no quote, and the import is not free
+
+        try:
+            rows = list(csv.reader(io.StringIO(text)))
+        except csv.Error as exc:
+            raise ValueError(f"not CSV: {exc}") from None
     else:  # the common case, ~10x faster than csv: no field can hold a comma or a line break
         rows = (line.split(",") for line in text.splitlines())
     entries: list[RecordEntry] = []
@@ -226,7 +232,7 @@ def _load(ref: DistRef) -> Distribution:
         record = _parse_record(text) if '"' in text else text  # left None when the csv module refuses it
     except FileNotFoundError:
         problems.append("RECORD missing")
-    except (OSError, ValueError, csv.Error) as exc:
+    except (OSError, ValueError) as exc:
         problems.append(f"RECORD unreadable: {exc}")
 
     installer: str | None = None

@@ -37,7 +37,6 @@ from __future__ import annotations
 import os
 import struct
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
 from ortdoctor.core.record import record
@@ -129,14 +128,16 @@ def _names(images: tuple[KernelImage, ...], kind: ImageKind) -> tuple[str, ...]:
 _ImageKey = tuple[ImageKind, int, str, bool, "tuple[int, int] | None"]
 
 
-@dataclass
 class _Tally:
     """What the walk has counted so far, over every fatbin section of the file."""
 
-    images: Counter[_ImageKey] = field(default_factory=Counter)
-    target_sets: Counter[tuple[str, ...]] = field(default_factory=Counter)
-    other: int = 0
-    entries: int = 0
+    __slots__ = ("entries", "images", "other", "target_sets")
+
+    def __init__(self) -> None:
+        self.images: Counter[_ImageKey] = Counter()
+        self.target_sets: Counter[tuple[str, ...]] = Counter()
+        self.other = 0
+        self.entries = 0
 
 
 def read_fatbin(path: str | os.PathLike[str]) -> FatbinInfo:

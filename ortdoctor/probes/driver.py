@@ -11,9 +11,7 @@ escapes :func:`probe_driver`.
 
 from __future__ import annotations
 
-import glob
 import os
-import platform as _platform
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -21,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortdoctor.core.facts import Device, DriverError, DriverInfo
 from ortdoctor.formats.ldcache import read_ld_cache
+from ortdoctor.probes.stdlib_answers import directory_entries, machine
 from ortdoctor.probes.system import default_lib_dirs
 
 if TYPE_CHECKING:
@@ -192,7 +191,7 @@ def nvml_library_may_exist(
     name = "libnvidia-ml.so.1"
     if ld_cache is None:
         try:
-            ld_cache = read_ld_cache("/etc/ld.so.cache", _platform.machine())
+            ld_cache = read_ld_cache("/etc/ld.so.cache", machine())
         except Exception:
             return True  # an unreadable cache may list it
     if name in ld_cache:
@@ -338,7 +337,7 @@ def probe_driver(
     devices: tuple[Device, ...] = ()
     if ld_cache is None and os_name == "linux":
         try:
-            ld_cache = read_ld_cache(os.path.join(fs_root, "etc/ld.so.cache"), _platform.machine())
+            ld_cache = read_ld_cache(os.path.join(fs_root, "etc/ld.so.cache"), machine())
         except Exception:
             ld_cache = {}
     dirs = default_lib_dirs() if default_dirs is None else default_dirs
@@ -360,7 +359,7 @@ def probe_driver(
     libcuda = _libcuda_locations(os_name, env, ld_cache, fs_root, dirs)
     dev_nodes: tuple[str, ...] = ()
     if os_name == "linux":
-        nodes = sorted(glob.glob(os.path.join(fs_root, "dev", "nvidia*")))
+        nodes = directory_entries(os.path.join(fs_root, "dev"), "nvidia")
         dxg = os.path.join(fs_root, "dev", "dxg")
         if os.path.exists(dxg):
             nodes.append(dxg)

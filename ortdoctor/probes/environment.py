@@ -8,13 +8,13 @@ installed distributions.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ortdoctor.core.facts import DriverInfo, Environment, PluginEpInfo
+from ortdoctor.core.record import replace
 from ortdoctor.formats.distinfo import DistIndex
 from ortdoctor.formats.procmaps import mapped_paths
 from ortdoctor.probes.driver import probe_driver
@@ -83,7 +83,7 @@ def collect_environment(
     python = probe_python(sys_path=path, environ=env, fs_root=fs_root, interpreter=interpreter)
     sites = python.site_dirs if site_dirs is None else tuple(os.path.abspath(d) for d in site_dirs)
     if site_dirs is not None:
-        python = dataclasses.replace(python, site_dirs=sites)
+        python = replace(python, site_dirs=sites)
     index = DistIndex(sites)
     ort = probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index, kernels=False)
     if on_probe is not None:

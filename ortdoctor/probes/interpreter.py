@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import platform as _platform
-import subprocess
 import sys
-import sysconfig
 from collections.abc import Mapping
 
 from ortdoctor.core.record import record
+from ortdoctor.probes.stdlib_answers import machine, platform_tag, python_implementation, python_version
 
 __all__ = ["Interpreter", "InterpreterError", "describe", "this_interpreter"]
 
@@ -49,8 +47,8 @@ class Interpreter:
 
 
 def this_interpreter() -> Interpreter:
-    return Interpreter(sys.executable, _platform.python_version(), _platform.python_implementation(),
-                       sysconfig.get_platform(), _platform.machine(), sys.platform, sys.prefix,
+    return Interpreter(sys.executable, python_version(), python_implementation(),
+                       platform_tag(), machine(), sys.platform, sys.prefix,
                        getattr(sys, "base_prefix", sys.prefix), tuple(p for p in sys.path if p))
 
 
@@ -68,8 +66,10 @@ def describe(python: str, environ: Mapping[str, str] | None = None) -> Interpret
     env = dict(os.environ if environ is None else environ)
     for key in ("PYTHONHOME", "PYTHONSTARTUP"):
         env.pop(key, None)
+    import subprocess  # only for --python: every other check saves their imports
+    import tempfile
+
     try:
-        import tempfile  # only for --python: every other check saves its import
 
         with tempfile.TemporaryDirectory(prefix="ortdoctor-python-") as cwd:  # no stray module shadows sys
             proc = subprocess.run([path, "-c", _SCRIPT], capture_output=True, text=True, timeout=_TIMEOUT,

@@ -9,8 +9,6 @@ never executed, so a hostile file cannot run.
 
 from __future__ import annotations
 
-import ast
-import dataclasses
 import os
 import re
 import stat
@@ -19,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ortdoctor.core.facts import ElfInfo, OrtDistribution, OrtInfo, PeInfo, ProviderKernels
+from ortdoctor.core.record import replace
 from ortdoctor.formats.distinfo import DistIndex, Distribution, file_sha256, normalize, open_regular
 from ortdoctor.formats.elf import ElfError, read_elf
 from ortdoctor.formats.fatbin import FatbinError, FatbinInfo, read_fatbin
@@ -86,11 +85,33 @@ def add_kernels(ort: OrtInfo) -> OrtInfo:
     """``ort`` with the kernel architectures of its CUDA provider read (unchanged without a provider)."""
     if ort.cuda_provider is None or ort.kernels is not None:
         return ort
-    return dataclasses.replace(ort, kernels=read_kernels(ort.cuda_provider.path))
+    return replace(ort, kernels=read_kernels(ort.cuda_provider.path))
+
+
+# ``name = 'text'`` and nothing else on the line: what every build_and_package_info.py holds
+_SIMPLE_ASSIGNMENT = re.compile(r"""([A-Za-z_][A-Za-z0-9_]*) = (?:'([^'\\\n]*)'|"([^"\\\n]*)")""")
 
 
 def parse_literal_assignments(source: str) -> dict[str, object]:
-    """``name = <literal>`` (and ``name: T = <literal>``) at module level; nothing is evaluated."""
+    """``name = <literal>`` (and ``name: T = <literal>``) at module level; nothing is evaluated.
+
+    A file of plain ``name = 'text'`` lines (and blank or comment lines) is read line by line; any other
+    file goes through :mod:`ast` (whose import, ~3 ms, the common case saves)."""
+    simple: dict[str, object] = {}
+    for line in source.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        m = _SIMPLE_ASSIGNMENT.fullmatch(line)
+        if m is None:
+            return _parse_with_ast(source)
+        simple[m[1]] = m[2] if m[2] is not None else m[3]
+    return simple
+
+
+def _parse_with_ast(source: str) -> dict[str, object]:
+    import ast
+
     tree = ast.parse(source)
     out: dict[str, object] = {}
     for node in tree.body:

@@ -3,16 +3,15 @@ container and WSL hints, and the site directories that hold installed distributi
 
 from __future__ import annotations
 
-import glob
 import os
 import re
-import shutil
 import sys
 from collections.abc import Iterable, Mapping
 
 from ortdoctor.core.facts import PythonInfo
 from ortdoctor.formats.distinfo import list_dist_infos
 from ortdoctor.probes.interpreter import Interpreter, this_interpreter
+from ortdoctor.probes.stdlib_answers import directory_entries, which
 
 __all__ = ["find_site_dirs", "probe_python"]
 
@@ -61,7 +60,7 @@ def _libc(fs_root: str) -> str | None:
     if value:
         return value  # "glibc 2.36"
     # musl has no confstr for it; its loader's name gives it away.
-    if glob.glob(os.path.join(fs_root, "lib", "ld-musl-*.so.1")):
+    if directory_entries(os.path.join(fs_root, "lib"), "ld-musl-", ".so.1"):
         return "musl"
     return None
 
@@ -137,7 +136,7 @@ def probe_python(
     venv = it.prefix if it.prefix != it.base_prefix else None
     sites = find_site_dirs(it.path if sys_path is None else sys_path)
     path = env.get("PATH")
-    pip = shutil.which("pip", path=path) if path is not None else None
+    pip = which("pip", path) if path is not None else None
     return PythonInfo(
         version=it.version,
         executable=it.executable,
@@ -156,7 +155,7 @@ def probe_python(
         has_pip=any(name.lower().startswith("pip-") for site in sites for name in list_dist_infos(site)),
         pip_on_path=pip,
         pip_on_path_python=_launcher_python(pip) if pip else None,
-        uv_on_path=shutil.which("uv", path=path) if path is not None else None,
+        uv_on_path=which("uv", path) if path is not None else None,
         virtual_env=env.get("VIRTUAL_ENV") or None,
         inspected_other=it.other,
         hook_pth=next((p for site in sites if os.path.isfile(p := os.path.join(site, HOOK_PTH))), None),

@@ -5,30 +5,24 @@ Windows the PATH."""
 from __future__ import annotations
 
 import os
-import platform as _platform
 import re
 import stat
 import struct
 import sys
-import sysconfig
 from collections.abc import Mapping, Sequence
 
 from ortdoctor.core.facts import SearchDir, SystemInfo
 from ortdoctor.formats.ldcache import LdCacheError, read_ld_cache
+from ortdoctor.probes import stdlib_answers
 
 __all__ = ["annotate_dir", "default_lib_dirs", "probe_system"]
 
 _TOOLKIT_RE = re.compile(r"cuda-(\d+)\.(\d+)")
 
 
-def _multiarch() -> str | None:
-    value = sysconfig.get_config_var("MULTIARCH")
-    return value if isinstance(value, str) and value else None
-
-
 def default_lib_dirs(multiarch: str | None = None) -> tuple[str, ...]:
     """The directories ld.so searches after everything else (trusted directories)."""
-    triplet = multiarch if multiarch is not None else _multiarch()
+    triplet = multiarch if multiarch is not None else stdlib_answers.multiarch()
     dirs = []
     if triplet:
         dirs += [f"/lib/{triplet}", f"/usr/lib/{triplet}"]
@@ -77,7 +71,7 @@ def probe_system(
     if os_name is None:
         os_name = "windows" if sys.platform == "win32" else ("linux" if sys.platform.startswith("linux") else sys.platform)
     if machine is None:
-        machine = _platform.machine()
+        machine = stdlib_answers.machine()
     problems: list[str] = []
 
     ld_entries: tuple[SearchDir, ...] = ()

@@ -7,12 +7,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ortdoctor.core.exitcodes import FAIL, OK, USAGE
 from ortdoctor.core.facts import Environment, Finding, Plan, to_jsonable
-from ortdoctor.core.record import record
+from ortdoctor.core.record import field, record
 from ortdoctor.decide.devices import DeviceMap, map_devices
 from ortdoctor.decide.loader_view import LibraryRow, library_rows
 

@@ -11,13 +11,13 @@ written at run time. A test keeps the snapshot equal to what validating the YAML
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import threading
 import zlib
+from _thread import allocate_lock
 from typing import Any
 
+from ortdoctor.core.record import field_names, replace
 from ortdoctor.decide.matrix import model
 from ortdoctor.decide.matrix.model import MATRIX_ENV, Matrix, MatrixError
 
@@ -49,7 +49,7 @@ def snapshot_path() -> str:
 
 
 _cache: dict[str, Matrix] = {}
-_cache_lock = threading.Lock()
+_cache_lock = allocate_lock()  # _thread: built in, where threading costs an import
 
 
 def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
@@ -87,7 +87,7 @@ def _load(path: str | os.PathLike[str]) -> Matrix:
     raw = _read(name)
     trusted = _from_snapshot(_fingerprint(raw))
     if trusted is not None:
-        return dataclasses.replace(trusted, path=name)
+        return replace(trusted, path=name)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -121,10 +121,11 @@ def _fingerprint(raw: bytes) -> str:
 
 
 def _encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    names = field_names(value)
+    if names is not None:
         out: dict[str, Any] = {_TYPE: type(value).__name__}
-        for f in dataclasses.fields(value):
-            out[f.name] = _encode(getattr(value, f.name))
+        for name in names:
+            out[name] = _encode(getattr(value, name))
         return out
     if isinstance(value, dict):
         if value and all(isinstance(k, int) and not isinstance(k, bool) for k in value):
@@ -170,7 +171,7 @@ def snapshot_document(yaml_path: str | os.PathLike[str]) -> dict[str, Any]:
     name = os.fspath(yaml_path)
     raw = _read(name)
     matrix = validate(name, _parse_yaml(name, raw.decode("utf-8")))
-    return {"format": SNAPSHOT_FORMAT, "yaml": _fingerprint(raw), "model": _encode(dataclasses.replace(matrix,
+    return {"format": SNAPSHOT_FORMAT, "yaml": _fingerprint(raw), "model": _encode(replace(matrix,
                                                                                                       path=""))}
 
 

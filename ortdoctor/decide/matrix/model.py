@@ -6,14 +6,12 @@ built by :mod:`.validate` from a YAML document, or by :mod:`.load` from the pre-
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Sequence
-from dataclasses import field
 from typing import Literal
 
 from ortdoctor.core.facts import PackageStep
-from ortdoctor.core.record import record
+from ortdoctor.core.record import field, record, replace
 from ortdoctor.decide.kernels import CUDA_FLOOR, Coverage, coverage
 
 TYPE_CHECKING = False
@@ -416,7 +414,7 @@ class Matrix:
         cudnn = self.cudnn_majors.get(cudnn_major) if cudnn_major is not None else None
         if cudnn is not None:
             package = cudnn.packages.get(cuda_major)
-            libs.extend(lib if lib.package else dataclasses.replace(lib, package=package)
+            libs.extend(lib if lib.package else replace(lib, package=package)
                         for lib in cudnn.libraries)
         return tuple(libs)
 
@@ -430,7 +428,7 @@ class Matrix:
         if feed is not None or not release.provider_needed:
             return libs
         needed = set(release.provider_needed)
-        return tuple(dataclasses.replace(lib, load="required" if lib.soname in needed else "lazy")
+        return tuple(replace(lib, load="required" if lib.soname in needed else "lazy")
                      for lib in libs)
 
     # -- driver --------------------------------------------------------------------------------
@@ -538,7 +536,7 @@ class Matrix:
                             rec = self._fit(release, feed, want_cuda, torch_rel, variant, kernels, tier, python)
                             if rec is not None:
                                 if torch_note:
-                                    rec = dataclasses.replace(rec, reason=f"{rec.reason} Note: {torch_note}.")
+                                    rec = replace(rec, reason=f"{rec.reason} Note: {torch_note}.")
                                 return rec
         return None
 

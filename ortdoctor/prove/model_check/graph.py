@@ -7,9 +7,7 @@ without an import cycle.
 
 from __future__ import annotations
 
-from dataclasses import field
-
-from ortdoctor.core.record import record
+from ortdoctor.core.record import field, record
 
 
 @record

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import field
 from typing import Any
 
-from ortdoctor.core.record import record
+from ortdoctor.core.record import field, record
 from ortdoctor.prove.model_check.graph import GraphNode, ModelGraph
 from ortdoctor.prove.model_check.inspect import QUANTIZED_OPS, ModelInspection
 from ortdoctor.prove.model_check.op_cost import op_class, weight_elements

@@ -38,10 +38,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import field
 from typing import Any, Literal
 
-from ortdoctor.core.record import record
+from ortdoctor.core.record import field, record
 from ortdoctor.prove.model_check.graph import GraphNode, InputInfo, ModelGraph, TensorInfo
 
 #: onnxruntime's kSmallInitializerThreshold: initializers up to this many elements count as "small".

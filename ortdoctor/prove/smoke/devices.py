@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable
 from typing import Any
 
-from ortdoctor.core.record import record
+from ortdoctor.core.record import record, replace
 from ortdoctor.decide.devices import CudaDevice, DeviceMap
 from ortdoctor.prove.smoke.runner import SmokeRequest, SmokeResult, run_smoke
 
@@ -82,7 +81,7 @@ def run_device_smokes(
 
     def one(ordinal: int) -> Any:
         try:
-            return run_smoke(dataclasses.replace(base, device_id=ordinal))
+            return run_smoke(replace(base, device_id=ordinal))
         except Exception as exc:  # run_smoke never raises; a bug here must not lose the other devices
             return SmokeResult(ran=False, ok=False, device_id=ordinal, error=f"{type(exc).__name__}: {exc}",
                                finding_id="smoke-failed")

@@ -18,11 +18,10 @@ import os
 import sys
 import threading
 import time
-from dataclasses import field
 from typing import Any
 
 from ortdoctor.core.facts import Match
-from ortdoctor.core.record import record
+from ortdoctor.core.record import field, record
 from ortdoctor.formats.ortlog import ort_log_lines, strip_ansi
 from ortdoctor.prove import child_process
 from ortdoctor.prove.smoke.child import RESULT_PREFIX, STAGE_PREFIX
