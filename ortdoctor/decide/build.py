@@ -13,6 +13,7 @@ import re
 from typing import Literal
 
 from ortdoctor.core.facts import ElfInfo, OrtInfo
+from ortdoctor.core.patterns import LazyPattern, lazy
 from ortdoctor.core.record import record
 from ortdoctor.decide.matrix.model import Matrix, Release
 from ortdoctor.decide.names import major_of
@@ -23,8 +24,8 @@ __all__ = ["CPU_FLAVOURS", "BuildMajors", "build_majors", "is_cuda_build"]
 CPU_FLAVOURS = ("onnxruntime", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn")
 
 # libcudart.so.13 / libcudart.so.11.0; cudart64_13.dll / cudart64_110.dll (CUDA 11 adds the minor digit)
-_CUDART = re.compile(r"^(?:libcudart\.so\.(\d+)(?:\.\d+)?|cudart64_(\d\d)\d?\.dll)$", re.IGNORECASE)
-_CUDNN = re.compile(r"^(?:libcudnn\.so\.(\d+)|cudnn64_(\d+)\.dll)$", re.IGNORECASE)
+_CUDART = lazy(r"^(?:libcudart\.so\.(\d+)(?:\.\d+)?|cudart64_(\d\d)\d?\.dll)$", re.IGNORECASE)
+_CUDNN = lazy(r"^(?:libcudnn\.so\.(\d+)|cudnn64_(\d+)\.dll)$", re.IGNORECASE)
 
 Source = Literal["build-info", "provider", "matrix", "default"]
 
@@ -55,7 +56,7 @@ def _needed(ort: OrtInfo) -> tuple[str, ...]:
     return p.needed if isinstance(p, ElfInfo) else p.imports
 
 
-def _first(pattern: re.Pattern[str], names: tuple[str, ...]) -> int | None:
+def _first(pattern: LazyPattern, names: tuple[str, ...]) -> int | None:
     for name in names:
         m = pattern.match(name)
         if m:

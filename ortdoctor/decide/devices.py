@@ -30,11 +30,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ortdoctor.core.facts import Device
+from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import record
 
 __all__ = ["CudaDevice", "DeviceMap", "describe", "map_devices", "parse_visible_devices"]
 
-_MIG_LEGACY = re.compile(r"^MIG-(GPU-[0-9A-Fa-f-]+)/\d+/\d+$")
+_MIG_LEGACY = lazy(r"^MIG-(GPU-[0-9A-Fa-f-]+)/\d+/\d+$")
 
 
 @record

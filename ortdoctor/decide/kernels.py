@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
+from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import record
 
 __all__ = [
@@ -77,7 +78,7 @@ Kind = Literal["sass", "ptx"]
 Variant = Literal["", "a", "f"]
 Verdict = Literal["sass", "ptx", "ptx-driver-too-old", "isolated", "none"]
 
-_TARGET_RE = re.compile(r"(sm|compute)_(\d{2,3})([af]?)")
+_TARGET_RE = lazy(r"(sm|compute)_(\d{2,3})([af]?)")
 
 
 @record(order=True)

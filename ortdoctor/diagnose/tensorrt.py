@@ -22,6 +22,7 @@ from ortdoctor.core.facts import (
     Severity,
     TensorrtInstall,
 )
+from ortdoctor.core.patterns import lazy
 from ortdoctor.decide.fixes import pin_series, step
 from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, tensorrt_fix
 from ortdoctor.diagnose.context import CUDA_SONAME, Ctx
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["TENSORRT_EP", "check_cuda_plugin_ep", "check_plugin_devices", "check_plugin_eps", "check_tensorrt"]
 
 TENSORRT_EP = "TensorrtExecutionProvider"
-_VERSION_RE = re.compile(r"^(\d+)\.(\d+)")
+_VERSION_RE = lazy(r"^(\d+)\.(\d+)")
 
 
 def _requested(smoke: SmokeResult | None) -> bool:

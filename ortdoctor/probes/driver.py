@@ -12,12 +12,12 @@ escapes :func:`probe_driver`.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ortdoctor.core.facts import Device, DriverError, DriverInfo
+from ortdoctor.core.patterns import lazy
 from ortdoctor.formats.ldcache import read_ld_cache
 from ortdoctor.probes.stdlib_answers import directory_entries, machine
 from ortdoctor.probes.system import default_lib_dirs
@@ -45,7 +45,7 @@ _ERROR_TEXT = {
     DriverError.GPU_IS_LOST: "NVML: the GPU is lost (fell off the bus or hung)",
 }
 _COMPUTE_MODES = {0: "default", 1: "exclusive-thread", 2: "prohibited", 3: "exclusive-process"}
-_KERNEL_MODULE_RE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)*)")
+_KERNEL_MODULE_RE = lazy(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)*)")
 _WSL_LIB = "/usr/lib/wsl/lib"
 
 

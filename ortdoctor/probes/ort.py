@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ortdoctor.core.facts import ElfInfo, OrtDistribution, OrtInfo, PeInfo, ProviderKernels
+from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import replace
 from ortdoctor.formats.distinfo import DistIndex, Distribution, file_sha256, normalize, open_regular
 from ortdoctor.formats.elf import ElfError, read_elf
@@ -37,9 +38,9 @@ _FAMILY_PREFIXES = ("onnxruntime", "ort-nightly")
 _PYBIND_RE = re.compile(r"^onnxruntime/capi/onnxruntime_pybind11_state[^/]*\.(so|pyd)$")
 _CUDA_PROVIDERS = ("libonnxruntime_providers_cuda.so", "onnxruntime_providers_cuda.dll")
 _TRT_PROVIDERS = ("libonnxruntime_providers_tensorrt.so", "onnxruntime_providers_tensorrt.dll")
-_CUDNN_EXTRA_RE = re.compile(r"^\s*nvidia[-_.]cudnn[-_.]cu\d+\s*(?:\[[^\]]*\])?\s*(?:~=|==|>=|===)\s*v?(\d+)", re.I)
-_CUDNN_SONAME_RE = re.compile(r"^(?:libcudnn\.so\.(\d+)|cudnn64_(\d+)\.dll)$", re.I)
-_CUDA_LIB_RE = re.compile(r"cuda[^/]*\.(so(\.[0-9.]+)?|dll)$", re.I)
+_CUDNN_EXTRA_RE = lazy(r"^\s*nvidia[-_.]cudnn[-_.]cu\d+\s*(?:\[[^\]]*\])?\s*(?:~=|==|>=|===)\s*v?(\d+)", re.I)
+_CUDNN_SONAME_RE = lazy(r"^(?:libcudnn\.so\.(\d+)|cudnn64_(\d+)\.dll)$", re.I)
+_CUDA_LIB_RE = lazy(r"cuda[^/]*\.(so(\.[0-9.]+)?|dll)$", re.I)
 _MAX_BUILD_INFO = 256 * 1024
 _MAX_OTHER_LIBS = 32
 

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterable
 
 from ortdoctor.core.facts import ElfInfo, OrtInfo, PeInfo, PluginEpInfo, PluginEpPackage
+from ortdoctor.core.patterns import lazy
 from ortdoctor.formats.distinfo import DistIndex, Distribution, open_regular
 from ortdoctor.formats.elf_rodata import find_marked_string
 from ortdoctor.probes.nvidia_wheels import shared_library_files
@@ -28,20 +29,20 @@ from ortdoctor.probes.platform import find_site_dirs
 __all__ = ["BUILD_INFO_MARKER", "import_effects", "probe_plugin_eps", "read_build_info"]
 
 BUILD_INFO_MARKER = b"ORT Build Info: "
-_CUDA_PLUGIN_RE = re.compile(r"(?:^|[ ,])cuda-plugin-ep=(\w+)")
-_EP_NAME_RE = re.compile(r"""["'](\w+ExecutionProvider)["']""")
-_STEM_RE = re.compile(r"^(.+?)(?:\.so(?:\.[0-9.]+)?|\.dll)$", re.I)
+_CUDA_PLUGIN_RE = lazy(r"(?:^|[ ,])cuda-plugin-ep=(\w+)")
+_EP_NAME_RE = lazy(r"""["'](\w+ExecutionProvider)["']""")
+_STEM_RE = lazy(r"^(.+?)(?:\.so(?:\.[0-9.]+)?|\.dll)$", re.I)
 _MAX_LIBRARIES = 64
 _MAX_PYTHON = 512 * 1024  # bytes of one .py file read
 _MAX_PYTHON_FILES = 32
 
 # What an __init__.py visibly does at import, recognised by the calls it spells out.
 _EFFECTS = (
-    (re.compile(r"os\.environ\[\s*[\"']LD_LIBRARY_PATH[\"']\s*\]\s*="), "sets LD_LIBRARY_PATH (child processes inherit it)"),
-    (re.compile(r"RTLD_GLOBAL"), "dlopens libraries with RTLD_GLOBAL"),
-    (re.compile(r"os\.symlink\(|\.symlink_to\("), "creates symlinks in its own directory"),
-    (re.compile(r"^\s*(?:import onnxruntime\b|from onnxruntime\b)", re.M), "imports onnxruntime"),
-    (re.compile(r"os\.add_dll_directory\("), "adds DLL directories"),
+    (lazy(r"os\.environ\[\s*[\"']LD_LIBRARY_PATH[\"']\s*\]\s*="), "sets LD_LIBRARY_PATH (child processes inherit it)"),
+    (lazy(r"RTLD_GLOBAL"), "dlopens libraries with RTLD_GLOBAL"),
+    (lazy(r"os\.symlink\(|\.symlink_to\("), "creates symlinks in its own directory"),
+    (lazy(r"^\s*(?:import onnxruntime\b|from onnxruntime\b)", re.M), "imports onnxruntime"),
+    (lazy(r"os\.add_dll_directory\("), "adds DLL directories"),
 )
 
 

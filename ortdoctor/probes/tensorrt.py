@@ -13,7 +13,6 @@ dlopens and a partial install lacks. Linux only: on Windows nothing is reported.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable, Mapping
 
@@ -26,6 +25,7 @@ from ortdoctor.core.facts import (
     TensorrtInstall,
     TensorrtLibrary,
 )
+from ortdoctor.core.patterns import lazy
 from ortdoctor.formats.distinfo import DistIndex, normalize, open_regular
 from ortdoctor.formats.elf import ElfError, read_elf
 from ortdoctor.probes.platform import find_site_dirs
@@ -33,14 +33,14 @@ from ortdoctor.probes.platform import find_site_dirs
 __all__ = ["parse_dpkg_tensorrt", "probe_tensorrt", "scan_directory", "tensorrt_component"]
 
 # The names the loader looks for, and the versioned real files behind them.
-_SONAME_RE = re.compile(r"^lib(nvinfer|nvinfer_plugin|nvonnxparser)\.so\.(\d+)$")
-_REAL_RE = re.compile(r"^lib(nvinfer|nvinfer_plugin|nvonnxparser)\.so\.(\d+(?:\.\d+)+)$")
-_RESOURCE_RE = re.compile(r"^libnvinfer_builder_resource(?:_win)?\.so\.(\d+)((?:\.\d+)*)$")
-_CUDA_NEEDED_RE = re.compile(r"^lib(?:cudart|cublas|cublasLt)\.so\.(\d+)")
-_DIST_CUDA_RE = re.compile(r"^tensorrt-cu(\d+)(?:-|$)")
-_POST_RE = re.compile(r"\.post\d+$")
-_DPKG_PACKAGE_RE = re.compile(r"^lib(nvinfer|nvinfer-plugin|nvonnxparsers)(\d+)$")
-_DPKG_VERSION_RE = re.compile(r"^(\d+(?:\.\d+)+)-[^+]*\+cuda(\d+)\.(\d+)")
+_SONAME_RE = lazy(r"^lib(nvinfer|nvinfer_plugin|nvonnxparser)\.so\.(\d+)$")
+_REAL_RE = lazy(r"^lib(nvinfer|nvinfer_plugin|nvonnxparser)\.so\.(\d+(?:\.\d+)+)$")
+_RESOURCE_RE = lazy(r"^libnvinfer_builder_resource(?:_win)?\.so\.(\d+)((?:\.\d+)*)$")
+_CUDA_NEEDED_RE = lazy(r"^lib(?:cudart|cublas|cublasLt)\.so\.(\d+)")
+_DIST_CUDA_RE = lazy(r"^tensorrt-cu(\d+)(?:-|$)")
+_POST_RE = lazy(r"\.post\d+$")
+_DPKG_PACKAGE_RE = lazy(r"^lib(nvinfer|nvinfer-plugin|nvonnxparsers)(\d+)$")
+_DPKG_VERSION_RE = lazy(r"^(\d+(?:\.\d+)+)-[^+]*\+cuda(\d+)\.(\d+)")
 _MAX_DPKG_STATUS = 64 * 1024 * 1024
 _SYSTEM_PREFIXES = ("/usr/lib", "/lib", "/usr/lib64", "/lib64")
 

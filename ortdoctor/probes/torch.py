@@ -13,14 +13,15 @@ import sys
 from collections.abc import Iterable
 
 from ortdoctor.core.facts import TorchInfo
+from ortdoctor.core.patterns import lazy
 from ortdoctor.formats.distinfo import DistIndex, normalize, open_regular
 from ortdoctor.probes.ort import parse_literal_assignments
 from ortdoctor.probes.platform import find_site_dirs
 
 __all__ = ["cuda_from_local_tag", "probe_torch"]
 
-_LOCAL_CUDA_RE = re.compile(r"\+cu(\d+)(\d)\b")
-_CUDNN_REQ_RE = re.compile(r"^\s*(nvidia[-_.]cudnn[-_.]cu\d+)", re.I)
+_LOCAL_CUDA_RE = lazy(r"\+cu(\d+)(\d)\b")
+_CUDNN_REQ_RE = lazy(r"^\s*(nvidia[-_.]cudnn[-_.]cu\d+)", re.I)
 _MAX_VERSION_PY = 64 * 1024
 
 
