@@ -1,4 +1,4 @@
-from ortdoctor.cli.main import main
+from ortdoctor.cli.entry import main
 
 if __name__ == "__main__":
     main()

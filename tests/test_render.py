@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from ortdoctor.cli.check import _use_color
+from ortdoctor.cli.check_run import _use_color
 from ortdoctor.core.facts import OrtInfo, SystemInfo, TorchInfo
 from ortdoctor.report.text import render
 from tests.test_diagnose import SITE, driver_none, full_plan, healthy_env, lib

@@ -1,41 +1,19 @@
 """`ortdoctor check`: inspect the environment, say what is wrong and how to fix it, prove the CUDA EP.
 
-Parses options, calls :func:`ortdoctor.doctor.check.run_check`, prints a renderer's string and picks the
-exit code. JSON alone goes to stdout; progress and errors go to stderr.
+The one definition of check's options (help, validation, usage errors). The command parses them and hands
+them to :func:`ortdoctor.cli.check_run.execute`, which does the work without click. A plain command line
+skips this module altogether: :mod:`ortdoctor.cli.check_argv` parses it from a table that a test keeps
+equal to these options, and anything that table cannot parse exactly as click would comes here.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
 import click
 
-from ortdoctor.core import exitcodes
-
-
-def _provider_options(values: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for v in values:
-        key, sep, val = v.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"{v!r} is not KEY=VALUE", param_hint="--provider-option")
-        out[key.strip()] = val.strip()
-    return out
-
-
-def _use_color(stream: Any) -> bool:
-    """Colour only on a terminal, and never when NO_COLOR is set to anything non-empty."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
-def _usage_error(message: str) -> None:
-    click.echo(f"ortdoctor: error: {message}", err=True)
-    sys.exit(exitcodes.USAGE)
+from ortdoctor.cli.check_run import MalformedProviderOption, execute
 
 
 @click.command("check", help="Inspect this environment (without importing onnxruntime or torch), say what "
@@ -85,103 +63,10 @@ def _usage_error(message: str) -> None:
 @click.option("--input", "model_inputs", multiple=True, metavar="NAME=FILE.npy",
               help="With --model: this input's values from a numpy.save file (repeatable; default: valid "
               "synthetic values).")
-def command(
-    as_json: bool,
-    fmt: str | None,
-    quiet: bool,
-    strict: bool,
-    debug: bool,
-    no_smoke: bool,
-    matrix_file: str | None,
-    directory: str | None,
-    allow_unsafe_dirs: bool,
-    device_id: int,
-    provider: str,
-    provider_options: tuple[str, ...],
-    iobinding: bool,
-    cuda_graph: bool,
-    placement: bool,
-    verbose: bool,
-    python_path: str | None,
-    timeout: float,
-    all_devices: bool,
-    model_path: str | None,
-    input_shapes: tuple[str, ...],
-    model_inputs: tuple[str, ...],
-) -> None:
-    from ortdoctor.decide.matrix.model import MatrixError
-    from ortdoctor.decide.search import DirectoryError
-    from ortdoctor.doctor.check import run_check
-
-    if as_json and fmt not in (None, "json"):
-        _usage_error(f"--json and --format {fmt} contradict each other")
-    fmt = "json" if as_json else (fmt or "text")
-    options = _provider_options(provider_options)
-    interpreter = None
-    if python_path is not None:
-        from ortdoctor.probes.interpreter import InterpreterError, describe
-
-        try:
-            interpreter = describe(python_path)
-        except InterpreterError as exc:
-            _usage_error(str(exc))
-    if provider == "tensorrt" and timeout == 60.0:
-        timeout = 300.0  # building a TensorRT engine, twice with the cache, takes longer than a CUDA session
-    shapes: dict[str, tuple[int, ...]] = {}
-    if input_shapes and model_path is None:
-        _usage_error("--input-shape needs --model")
-    if input_shapes:
-        from ortdoctor.prove.model_check.inspect import parse_input_shapes
-
-        try:
-            shapes = parse_input_shapes(input_shapes)
-        except ValueError as exc:
-            _usage_error(str(exc))
-    files: dict[str, str] = {}
-    if model_inputs and model_path is None:
-        _usage_error("--input needs --model")
-    if model_inputs:
-        from ortdoctor.prove.model_check.given_inputs import parse_input_files
-
-        try:
-            files = parse_input_files(model_inputs)
-        except ValueError as exc:
-            _usage_error(str(exc))
-    if sys.stderr.isatty() and fmt == "text" and not quiet:
-        click.echo("ortdoctor: inspecting…", err=True)
+def command(**params: Any) -> None:
+    # click passes the parsed options by parameter name, the keywords of execute()
     try:
-        report = run_check(matrix_path=matrix_file, smoke=False if no_smoke else "auto", python=interpreter,
-                           directory=directory, allow_unsafe_dirs=allow_unsafe_dirs, device_id=device_id, all_devices=all_devices,
-                           smoke_provider_options=options, smoke_iobinding=iobinding, smoke_cuda_graph=cuda_graph,
-                           smoke_placement=placement, smoke_timeout=timeout, smoke_provider=provider,
-                           model=model_path, input_shapes=shapes, model_cuda_graph=cuda_graph,
-                           model_timeout=timeout if timeout != 60.0 else 120.0, model_provider_options=options, model_inputs=files, model_iobinding=iobinding)
-    except MatrixError as exc:
-        _usage_error(f"bad matrix file: {exc}")
-        return
-    except DirectoryError as exc:
-        _usage_error(f"--directory: {exc}")
-        return
-
-    if fmt == "json":
-        from ortdoctor.report.json_report import dumps
-
-        click.echo(dumps(report))
-    elif fmt == "markdown":
-        from ortdoctor.report.markdown import render as render_markdown
-
-        click.echo(render_markdown(report), nl=False)
-    elif quiet:
-        from ortdoctor.report.short import render as render_short
-
-        click.echo(render_short(report, color=_use_color(sys.stdout)), nl=False)
-    else:
-        from ortdoctor.report.text import render
-
-        click.echo(render(report, color=_use_color(sys.stdout), debug=debug or verbose), nl=False)
-
-    if report.model is not None and report.model.input_error:
-        sys.exit(exitcodes.USAGE)  # the model file itself cannot be used: an input error
-    if report.verdict == "fail" or (strict and report.verdict == "warn"):
-        sys.exit(exitcodes.FAIL)
-    sys.exit(exitcodes.OK)
+        code = execute(**params)
+    except MalformedProviderOption as exc:
+        raise click.BadParameter(str(exc), param_hint="--provider-option") from None
+    sys.exit(code)

@@ -22,7 +22,7 @@ _FORMATS = ["text", "json", "markdown"]
 
 
 def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    # --debug is read by ortdoctor.cli.main (a traceback instead of the one-line internal error)
+    # --debug is read by ortdoctor.cli.crash (a traceback instead of the one-line internal error)
     f = click.option("--debug", is_flag=True, expose_value=False, help="Show the traceback of an internal error.")(f)
     f = click.option("--strict", is_flag=True, help="Exit 1 when a node warns, too.")(f)
     f = click.option("--format", "fmt", type=click.Choice(_FORMATS), default=None,

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ortdoctor._version import __version__
-from ortdoctor.core import exitcodes
+from ortdoctor.cli.crash import reporting_crashes
 
 # name -> (module under ortdoctor.cli that defines a click command called `command`, short help).
 # The short help lives here so `ortdoctor --help` lists every command without importing any of them.
@@ -62,30 +62,16 @@ def cli() -> None:
     pass
 
 
+def run_click(args: list[str]) -> Any:
+    """The click group on ``args``, as the console runs it (standalone: click prints usage errors and exits)."""
+    return cli.main(args=args, prog_name="ortdoctor", standalone_mode=True)
+
+
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: no traceback reaches the user unless --debug was given."""
+    """The whole CLI through click, in-process (the tests, and `ortdoctor.cli.entry` for everything but a plain
+    `check`): no traceback reaches the user unless --debug was given."""
     args = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in args
     from ortdoctor.cli.console import make_streams_safe
 
     make_streams_safe()
-    try:
-        return cli.main(args=args, prog_name="ortdoctor", standalone_mode=True)
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
-        click.echo("ortdoctor: interrupted", err=True)
-        sys.exit(130)
-    except Exception as exc:  # a bug in ortdoctor: say so, say where to report it, exit 3
-        if debug:
-            import traceback  # only on this path: it costs ~8 ms to import
-
-            traceback.print_exc()
-        else:
-            click.echo(
-                f"ortdoctor: internal error: {type(exc).__name__}: {exc}\n"
-                f"This is a bug in ortdoctor {__version__}. Run again with --debug for the traceback and "
-                f"report it at {exitcodes.BUG_REPORT_URL}",
-                err=True,
-            )
-        sys.exit(exitcodes.CRASH)
+    return reporting_crashes(lambda: run_click(args), debug="--debug" in args)
