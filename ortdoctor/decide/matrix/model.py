@@ -645,13 +645,48 @@ def wheel_platform(platform: str | None, machine: str | None = None) -> str:
     return text
 
 
-def parse_version(text: str | None) -> Version | None:
-    """A PEP 440 version, or None. packaging is imported on first use: the hook's path parses none."""
+class PlainVersion:
+    """What the model reads of a ``packaging.version.Version``, for a plain release with at most a local
+    label (``1.31.1``, ``2.11.0+cu130``, ``9.19.0.56``): the versions a check meets. Importing packaging
+    (with ``typing``) is ~7% of a ``check``; any other version goes through it (``parse_version``), and
+    ``tests/test_plain_version.py`` compares the two."""
+
+    __slots__ = ("local", "release")
+    is_prerelease = False
+    is_devrelease = False
+
+    def __init__(self, release: tuple[int, ...], local: str | None) -> None:
+        self.release = release
+        self.local = local
+
+    @property
+    def base_version(self) -> str:
+        return ".".join(map(str, self.release))
+
+    def __repr__(self) -> str:
+        return f"<PlainVersion({self.base_version + ('+' + self.local if self.local else '')!r})>"
+
+
+# A release and a local label whose segments packaging would leave as written (a number with a leading
+# zero, an upper-case letter or a "-"/"_" separator is normalised by packaging: those go through it).
+_PLAIN_VERSION = re.compile(r"v?((?:0|[1-9][0-9]*)(?:\.(?:0|[1-9][0-9]*))*)"
+                            r"(?:\+((?:[a-z0-9]*[a-z][a-z0-9]*|0|[1-9][0-9]*)"
+                            r"(?:\.(?:[a-z0-9]*[a-z][a-z0-9]*|0|[1-9][0-9]*))*))?")
+
+
+def parse_version(text: str | None) -> Version | PlainVersion | None:
+    """A PEP 440 version, or None. packaging is imported only for a version that is not plain."""
+    if text is None:
+        return None
+    s = str(text).strip()
+    m = _PLAIN_VERSION.fullmatch(s)
+    if m is not None:
+        return PlainVersion(tuple(int(p) for p in m[1].split(".")), m[2])
     from packaging.version import InvalidVersion, Version
 
     try:
-        return Version(str(text).strip())
-    except (InvalidVersion, AttributeError):
+        return Version(s)
+    except InvalidVersion:
         return None
 
 
@@ -671,7 +706,7 @@ def _line_of(release: Release) -> tuple[int, int]:
     return line_key(v) if v is not None else (0, 0)
 
 
-def line_key(v: Version) -> tuple[int, int]:
+def line_key(v: Version | PlainVersion) -> tuple[int, int]:
     rel = v.release
     return (rel[0], rel[1] if len(rel) > 1 else 0)
 
@@ -699,7 +734,7 @@ def parse_cuda_request(text: str | None) -> tuple[int, int | None] | None:
     return int(m.group(1)), (int(minor) if minor and minor != "x" else None)
 
 
-def parse_torch_request(text: str | None) -> Version | None:
+def parse_torch_request(text: str | None) -> Version | PlainVersion | None:
     """A torch version string (``2.4``, ``2.4.1+cu121``) as a Version; None when unparsable."""
     return parse_version(text) if text else None
 
