@@ -13,6 +13,7 @@ This module and what it imports before dispatching must not import click.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -35,6 +36,11 @@ def main() -> NoReturn:
     from ortdoctor.cli.console import make_streams_safe
 
     args = sys.argv[1:]
+    if args[:1] == ["check"]:
+        # A check lives for a fraction of a second, or waits on its children: the cyclic collector's ~30
+        # passes over young objects cost ~4% of it (12 M of 300 M instructions, callgrind) and would free
+        # next to nothing, since the records, tuples and dicts it makes are freed by reference counting.
+        gc.disable()
     make_streams_safe()
     try:
         reporting_crashes(lambda: _dispatch(args), debug="--debug" in args)
