@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import namedtuple
 from collections.abc import Sequence
-from typing import Any, NamedTuple
 
 from ortdoctor.cli.check_run import MalformedProviderOption, parse_provider_options
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
 
 __all__ = ["OPTIONS", "Option", "parse"]
 
@@ -31,13 +35,18 @@ POSITIVE = "float>0"  # click.FloatRange(min=0, min_open=True)
 CHOICE = "choice"  # click.Choice(choices), case-sensitive
 
 
-class Option(NamedTuple):
-    opts: tuple[str, ...]  # every option string, e.g. ("--quiet", "-q")
-    name: str  # the parameter name click passes
-    kind: str
-    default: Any = None  # the value click passes when the option is not given
-    choices: tuple[str, ...] = ()
-    multiple: bool = False
+if TYPE_CHECKING:
+    class Option(NamedTuple):
+        opts: tuple[str, ...]  # every option string, e.g. ("--quiet", "-q")
+        name: str  # the parameter name click passes
+        kind: str
+        default: Any = None  # the value click passes when the option is not given
+        choices: tuple[str, ...] = ()
+        multiple: bool = False
+else:
+    # The same class at run time without importing typing (typing.NamedTuple is ~5% of a check).
+    Option = namedtuple("Option", ("opts", "name", "kind", "default", "choices", "multiple"),
+                        defaults=(None, (), False), module=__name__)
 
 
 # check's options, in the click command's order; tests/test_check_argv.py derives this table from the

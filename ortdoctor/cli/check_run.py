@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from ortdoctor.cli.echo import echo
 from ortdoctor.core import exitcodes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MalformedProviderOption", "execute", "parse_provider_options"]
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 import codecs
 import io
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["make_streams_safe"]
 

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import NoReturn, TypeVar
 
 from ortdoctor._version import __version__
 from ortdoctor.cli.echo import echo
 from ortdoctor.core import exitcodes
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn, TypeVar
+
 __all__ = ["INTERRUPTED", "reporting_crashes"]
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    T = TypeVar("T")
 
 INTERRUPTED = 130  # the shell's code for SIGINT (128 + 2)
 

@@ -17,10 +17,13 @@ import gc
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
 
 from ortdoctor.cli.crash import INTERRUPTED, reporting_crashes
 from ortdoctor.core import exitcodes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 __all__ = ["main"]
 

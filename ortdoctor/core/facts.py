@@ -8,14 +8,23 @@ whole inspected environment can be built by hand in a test, compared, and turned
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
 
 from ortdoctor.core.record import field, field_names, record
 
-Severity = Literal["error", "warning", "info"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+if TYPE_CHECKING:
+    Severity = Literal["error", "warning", "info"]
+else:
+    Severity = str  # the alias is the type checker's; at run time only its name is imported
 
 #: Where a library candidate came from, in the report contract's words.
-Source = Literal["loaded", "directory", "torch", "nvidia-wheel", "conda", "cuda-home", "system"]
+if TYPE_CHECKING:
+    Source = Literal["loaded", "directory", "torch", "nvidia-wheel", "conda", "cuda-home", "system"]
+else:
+    Source = str  # the alias is the type checker's; at run time only its name is imported
 
 
 # --------------------------------------------------------------------------------------------------

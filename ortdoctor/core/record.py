@@ -35,26 +35,26 @@ import abc
 import sys
 from _thread import get_ident
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import dataclasses
     from collections.abc import Callable, Mapping
+    from typing import Any, TypeVar, overload
 
     if sys.version_info >= (3, 11):
         from typing import dataclass_transform
     else:
         from typing_extensions import dataclass_transform
-elif sys.version_info >= (3, 11):
-    from typing import dataclass_transform
+
+    _T = TypeVar("_T")
 else:
-    def dataclass_transform(**_: object) -> Callable[[Any], Any]:
-        """Typing only (PEP 681); on 3.10 the type checker reads it from typing_extensions."""
+    # At run time it only decorates, and importing typing for it would cost ~5% of a check: the type
+    # checker reads the branch above.
+    def dataclass_transform(**_):
         return lambda f: f
 
 __all__ = ["MISSING", "field", "field_names", "record", "replace"]
-
-_T = TypeVar("_T")
 
 
 class _Sentinel:
@@ -109,19 +109,18 @@ class _Spec:
                 f"init={self.init}, repr={self.repr}, hash={self.hash}, compare={self.compare})")
 
 
-@overload
-def field(*, default: _T, init: bool = ..., repr: bool = ..., hash: bool | None = ...,
-          compare: bool = ..., metadata: Mapping[Any, Any] | None = ...) -> _T: ...
+if TYPE_CHECKING:  # the overloads are the type checker's; the function is below
+    @overload
+    def field(*, default: _T, init: bool = ..., repr: bool = ..., hash: bool | None = ...,
+              compare: bool = ..., metadata: Mapping[Any, Any] | None = ...) -> _T: ...
 
+    @overload
+    def field(*, default_factory: Callable[[], _T], init: bool = ..., repr: bool = ...,
+              hash: bool | None = ..., compare: bool = ..., metadata: Mapping[Any, Any] | None = ...) -> _T: ...
 
-@overload
-def field(*, default_factory: Callable[[], _T], init: bool = ..., repr: bool = ...,
-          hash: bool | None = ..., compare: bool = ..., metadata: Mapping[Any, Any] | None = ...) -> _T: ...
-
-
-@overload
-def field(*, init: bool = ..., repr: bool = ..., hash: bool | None = ...,
-          compare: bool = ..., metadata: Mapping[Any, Any] | None = ...) -> Any: ...
+    @overload
+    def field(*, init: bool = ..., repr: bool = ..., hash: bool | None = ...,
+              compare: bool = ..., metadata: Mapping[Any, Any] | None = ...) -> Any: ...
 
 
 def field(*, default: Any = MISSING, default_factory: Any = MISSING, init: bool = True,
@@ -133,12 +132,12 @@ def field(*, default: Any = MISSING, default_factory: Any = MISSING, init: bool 
     return _Spec(default, default_factory, init, repr, hash, compare, metadata)
 
 
-@overload
-def record(cls: type[_T], /) -> type[_T]: ...
+if TYPE_CHECKING:  # the overloads are the type checker's; the function is below
+    @overload
+    def record(cls: type[_T], /) -> type[_T]: ...
 
-
-@overload
-def record(*, order: bool = False) -> Callable[[type[_T]], type[_T]]: ...
+    @overload
+    def record(*, order: bool = False) -> Callable[[type[_T]], type[_T]]: ...
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))

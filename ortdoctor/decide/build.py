@@ -10,13 +10,16 @@ to a CPU flavour (a CPU wheel installed over a GPU one leaves the provider libra
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 from ortdoctor.core.facts import ElfInfo, OrtInfo
 from ortdoctor.core.patterns import LazyPattern, lazy
 from ortdoctor.core.record import record
 from ortdoctor.decide.matrix.model import Matrix, Release
 from ortdoctor.decide.names import major_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = ["CPU_FLAVOURS", "BuildMajors", "build_majors", "is_cuda_build"]
 
@@ -27,7 +30,10 @@ CPU_FLAVOURS = ("onnxruntime", "onnxruntime-directml", "onnxruntime-openvino", "
 _CUDART = lazy(r"^(?:libcudart\.so\.(\d+)(?:\.\d+)?|cudart64_(\d\d)\d?\.dll)$", re.IGNORECASE)
 _CUDNN = lazy(r"^(?:libcudnn\.so\.(\d+)|cudnn64_(\d+)\.dll)$", re.IGNORECASE)
 
-Source = Literal["build-info", "provider", "matrix", "default"]
+if TYPE_CHECKING:
+    Source = Literal["build-info", "provider", "matrix", "default"]
+else:
+    Source = str  # the alias is the type checker's; at run time only its name is imported
 
 
 @record

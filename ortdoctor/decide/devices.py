@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from ortdoctor.core.facts import Device
 from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CudaDevice", "DeviceMap", "describe", "map_devices", "parse_visible_devices"]
 

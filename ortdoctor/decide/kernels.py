@@ -29,10 +29,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Literal
 
 from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = [
     "CUDA_FLOOR",
@@ -74,9 +77,18 @@ TEGRA: frozenset[tuple[int, int]] = frozenset({(5, 3), (6, 2), (7, 2), (8, 7)})
 #: No build of that major has kernels for an older GPU, whatever the matrix knows of it.
 CUDA_FLOOR: dict[int, tuple[int, int]] = {12: (5, 0), 13: (7, 5)}
 
-Kind = Literal["sass", "ptx"]
-Variant = Literal["", "a", "f"]
-Verdict = Literal["sass", "ptx", "ptx-driver-too-old", "isolated", "none"]
+if TYPE_CHECKING:
+    Kind = Literal["sass", "ptx"]
+else:
+    Kind = str  # the alias is the type checker's; at run time only its name is imported
+if TYPE_CHECKING:
+    Variant = Literal["", "a", "f"]
+else:
+    Variant = str  # the alias is the type checker's; at run time only its name is imported
+if TYPE_CHECKING:
+    Verdict = Literal["sass", "ptx", "ptx-driver-too-old", "isolated", "none"]
+else:
+    Verdict = str  # the alias is the type checker's; at run time only its name is imported
 
 _TARGET_RE = lazy(r"(sm|compute)_(\d{2,3})([af]?)")
 

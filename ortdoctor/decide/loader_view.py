@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Literal
 
 from ortdoctor.core.facts import Candidate, ElfInfo, Environment, LibraryPlan, Plan, SearchDir
 from ortdoctor.core.record import record
 from ortdoctor.decide.names import version_from_filename
 from ortdoctor.formats.realpath import real_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = [
     "SOURCE_WORDS",
@@ -146,9 +149,15 @@ def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None =
 # --------------------------------------------------------------------------------------------------
 # The library table of a report: one row per planned library, each decision made here once
 # --------------------------------------------------------------------------------------------------
-RowStatus = Literal["ok", "warn", "fail", "info"]
-RowState = Literal["skipped", "sublibrary-absent", "other-major", "not-found", "loader-takes-other",
-                   "needs-preload", "found"]
+if TYPE_CHECKING:
+    RowStatus = Literal["ok", "warn", "fail", "info"]
+else:
+    RowStatus = str  # the alias is the type checker's; at run time only its name is imported
+if TYPE_CHECKING:
+    RowState = Literal["skipped", "sublibrary-absent", "other-major", "not-found", "loader-takes-other",
+                       "needs-preload", "found"]
+else:
+    RowState = str  # the alias is the type checker's; at run time only its name is imported
 
 
 @record

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypeVar
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Candidate, Environment, Finding, LibraryPlan, Plan, Source
@@ -35,6 +34,10 @@ from ortdoctor.decide.names import (
 from ortdoctor.decide.search import DirectoryError, DirIndex, SearchTier, index_dirs, search_dirs, tier_dirs
 from ortdoctor.formats.distinfo import normalize
 from ortdoctor.formats.realpath import real_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
 
 __all__ = ["DRIVER_SONAMES", "resolve"]
 
@@ -288,7 +291,8 @@ def _other_majors(w: _Work, s: LibSpec, tiers: Sequence[SearchTier], index: DirI
     return out
 
 
-_V = TypeVar("_V")
+if TYPE_CHECKING:
+    _V = TypeVar("_V")
 
 
 def _by_stem(items: Iterable[tuple[str, _V]]) -> dict[str, list[tuple[int, str, _V]]]:

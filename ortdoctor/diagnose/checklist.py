@@ -10,7 +10,6 @@ Each rule family lives in its own module of this package."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ortdoctor.core.facts import (
     Environment,
@@ -38,6 +37,8 @@ from ortdoctor.diagnose.tensorrt import (
     check_plugin_eps,
     check_tensorrt,
 )
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from ortdoctor.decide.matrix.model import Matrix

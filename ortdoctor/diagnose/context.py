@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from ortdoctor.core.facts import (
     Environment,
@@ -16,6 +15,10 @@ from ortdoctor.core.record import record
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.decide.names import major_of
 from ortdoctor.formats.distinfo import normalize
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from ortdoctor.decide.matrix.model import Matrix, ReleaseMatch

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from ortdoctor.core.catalog import CATALOG, make
 from ortdoctor.core.facts import (
@@ -26,6 +25,10 @@ from ortdoctor.diagnose.context import (
     vtuple,
 )
 from ortdoctor.diagnose.kernels import check_kernels
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def visible_devices(driver: Any, *, device_order: str | None = None) -> tuple[list[Device], str | None]:

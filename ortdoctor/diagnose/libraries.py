@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import (
@@ -31,6 +30,8 @@ from ortdoctor.decide.torch import torch_copies, torch_other_copy_finding
 from ortdoctor.diagnose.context import Ctx, ort_family, search_path_line
 from ortdoctor.diagnose.driver import build_for_major
 from ortdoctor.formats.realpath import real_path
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     pass

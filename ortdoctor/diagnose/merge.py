@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ortdoctor.core.catalog import CATALOG, make
 from ortdoctor.core.facts import (
@@ -16,6 +15,10 @@ from ortdoctor.decide.devices import CudaDevice, describe
 from ortdoctor.decide.fixes import Installer, step
 from ortdoctor.diagnose.context import RESTRICTED_MODES, SUPERSEDED, Ctx
 from ortdoctor.diagnose.driver import visible_ids
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def merge_plan_findings(found: list[Finding], plan: Plan | None) -> list[Finding]:

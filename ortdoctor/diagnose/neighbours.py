@@ -3,8 +3,6 @@ plugin EPs: :mod:`ortdoctor.diagnose.tensorrt`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import (
     ElfInfo,
@@ -15,6 +13,10 @@ from ortdoctor.decide.fixes import step
 from ortdoctor.decide.names import major_of
 from ortdoctor.diagnose.context import CUDA_SONAME, Ctx
 from ortdoctor.diagnose.driver import build_for_major
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def check_torch(ctx: Ctx) -> list[Finding]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import (
@@ -23,6 +22,8 @@ from ortdoctor.decide.loader_view import (
 from ortdoctor.decide.matrix.model import python_line, wheel_platform
 from ortdoctor.diagnose.context import CUDA_SONAME, Ctx, ort_family
 from ortdoctor.formats.distinfo import normalize
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from ortdoctor.decide.matrix.model import Matrix, Recommendation, Release

@@ -7,9 +7,9 @@ one place, whether it was pasted into ``explain`` or printed by the smoke child.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ortdoctor.core.record import replace
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from ortdoctor.prove.smoke.runner import SmokeResult

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Any
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import (
@@ -26,6 +25,10 @@ from ortdoctor.core.patterns import lazy
 from ortdoctor.decide.fixes import pin_series, step
 from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, tensorrt_fix
 from ortdoctor.diagnose.context import CUDA_SONAME, Ctx
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from ortdoctor.prove.smoke.runner import SmokeResult

@@ -12,9 +12,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import IO
 
 from ortdoctor.formats.ortlog import strip_ansi
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 __all__ = ["MAX_LINE", "OVERLAP", "iter_lines", "iter_stream", "normalise", "windows"]
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
 
 from ortdoctor.core.facts import Finding
 from ortdoctor.core.record import record, replace
 from ortdoctor.formats.realpath import remembered_realpaths
 from ortdoctor.report.model import Report, verdict_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 if TYPE_CHECKING:
     from ortdoctor.decide.devices import DeviceMap
@@ -26,7 +29,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CheckOptions", "SmokeMode", "run_check"]
 
-SmokeMode = bool | Literal["auto"]
+if TYPE_CHECKING:
+    SmokeMode = bool | Literal["auto"]
+else:
+    SmokeMode = object  # the alias is the type checker's; at run time only its name is imported
 
 
 @record

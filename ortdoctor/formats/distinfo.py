@@ -16,10 +16,13 @@ import stat
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
 
 from ortdoctor.core.record import field, record
 from ortdoctor.formats.regular_file import open_regular
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NamedTuple
 
 __all__ = [
     "DistIndex",

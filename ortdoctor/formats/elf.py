@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import BinaryIO
 
 from ortdoctor.core.facts import ElfInfo
 from ortdoctor.formats.regular_file import open_regular, read_at
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["ElfError", "is_elf", "read_elf"]
 

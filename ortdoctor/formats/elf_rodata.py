@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import BinaryIO
 
 from ortdoctor.formats.regular_file import open_regular
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["find_marked_string"]
 

@@ -37,14 +37,20 @@ from __future__ import annotations
 import os
 import struct
 from collections import Counter
-from typing import BinaryIO, Literal
 
 from ortdoctor.core.record import record
 from ortdoctor.formats.regular_file import open_regular, read_at
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO, Literal
+
 __all__ = ["FatbinError", "FatbinInfo", "KernelImage", "read_fatbin"]
 
-ImageKind = Literal["sass", "ptx"]
+if TYPE_CHECKING:
+    ImageKind = Literal["sass", "ptx"]
+else:
+    ImageKind = str  # the alias is the type checker's; at run time only its name is imported
 
 FATBIN_MAGIC = 0xBA55ED50
 _ELF_SECTION = b".nv_fatbin"

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import BinaryIO
 
 from ortdoctor.core.facts import PeInfo
 from ortdoctor.formats.regular_file import open_regular, read_at
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["PeError", "is_pe", "read_pe"]
 

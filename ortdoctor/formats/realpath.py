@@ -10,9 +10,7 @@ long-lived process, the hook, tests that move symlinks between two checks) :func
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 
 __all__ = ["real_path", "remembered_realpaths"]
 
@@ -30,11 +28,23 @@ def real_path(path: str) -> str:
     return found
 
 
-@contextmanager
-def remembered_realpaths() -> Iterator[None]:
+class _Remembering:
+    """The context manager :func:`remembered_realpaths` returns (a class: ``contextlib`` is not imported
+    by a check otherwise)."""
+
+    def __init__(self) -> None:
+        self._token: Token[dict[str, str] | None] | None = None
+
+    def __enter__(self) -> None:
+        memory = _remembered.get()
+        self._token = _remembered.set(memory if memory is not None else {})
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _remembered.reset(self._token)
+            self._token = None
+
+
+def remembered_realpaths() -> _Remembering:
     """Resolve each path once while the block runs (a nested block shares the outer memory)."""
-    token = _remembered.set(_remembered.get() if _remembered.get() is not None else {})
-    try:
-        yield
-    finally:
-        _remembered.reset(token)
+    return _Remembering()

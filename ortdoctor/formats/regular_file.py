@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from typing import BinaryIO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["NotRegularFile", "open_regular", "read_at"]
 

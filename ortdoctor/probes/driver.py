@@ -14,13 +14,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from ortdoctor.core.facts import Device, DriverError, DriverInfo
 from ortdoctor.core.patterns import lazy
 from ortdoctor.formats.ldcache import read_ld_cache
 from ortdoctor.probes.stdlib_answers import directory_entries, machine
 from ortdoctor.probes.system import default_lib_dirs
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     import ctypes

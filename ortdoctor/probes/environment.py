@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 from ortdoctor.core.facts import DriverInfo, Environment, PluginEpInfo
 from ortdoctor.core.record import replace
@@ -26,6 +25,10 @@ from ortdoctor.probes.plugin_eps import probe_plugin_eps
 from ortdoctor.probes.system import probe_system
 from ortdoctor.probes.tensorrt import probe_tensorrt
 from ortdoctor.probes.torch import probe_torch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["collect_environment"]
 

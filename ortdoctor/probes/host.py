@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from ortdoctor.core.record import record
 from ortdoctor.formats.regular_file import NotRegularFile, open_regular
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["RAY_NODE_ID_ENV", "HostInfo", "host_json", "probe_host"]
 

@@ -56,7 +56,10 @@ and on systems other than Linux and Windows, where this binding loads no library
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["NVMLError", "NvmlBindingError", "bind"]
 

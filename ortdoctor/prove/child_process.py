@@ -24,9 +24,12 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import IO, Any
 
 from ortdoctor.core.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 HEAD_BYTES = 256 * 1024  # kept from the start of each stream
 TAIL_BYTES = 768 * 1024  # kept from the end of each stream

@@ -8,13 +8,16 @@ JSON types, so ``json.dumps(to_json(report))`` always works.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from ortdoctor._version import __version__
 from ortdoctor.core.facts import Candidate, Environment, Finding, to_jsonable
 from ortdoctor.decide.devices import DeviceMap
 from ortdoctor.decide.loader_view import LibraryRow
 from ortdoctor.report.model import Report
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["SCHEMA_VERSION", "dumps", "to_json"]
 

@@ -7,13 +7,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
 
 from ortdoctor.core.exitcodes import FAIL, OK, USAGE
 from ortdoctor.core.facts import Environment, Finding, Plan, to_jsonable
 from ortdoctor.core.record import field, record
 from ortdoctor.decide.devices import DeviceMap, map_devices
 from ortdoctor.decide.loader_view import LibraryRow, library_rows
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 if TYPE_CHECKING:  # `check` without --model or a smoke session does not load these modules
     from ortdoctor.probes.host import HostInfo
@@ -23,10 +26,16 @@ if TYPE_CHECKING:  # `check` without --model or a smoke session does not load th
     from ortdoctor.prove.smoke.devices import DeviceSmoke
     from ortdoctor.prove.smoke.runner import SmokeResult
 
-Verdict = Literal["ok", "warn", "fail"]
+if TYPE_CHECKING:
+    Verdict = Literal["ok", "warn", "fail"]
+else:
+    Verdict = str  # the alias is the type checker's; at run time only its name is imported
 #: What a plain program can expect: the session runs on the GPU as is, only when the libraries are
 #: preloaded (ortdoctor's hook, LD_LIBRARY_PATH), or not at all here.
-Outcome = Literal["works", "works-with-preload", "cannot-work"]
+if TYPE_CHECKING:
+    Outcome = Literal["works", "works-with-preload", "cannot-work"]
+else:
+    Outcome = str  # the alias is the type checker's; at run time only its name is imported
 
 
 @record

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
 
 from ortdoctor.core.facts import ElfInfo, Finding, PluginEpPackage, TensorrtInstall
 from ortdoctor.report.model import Report
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["plugin_rows", "smoke_lines", "tensorrt_rows"]
 

@@ -15,11 +15,14 @@ import json
 import os
 import zlib
 from _thread import allocate_lock
-from typing import Any
 
 from ortdoctor.core.record import field_names, replace
 from ortdoctor.decide.matrix import model
 from ortdoctor.decide.matrix.model import MATRIX_ENV, Matrix, MatrixError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["default_matrix_path", "load_matrix", "snapshot_document", "snapshot_path"]
 

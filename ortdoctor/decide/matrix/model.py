@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
 
 from ortdoctor.core.facts import PackageStep
 from ortdoctor.core.record import field, record, replace
@@ -16,6 +15,8 @@ from ortdoctor.decide.kernels import CUDA_FLOOR, Coverage, coverage
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Literal
+
     from packaging.version import Version
 
 __all__ = [
@@ -51,7 +52,10 @@ __all__ = [
 #: The environment variable that selects a matrix file instead of the shipped one.
 MATRIX_ENV = "ORTDOCTOR_MATRIX"
 
-LoadKind = Literal["required", "lazy"]
+if TYPE_CHECKING:
+    LoadKind = Literal["required", "lazy"]
+else:
+    LoadKind = str  # the alias is the type checker's; at run time only its name is imported
 
 
 class MatrixError(Exception):
@@ -608,7 +612,10 @@ class Matrix:
         return None
 
 
-_Tier = Literal["sass", "ptx", "unknown", "any"]
+if TYPE_CHECKING:
+    _Tier = Literal["sass", "ptx", "unknown", "any"]
+else:
+    _Tier = str  # the alias is the type checker's; at run time only its name is imported
 
 
 @record

@@ -18,13 +18,16 @@ import os
 import sys
 import threading
 import time
-from typing import Any
 
 from ortdoctor.core.facts import Match
 from ortdoctor.core.record import field, record
 from ortdoctor.formats.ortlog import ort_log_lines, strip_ansi
 from ortdoctor.prove import child_process
 from ortdoctor.prove.smoke.child import RESULT_PREFIX, STAGE_PREFIX
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CHILD_ARGV_ENV = "ORTDOCTOR_SMOKE_CHILD_ARGV"
 DEFAULT_TIMEOUT = 60.0
