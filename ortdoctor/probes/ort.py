@@ -22,7 +22,6 @@ from ortdoctor.core.record import replace
 from ortdoctor.formats.distinfo import DistIndex, Distribution, file_sha256, normalize, open_regular
 from ortdoctor.formats.elf import ElfError, read_elf
 from ortdoctor.formats.fatbin import FatbinError, FatbinInfo, read_fatbin
-from ortdoctor.formats.pe import PeError, read_pe
 from ortdoctor.probes.platform import find_site_dirs
 
 __all__ = ["add_kernels", "isolated_targets", "parse_literal_assignments", "probe_ort", "read_binary",
@@ -47,11 +46,16 @@ _MAX_OTHER_LIBS = 32
 
 def read_binary(path: str) -> tuple[ElfInfo | PeInfo | None, str | None]:
     """ELF or PE headers of ``path`` (by its suffix); (None, why) when it cannot be read."""
-    try:
-        if path.lower().endswith((".dll", ".pyd")):
+    if path.lower().endswith((".dll", ".pyd")):
+        from ortdoctor.formats.pe import PeError, read_pe  # a Windows build: the PE reader is imported then
+
+        try:
             return read_pe(path), None
+        except PeError as exc:
+            return None, str(exc)
+    try:
         return read_elf(path), None
-    except (ElfError, PeError) as exc:
+    except ElfError as exc:
         return None, str(exc)
 
 
