@@ -406,7 +406,8 @@ def _make_init(cls: type, real: list[_Spec], init: list[_Spec]) -> Any:
     factory_items = tuple(factories)
     required = tuple(f.name for f in init if f.default is MISSING and f.default_factory is MISSING)
     # the required arguments a call with i positional arguments must name as keywords
-    needed = tuple(frozenset(required) - frozenset(names[:i]) for i in range(count + 1))
+    # made on first use for each count (a class with n fields would otherwise build n + 1 sets at import)
+    needed: dict[int, frozenset[str]] = {}
     allowed = frozenset(names)
     hidden = len(real) != count  # init=False fields: a keyword naming one is as unknown as a typo
     post_init = hasattr(cls, "__post_init__")
@@ -433,7 +434,7 @@ def _make_init(cls: type, real: list[_Spec], init: list[_Spec]) -> Any:
             elif kwargs:
                 values.update(kwargs)
             if len(values) != size or (hidden and kwargs and not kwargs.keys() <= allowed) \
-                    or (needed[given] and not kwargs.keys() >= needed[given]):
+                    or not kwargs.keys() >= (needed[given] if given in needed else _needed(needed, required, names, given)):
                 _bind_error(qualname, init, args, kwargs)
             for name, factory in factory_items:
                 if values[name] is _FACTORY:
@@ -443,6 +444,13 @@ def _make_init(cls: type, real: list[_Spec], init: list[_Spec]) -> Any:
             self.__post_init__()
 
     return _method(__init__, qualname, "__init__")
+
+
+def _needed(cache: dict[int, frozenset[str]], required: tuple[str, ...], names: tuple[str, ...],
+            given: int) -> frozenset[str]:
+    """The required arguments a call with ``given`` positional arguments must name as keywords."""
+    found = cache[given] = frozenset(required) - frozenset(names[:given])
+    return found
 
 
 def _bind_error(qualname: str, init: list[_Spec], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
