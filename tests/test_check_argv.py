@@ -269,6 +269,7 @@ def _assert_no_click(entry: str, env: dict[str, str]) -> None:
 NOT_ON_THE_CHECK_PATH = frozenset({
     "click", "traceback", "gettext", "datetime", "uuid", "dataclasses", "inspect", "ast", "dis", "tokenize",
     "typing", "packaging", "platform", "sysconfig", "subprocess", "shutil", "glob", "csv", "threading",
+    "textwrap", "ntpath",
 })
 
 

@@ -16,7 +16,6 @@ wheels then the system, a path is that directory then the system.
 
 from __future__ import annotations
 
-import ntpath
 import os
 import posixpath
 import stat
@@ -160,7 +159,11 @@ class _Query:
         return posixpath.normpath(posixpath.join(base, rel))
 
     def isabs(self, path: str) -> bool:
-        return ntpath.isabs(path) if self.windows else posixpath.isabs(path)
+        if self.windows:
+            import ntpath  # Windows paths only (a Linux check never needs it)
+
+            return ntpath.isabs(path)
+        return posixpath.isabs(path)
 
 
 def _spec_dirs(spec: LibSpec, q: _Query) -> tuple[str, ...]:

@@ -8,13 +8,13 @@ decides about colour (``color=True`` only for a terminal without NO_COLOR).
 from __future__ import annotations
 
 import os
-import textwrap
 from collections.abc import Sequence
 
 from ortdoctor._version import __version__
 from ortdoctor.core.facts import ElfInfo, Finding
 from ortdoctor.decide.loader_view import SOURCE_WORDS, LibraryRow
 from ortdoctor.report.model import Report
+from ortdoctor.report.wrap import fill, wrap
 
 __all__ = ["format_timings", "render"]
 
@@ -440,8 +440,8 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     elif notes:
         # one line: notes explain, they do not block; -v (or `explain ID`) shows each in full
         ids = ", ".join(f.id for f in notes)
-        out += ["", textwrap.fill(f"{INFO} {len(notes)} note{'s' if len(notes) > 1 else ''}: {ids}  (-v shows them; "
-                                  "ortdoctor explain ID)", _WIDTH, subsequent_indent="  ", break_on_hyphens=False)]
+        out += ["", fill(f"{INFO} {len(notes)} note{'s' if len(notes) > 1 else ''}: {ids}  (-v shows them; "
+                          "ortdoctor explain ID)", _WIDTH, subsequent_indent="  ", break_long_words=True)]
     return out
 
 
@@ -449,8 +449,7 @@ def _finding(f: Finding, s: _Style) -> list[str]:
     mark = {"error": FAIL, "warning": WARN}.get(f.severity, INFO)
     out = ["", f"{s.mark(mark)} {s.bold(f.title)}  {s.dim('[' + f.id + ']')}"]
     for para in f.detail.splitlines():
-        out += textwrap.wrap(para, _WIDTH, initial_indent="    ", subsequent_indent="      ",
-                             break_long_words=False, break_on_hyphens=False) or [""]
+        out += wrap(para, _WIDTH, initial_indent="    ", subsequent_indent="      ") or [""]
     if f.fix:
         fix_lines = f.fix.splitlines()
         out.append("    " + s.green("fix: ") + s.bold(fix_lines[0]))
