@@ -79,16 +79,12 @@ CUDA_FLOOR: dict[int, tuple[int, int]] = {12: (5, 0), 13: (7, 5)}
 
 if TYPE_CHECKING:
     Kind = Literal["sass", "ptx"]
-else:
-    Kind = str  # the alias is the type checker's; at run time only its name is imported
-if TYPE_CHECKING:
     Variant = Literal["", "a", "f"]
-else:
-    Variant = str  # the alias is the type checker's; at run time only its name is imported
-if TYPE_CHECKING:
     Verdict = Literal["sass", "ptx", "ptx-driver-too-old", "isolated", "none"]
-else:
-    Verdict = str  # the alias is the type checker's; at run time only its name is imported
+else:  # the aliases are the type checker's; at run time only their names are imported
+    Kind = str
+    Variant = str
+    Verdict = str
 
 _TARGET_RE = lazy(r"(sm|compute)_(\d{2,3})([af]?)")
 

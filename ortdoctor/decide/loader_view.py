@@ -151,13 +151,11 @@ def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None =
 # --------------------------------------------------------------------------------------------------
 if TYPE_CHECKING:
     RowStatus = Literal["ok", "warn", "fail", "info"]
-else:
-    RowStatus = str  # the alias is the type checker's; at run time only its name is imported
-if TYPE_CHECKING:
     RowState = Literal["skipped", "sublibrary-absent", "other-major", "not-found", "loader-takes-other",
                        "needs-preload", "found"]
-else:
-    RowState = str  # the alias is the type checker's; at run time only its name is imported
+else:  # the aliases are the type checker's; at run time only their names are imported
+    RowStatus = str
+    RowState = str
 
 
 @record
