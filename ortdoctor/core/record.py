@@ -7,7 +7,7 @@ Python 3.13) asks ``inspect.signature`` for the class's docstring: 0.6-1 ms per 
 milliseconds for the frozen classes ``check`` imports. Importing it imports ``inspect`` (and with it
 ``ast``, ``dis`` and ``tokenize``): ~9 ms more on a 2-core machine. ``@record`` builds the same methods
 as closures over the class's field names, in tens of microseconds, from its own field descriptions
-(:func:`field`), and imports nothing beyond what the interpreter has loaded at start.
+(:func:`field`), and imports only ``abc``, ``operator`` and ``_thread``.
 
 It still leaves the class looking like a frozen dataclass to the ``dataclasses`` module:
 ``__dataclass_fields__`` (real :class:`dataclasses.Field` objects) and ``__dataclass_params__`` (frozen)
