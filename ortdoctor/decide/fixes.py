@@ -26,22 +26,25 @@ from collections.abc import Iterable, Sequence
 from ortdoctor.core.facts import Environment, LibraryPlan, NvidiaWheel, PackageStep, Plan, PythonInfo
 from ortdoctor.core.record import record
 from ortdoctor.decide.matrix.model import LibSpec, Matrix, Release
+from ortdoctor.formats.distinfo import normalize
 
 __all__ = ["GPU_PACKAGE", "Installer", "gpu_install", "library_fix", "library_specs", "ort_gpu_spec",
            "other_cuda_cudnn_wheels", "pin_series", "quote", "step", "wrong_cuda_cudnn"]
 
 GPU_PACKAGE = "onnxruntime-gpu"
-_SAFE = re.compile(r"^[A-Za-z0-9._=/:@+%,-]+$")
+# The characters a shell word may hold unquoted (a str.strip set: "-" needs no escaping there)
+_SAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._=/:@+%,-"
 
 
 def quote(arg: str, *, windows: bool = False) -> str:
     """A shell word for ``arg``: as is when it is plain, else in double quotes (which both POSIX shells and
     cmd/PowerShell read; on POSIX ``"``, ``$``, backquote and backslash are escaped)."""
-    if arg and _SAFE.match(arg):
+    if arg and not arg.strip(_SAFE):  # every character is a safe one
         return arg
     if windows:
         return '"' + arg.replace('"', '\\"') + '"'
-    return '"' + re.sub(r'(["$`\\])', r"\\\1", arg) + '"'
+    # the backslash first, so that the escapes added after it stay single
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`") + '"'
 
 
 def step(verb: str, *args: str) -> PackageStep:
@@ -118,7 +121,7 @@ def _extras_work(matrix: Matrix, release: Release | None, version: str) -> bool:
     for extra in ("cuda", "cudnn"):
         for req in release.extras[extra]:
             name = re.split(r"[\s;\[<>=!~]", req, maxsplit=1)[0]
-            row = matrix.packages.get(re.sub(r"[-_.]+", "-", name).lower())
+            row = matrix.packages.get(normalize(name))
             if row is not None and not row.versions:
                 return False
     return True
@@ -186,12 +189,12 @@ def wrong_cuda_cudnn(env: Environment, cuda_major: int | None, libs: Sequence[Li
     chosen = {os.path.normpath(os.path.dirname(lp.chosen.path)) for lp in libs
               if lp.chosen is not None and lp.name.lower().startswith("cudnn")}
     return [w for w in env.nvidia_wheels if w.cuda_major is not None and w.cuda_major != cuda_major
-            and re.sub(r"[-_.]+", "-", w.name).lower().startswith("nvidia-cudnn-")
+            and normalize(w.name).startswith("nvidia-cudnn-")
             and any(os.path.normpath(d) in chosen for d in w.lib_dirs)]
 
 
 def _is_cudnn_wheel(name: str) -> bool:
-    return re.sub(r"[-_.]+", "-", name).lower().startswith("nvidia-cudnn-")
+    return normalize(name).startswith("nvidia-cudnn-")
 
 
 def other_cuda_cudnn_wheels(env: Environment, cuda_major: int) -> list[NvidiaWheel]:

@@ -11,20 +11,50 @@ import os
 import re
 from collections.abc import Iterable
 
+from ortdoctor.core.patterns import lazy
 from ortdoctor.decide.matrix.model import LibSpec
 
-__all__ = ["canonical", "component_stems", "major_of", "matches_loaded", "same_component", "stem_major",
-           "version_from_filename"]
+__all__ = ["canonical", "component_stems", "major_of", "matches_loaded", "same_component", "split_soname",
+           "stem_major", "version_from_filename"]
+
+# The rules, as regular expressions. Names are read on every check, and compiling a pattern costs more
+# than all the matching a check does, so the functions below read ASCII names by hand and hand anything
+# else to these (Unicode digits, case folding); tests/test_hand_matchers.py holds the two to one answer.
+_MAJOR_RE = lazy(r"\s*(\d+)")
+_SONAME_RE = lazy(r"^(?P<stem>.+?\.so)\.(?P<ver>\d+(?:\.\d+)*)$")
+_DLL_RE = lazy(r"^(?P<stem>[A-Za-z_]+?)(?:64)?_(?P<ver>\d+)(?:_0)?\.dll$", re.IGNORECASE)
 
 
 def major_of(version: str | None) -> int | None:
     """The leading number of a version string (``"13.0"`` -> 13, ``"9.19.0"`` -> 9); None when there is none."""
-    m = re.match(r"\s*(\d+)", version or "")
-    return int(m.group(1)) if m else None
+    text = version or ""
+    if not text.isascii():
+        m = _MAJOR_RE.match(text)
+        return int(m.group(1)) if m else None
+    start = len(text) - len(text.lstrip())
+    end = start
+    while end < len(text) and "0" <= text[end] <= "9":
+        end += 1
+    return int(text[start:end]) if end > start else None
 
 
-_SONAME_RE = re.compile(r"^(?P<stem>.+?\.so)\.(?P<ver>\d+(?:\.\d+)*)$")
-_DLL_RE = re.compile(r"^(?P<stem>[A-Za-z_]+?)(?:64)?_(?P<ver>\d+)(?:_0)?\.dll$", re.IGNORECASE)
+def split_soname(name: str) -> tuple[str, str] | None:
+    """``libcudnn.so.9.19.0`` -> ("libcudnn.so", "9.19.0"): the stem and the version after ``.so.``;
+    None for a name that is not ``<stem>.so.<digits>[.<digits>...]``."""
+    if not name.isascii():
+        m = _SONAME_RE.match(name)
+        return (m.group("stem"), m.group("ver")) if m else None
+    core = name[:-1] if name.endswith("\n") else name  # "$" also matches before a final newline
+    at = core.find(".so.", 1)  # the stem is at least one character and ".so"
+    while at != -1:
+        stem = core[:at + 3]
+        if "\n" in stem:  # "." never matches a newline: no later split can match either
+            return None
+        ver = core[at + 4:]
+        if all(part.isdigit() for part in ver.split(".")):  # ASCII: isdigit() is [0-9]+, "" is not
+            return stem, ver
+        at = core.find(".so.", at + 1)
+    return None
 
 
 def component_stems(specs: Iterable[LibSpec]) -> frozenset[str]:
@@ -39,10 +69,11 @@ def component_stems(specs: Iterable[LibSpec]) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=4096)
 def stem_major(name: str) -> tuple[str, int] | None:
-    m = _SONAME_RE.match(name)
-    if m:
-        return m.group("stem"), int(m.group("ver").split(".")[0])
-    m = _DLL_RE.match(name)
+    parts = split_soname(name)
+    if parts is not None:
+        return parts[0], int(parts[1].split(".")[0])
+    # A DLL name ends in ".dll" (any case): only such a name is worth compiling the pattern for.
+    m = _DLL_RE.match(name) if ".dll" in name.lower() else None
     if m:
         ver = m.group("ver")
         return m.group("stem").lower(), int(ver[:-1] if len(ver) == 3 else ver)  # nvrtc64_130_0 -> 13
@@ -57,13 +88,12 @@ def same_component(name: str, soname: str) -> bool:
 def version_from_filename(path: str, soname: str) -> str | None:
     """``libcudnn.so.9.14.0`` -> ``"9.14.0"``: the file name (of the symlink's target) says more than
     the soname. None when it says nothing beyond the soname's major."""
-    base = os.path.basename(path)
-    m = _SONAME_RE.match(base)
-    s = _SONAME_RE.match(soname)
-    if not m or not s or m.group("stem") != s.group("stem"):
+    m = split_soname(os.path.basename(path))
+    s = split_soname(soname)
+    if not m or not s or m[0] != s[0]:
         return None
-    ver = m.group("ver")
-    return ver if ver.count(".") >= 1 and ver != s.group("ver") else None
+    ver = m[1]
+    return ver if ver.count(".") >= 1 and ver != s[1] else None
 
 
 def matches_loaded(path: str, soname: str) -> bool:
@@ -73,7 +103,7 @@ def matches_loaded(path: str, soname: str) -> bool:
 
 def canonical(name: str) -> str:
     """Count ``libcudart.so.12`` and ``libcudart.so.12.9.79`` once: only the soname-like name."""
-    m = _SONAME_RE.match(name)
-    if m and "." in m.group("ver"):
+    m = split_soname(name)
+    if m and "." in m[1]:
         return ""
     return name

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Candidate, Environment, Finding, LibraryPlan, Plan, Source
+from ortdoctor.core.patterns import lazy
 from ortdoctor.decide.build import build_majors
 from ortdoctor.decide.fixes import Installer, gpu_install
 from ortdoctor.decide.matrix.model import LibSpec, Matrix
@@ -43,7 +44,16 @@ __all__ = ["DRIVER_SONAMES", "resolve"]
 
 # The libraries of the NVIDIA driver are never preloaded: they must match the kernel module.
 DRIVER_SONAMES = frozenset({"libcuda.so.1", "libnvidia-ml.so.1", "nvcuda.dll", "nvml.dll"})
-_CUDA_LIKE = re.compile(r"^(lib)?(cu|nvrtc|nvJitLink|cudnn)", re.IGNORECASE)
+# The rule; _cuda_like reads it by hand (see core/patterns.py)
+_CUDA_LIKE = lazy(r"^(lib)?(cu|nvrtc|nvJitLink|cudnn)", re.IGNORECASE)
+_CUDA_LIKE_PREFIXES = ("cu", "nvrtc", "nvjitlink", "libcu", "libnvrtc", "libnvjitlink")  # "cudnn" is a "cu"
+
+
+def _cuda_like(name: str) -> bool:
+    """``_CUDA_LIKE.match(name)``: a name of a CUDA library (cuDNN's included)."""
+    if not name.isascii():  # case folding beyond ASCII ("ı" for "i"): the pattern decides
+        return _CUDA_LIKE.match(name) is not None
+    return name.lower().startswith(_CUDA_LIKE_PREFIXES)
 
 
 class _Cand:
@@ -177,7 +187,7 @@ def _add_unlisted_needs(w: _Work, matrix: Matrix) -> None:
     unlisted: list[str] = []
     for n in w.needed:
         key = n.lower() if w.windows else n
-        if key in known or n in DRIVER_SONAMES or n.lower() in DRIVER_SONAMES or not _CUDA_LIKE.match(n):
+        if key in known or n in DRIVER_SONAMES or n.lower() in DRIVER_SONAMES or not _cuda_like(n):
             continue
         row = elsewhere.get(key)
         if row is None:

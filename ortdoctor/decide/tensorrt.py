@@ -23,16 +23,17 @@ from ortdoctor.core.facts import (
     Source,
     TensorrtInstall,
 )
+from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import record
 from ortdoctor.decide.fixes import Installer, step
 from ortdoctor.decide.matrix.model import LibSpec, Matrix, ReleaseMatch, TensorrtBuild, TensorrtPip
 from ortdoctor.formats.realpath import real_path
+from ortdoctor.probes.tensorrt import tensorrt_component
 
 __all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "plan_tensorrt", "tensorrt_fix", "tensorrt_need",
            "tensorrt_steps"]
 
-_TRT_SONAME_RE = re.compile(r"^lib(nvinfer|nvinfer_plugin|nvonnxparser)\.so\.(\d+)$")
-_TRT_DLL_RE = re.compile(r"^(nvinfer|nvinfer_plugin|nvonnxparser)(?:_(\d+))?\.dll$", re.I)
+_TRT_DLL_RE = lazy(r"^(nvinfer|nvinfer_plugin|nvonnxparser)(?:_(\d+))?\.dll$", re.I)
 LOAD_HINT = ("then load it by full path: `ortdoctor preload --tensorrt`, or ORTDOCTOR_TENSORRT=1 with "
              "`import ortdoctor.hook` first in the program")
 _SOURCES: dict[str, Source] = {"pip": "nvidia-wheel", "LD_LIBRARY_PATH": "system", "ld.so.cache": "system"}
@@ -70,12 +71,13 @@ def _trt_needed(info: ElfInfo | PeInfo | None) -> tuple[int | None, tuple[str, .
     sonames: list[str] = []
     major: int | None = None
     for name in names:
-        m = _TRT_SONAME_RE.match(name)
-        d = None if m else _TRT_DLL_RE.match(name)
+        m = tensorrt_component(name)
+        # only a name ending in ".dll" (any case) can be a DLL's: the pattern is compiled for those alone
+        d = _TRT_DLL_RE.match(name) if m is None and ".dll" in name.lower() else None
         if m or d:
             sonames.append(name)
-            if m and m.group(1) == "nvinfer":
-                major = int(m.group(2))
+            if m and m[0] == "nvinfer":
+                major = m[1]
             elif d and d.group(1).lower() == "nvinfer" and d.group(2):
                 major = int(d.group(2))
     return major, tuple(sonames)
@@ -147,8 +149,8 @@ def plan_tensorrt(env: Environment, matrix: Matrix, match: ReleaseMatch | None,
 
 
 def _lacks(install: TensorrtInstall, soname: str) -> bool:
-    m = _TRT_SONAME_RE.match(soname)
-    return bool(m) and install.library(m.group(1) if m else "") is None
+    m = tensorrt_component(soname)
+    return m is not None and install.library(m[0]) is None
 
 
 def _specs(matrix: Matrix, major: int) -> tuple[LibSpec, ...]:

@@ -11,6 +11,7 @@ from ortdoctor.core.facts import (
     PackageStep,
     Plan,
 )
+from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import record
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.decide.names import major_of
@@ -34,10 +35,18 @@ LOW_MEMORY_MIB = 1024
 # NVML compute modes that refuse a new CUDA context (always, or while another process holds one).
 RESTRICTED_MODES = {"prohibited": "gpu-compute-mode-prohibited", "exclusive-process": "gpu-compute-mode-exclusive",
                      "exclusive-thread": "gpu-compute-mode-exclusive"}
-CUDA_SONAME = re.compile(r"^(?:lib(cudart|cublasLt|cublas|cufft|curand|nvrtc|cudnn)\.so\.(\d+)"
-                          r"|(cudart|cublasLt|cublas|cufft|curand|nvrtc)64_(\d+)\.dll)", re.IGNORECASE)
+CUDA_SONAME = lazy(r"^(?:lib(cudart|cublasLt|cublas|cufft|curand|nvrtc|cudnn)\.so\.(\d+)"
+                    r"|(cudart|cublasLt|cublas|cufft|curand|nvrtc)64_(\d+)\.dll)", re.IGNORECASE)
 DATACENTER_HINTS = ("Tesla", "A100", "A30", "A10", "A40", "H100", "H200", "H800", "B100", "B200", "GH200",
                      "GB200", "L4", "L40", "V100", "T4", "A2", "A16")
+
+
+def cuda_soname(name: str) -> re.Match[str] | None:
+    """``CUDA_SONAME.match(name)``. Every such name holds "cu" or "nvrtc" (in any case), and most names
+    a check reads hold neither (the pybind module links libstdc++ and the like): those do not cost a
+    compiled pattern."""
+    low = name.lower()
+    return CUDA_SONAME.match(name) if "cu" in low or "nvrtc" in low else None
 
 
 @record

@@ -11,7 +11,7 @@ from ortdoctor.core.facts import (
 )
 from ortdoctor.decide.fixes import step
 from ortdoctor.decide.names import major_of
-from ortdoctor.diagnose.context import CUDA_SONAME, Ctx
+from ortdoctor.diagnose.context import Ctx, cuda_soname
 from ortdoctor.diagnose.driver import build_for_major
 
 TYPE_CHECKING = False
@@ -62,7 +62,7 @@ def _needed_majors(info: Any) -> dict[str, int]:
     needed = info.needed if isinstance(info, ElfInfo) else getattr(info, "imports", ())
     out: dict[str, int] = {}
     for n in needed:
-        m = CUDA_SONAME.match(n)
+        m = cuda_soname(n)
         if m and (m.group(1) or m.group(3)) != "cudnn":
             out[n] = int(m.group(2) or m.group(4))
     return out

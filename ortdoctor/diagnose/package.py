@@ -20,7 +20,7 @@ from ortdoctor.decide.loader_view import (
     loader_visible,
 )
 from ortdoctor.decide.matrix.model import python_line, wheel_platform
-from ortdoctor.diagnose.context import CUDA_SONAME, Ctx, ort_family
+from ortdoctor.diagnose.context import Ctx, cuda_soname, ort_family
 from ortdoctor.formats.distinfo import normalize
 
 TYPE_CHECKING = False
@@ -224,7 +224,7 @@ def check_import(ctx: Ctx) -> list[Finding]:
     ort = ctx.env.ort
     pybind = ort.pybind
     needed = pybind.needed if isinstance(pybind, ElfInfo) else getattr(pybind, "imports", ())
-    cuda_needed = [n for n in needed if CUDA_SONAME.match(n)]
+    cuda_needed = [n for n in needed if cuda_soname(n)]
     if not cuda_needed:
         return []
     by_soname = {lp.soname: lp for lp in ctx.plan.libraries} if ctx.plan else {}

@@ -24,7 +24,7 @@ from ortdoctor.core.facts import (
 from ortdoctor.core.patterns import lazy
 from ortdoctor.decide.fixes import pin_series, step
 from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, tensorrt_fix
-from ortdoctor.diagnose.context import CUDA_SONAME, Ctx
+from ortdoctor.diagnose.context import Ctx, cuda_soname
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def _cuda_majors(pkg: PluginEpPackage) -> dict[str, int]:
     out: dict[str, int] = {}
     for lib in pkg.libraries:
         for name in _needed(lib):
-            m = CUDA_SONAME.match(name)
+            m = cuda_soname(name)
             if m and (m.group(1) or m.group(3)) in ("cudart", "cublas", "cublasLt", "nvrtc"):
                 out[name] = int(m.group(2) or m.group(4))
     return out
@@ -219,7 +219,7 @@ def _bundled(ctx: Ctx, pkg: PluginEpPackage) -> list[Finding]:
     files = {os.path.basename(lib.path) for lib in pkg.libraries}
     for lib in pkg.libraries:
         soname = lib.soname if isinstance(lib, ElfInfo) else None
-        m = CUDA_SONAME.match(soname or "")
+        m = cuda_soname(soname or "")
         if soname is None or m is None or (m.group(1) or "") == "cudnn":
             continue
         base = os.path.basename(lib.path)

@@ -8,7 +8,6 @@ that serves the model, as pip and uv do, ``--python PATH`` asks that interpreter
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -76,6 +75,8 @@ def describe(python: str, environ: Mapping[str, str] | None = None) -> Interpret
                                   env=env, cwd=cwd, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise InterpreterError(f"--python {python}: could not run it: {exc}") from None
+    import json  # only here: a check without --python does not import it
+
     try:
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):

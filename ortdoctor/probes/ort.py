@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ortdoctor.core.facts import ElfInfo, OrtDistribution, OrtInfo, PeInfo, ProviderKernels
-from ortdoctor.core.patterns import lazy
+from ortdoctor.core.patterns import digits_end, lazy
 from ortdoctor.core.record import replace
 from ortdoctor.formats.distinfo import DistIndex, Distribution, file_sha256, normalize, open_regular
 from ortdoctor.formats.elf import ElfError, read_elf
@@ -34,7 +34,9 @@ GENAI_PACKAGE = "onnxruntime_genai"
 # RECORD then decides whether a candidate really owns files under onnxruntime/.
 _FAMILY_PREFIXES = ("onnxruntime", "ort-nightly")
 
-_PYBIND_RE = re.compile(r"^onnxruntime/capi/onnxruntime_pybind11_state[^/]*\.(so|pyd)$")
+# The rule; _is_pybind_path reads it by hand (see core/patterns.py)
+_PYBIND_RE = lazy(r"^onnxruntime/capi/onnxruntime_pybind11_state[^/]*\.(so|pyd)$")
+_PYBIND_PREFIX = "onnxruntime/capi/onnxruntime_pybind11_state"
 _CUDA_PROVIDERS = ("libonnxruntime_providers_cuda.so", "onnxruntime_providers_cuda.dll")
 _TRT_PROVIDERS = ("libonnxruntime_providers_tensorrt.so", "onnxruntime_providers_tensorrt.dll")
 _CUDNN_EXTRA_RE = lazy(r"^\s*nvidia[-_.]cudnn[-_.]cu\d+\s*(?:\[[^\]]*\])?\s*(?:~=|==|>=|===)\s*v?(\d+)", re.I)
@@ -93,8 +95,23 @@ def add_kernels(ort: OrtInfo) -> OrtInfo:
     return replace(ort, kernels=read_kernels(ort.cuda_provider.path))
 
 
-# ``name = 'text'`` and nothing else on the line: what every build_and_package_info.py holds
-_SIMPLE_ASSIGNMENT = re.compile(r"""([A-Za-z_][A-Za-z0-9_]*) = (?:'([^'\\\n]*)'|"([^"\\\n]*)")""")
+# ``name = 'text'`` and nothing else on the line: what every build_and_package_info.py holds. The rule;
+# _simple_assignment reads it by hand (see core/patterns.py).
+_SIMPLE_ASSIGNMENT = lazy(r"""([A-Za-z_][A-Za-z0-9_]*) = (?:'([^'\\\n]*)'|"([^"\\\n]*)")""")
+
+
+def _simple_assignment(line: str) -> tuple[str, str] | None:
+    """``_SIMPLE_ASSIGNMENT.fullmatch(line)`` as (name, text)."""
+    name, sep, value = line.partition(" = ")  # a name holds no space: the first " = " ends it
+    if not sep or not (name.isascii() and name.isidentifier()):  # ASCII identifiers: [A-Za-z_][A-Za-z0-9_]*
+        return None
+    quote = value[:1]
+    if quote not in ("'", '"') or len(value) < 2 or value[-1] != quote:
+        return None
+    text = value[1:-1]
+    if quote in text or "\\" in text or "\n" in text:
+        return None
+    return name, text
 
 
 def parse_literal_assignments(source: str) -> dict[str, object]:
@@ -107,10 +124,10 @@ def parse_literal_assignments(source: str) -> dict[str, object]:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        m = _SIMPLE_ASSIGNMENT.fullmatch(line)
-        if m is None:
+        assignment = _simple_assignment(line)
+        if assignment is None:
             return _parse_with_ast(source)
-        simple[m[1]] = m[2] if m[2] is not None else m[3]
+        simple[assignment[0]] = assignment[1]
     return simple
 
 
@@ -175,7 +192,7 @@ def _owns_pybind(dist: Distribution, *, shared: bool) -> bool | None:
     directory a distribution owns the file when RECORD lists it and its size is RECORD's size.
     """
     for entry in dist.record or ():
-        if _PYBIND_RE.match(entry.path):
+        if _is_pybind_path(entry.path):
             if not entry.hash or not entry.hash.startswith("sha256="):
                 return None
             path = dist.abspath(entry.path)
@@ -241,12 +258,57 @@ def _pybind_path(capi: str) -> str | None:
     return None
 
 
+def _is_pybind_path(path: str) -> bool:
+    """``_PYBIND_RE.match(path)``: the pybind module's RECORD path."""
+    if not path.startswith(_PYBIND_PREFIX):
+        return False
+    rest = path[len(_PYBIND_PREFIX):]
+    rest = rest[:-1] if rest.endswith("\n") else rest  # "$" also matches before a final newline
+    return "/" not in rest and rest.endswith((".so", ".pyd"))
+
+
 def _cudnn_major_from_requires(requires: Iterable[str]) -> int | None:
     for req in requires:
-        m = _CUDNN_EXTRA_RE.match(req)
-        if m:
-            return int(m.group(1))
+        major = _cudnn_extra_major(req)
+        if major is not None:
+            return major
     return None
+
+
+def _cudnn_extra_major(req: str) -> int | None:
+    """``_CUDNN_EXTRA_RE.match(req)``'s number: 9 for ``nvidia-cudnn-cu13~=9.0; extra == "cudnn"``."""
+    if not req.isascii():
+        m = _CUDNN_EXTRA_RE.match(req)
+        return int(m.group(1)) if m else None
+    s = req.lower()  # the pattern ignores case
+    at = _after_space(s, 0)
+    for word in ("nvidia", "cudnn"):
+        if not s.startswith(word, at) or s[at + len(word):at + len(word) + 1] not in ("-", "_", "."):
+            return None
+        at += len(word) + 1
+    if not s.startswith("cu", at) or digits_end(s, at + 2) == at + 2:
+        return None
+    at = _after_space(s, digits_end(s, at + 2))
+    if s.startswith("[", at):  # an extra, "[...]"; without its "]" no operator can follow
+        close = s.find("]", at + 1)
+        if close == -1:
+            return None
+        at = _after_space(s, close + 1)
+    for op in ("~=", "==", ">=", "==="):  # the pattern's order: "===" only where "==" leads nowhere
+        if s.startswith(op, at):
+            start = _after_space(s, at + len(op))
+            start += s.startswith("v", start)
+            end = digits_end(s, start)
+            if end > start:
+                return int(s[start:end])
+    return None
+
+
+def _after_space(s: str, at: int) -> int:
+    """Past the whitespace (``\\s*``) at ``s[at:]``."""
+    while at < len(s) and s[at].isspace():
+        at += 1
+    return at
 
 
 def _cudnn_major_from_binary(info: ElfInfo | PeInfo | None) -> int | None:

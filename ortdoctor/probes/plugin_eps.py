@@ -123,6 +123,7 @@ def probe_plugin_eps(
         path = ort.pybind.path
         build_info = read_build_info(ort.pybind)
         if build_info is not None:
-            m = _CUDA_PLUGIN_RE.search(build_info)
+            # a build without the option does not name it: no pattern to compile then
+            m = _CUDA_PLUGIN_RE.search(build_info) if "cuda-plugin-ep=" in build_info else None
             plugin = bool(m and m.group(1) not in ("0", "OFF", "off"))
     return PluginEpInfo(packages=packages, build_info=build_info, build_info_path=path, cuda_plugin_ep=plugin)

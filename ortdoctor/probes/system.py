@@ -5,19 +5,36 @@ Windows the PATH."""
 from __future__ import annotations
 
 import os
-import re
 import stat
 import struct
 import sys
 from collections.abc import Mapping, Sequence
 
 from ortdoctor.core.facts import SearchDir, SystemInfo
+from ortdoctor.core.patterns import digits_end, lazy
 from ortdoctor.formats.ldcache import LdCacheError, read_ld_cache
 from ortdoctor.probes import stdlib_answers
 
 __all__ = ["annotate_dir", "default_lib_dirs", "probe_system"]
 
-_TOOLKIT_RE = re.compile(r"cuda-(\d+)\.(\d+)")
+# The rule; _toolkit_version reads it by hand (see core/patterns.py)
+_TOOLKIT_RE = lazy(r"cuda-(\d+)\.(\d+)")
+
+
+def _toolkit_version(path: str) -> tuple[str, str] | None:
+    """``_TOOLKIT_RE.search(path)``'s groups: ("13", "0") for ``/usr/local/cuda-13.0/lib64``."""
+    if not path.isascii():
+        m = _TOOLKIT_RE.search(path)
+        return (m.group(1), m.group(2)) if m else None
+    at = path.find("cuda-")
+    while at != -1:
+        major_end = digits_end(path, at + 5)
+        if major_end > at + 5 and path[major_end:major_end + 1] == ".":
+            minor_end = digits_end(path, major_end + 1)
+            if minor_end > major_end + 1:
+                return path[at + 5:major_end], path[major_end + 1:minor_end]
+        at = path.find("cuda-", at + 1)
+    return None
 
 
 def default_lib_dirs(multiarch: str | None = None) -> tuple[str, ...]:
@@ -49,9 +66,9 @@ def annotate_dir(path: str, origin: str, *, uid: int | None = None, cwd: str | N
     world_writable = bool(st.st_mode & stat.S_IWOTH)
     foreign = me is not None and st.st_uid not in (0, me)
     if note is None:
-        m = _TOOLKIT_RE.search(path)
-        if m:
-            note = f"CUDA {m.group(1)}.{m.group(2)} toolkit"
+        toolkit = _toolkit_version(path)
+        if toolkit:
+            note = f"CUDA {toolkit[0]}.{toolkit[1]} toolkit"
     return SearchDir(path=path, origin=origin, exists=True, relative=relative, world_writable=world_writable,
                      foreign_owner=foreign, note=note)
 

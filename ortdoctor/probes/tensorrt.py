@@ -34,6 +34,8 @@ __all__ = ["parse_dpkg_tensorrt", "probe_tensorrt", "scan_directory", "tensorrt_
 
 # The names the loader looks for, and the versioned real files behind them.
 _SONAME_RE = lazy(r"^lib(nvinfer|nvinfer_plugin|nvonnxparser)\.so\.(\d+)$")
+_SONAME_PREFIXES = ("libnvinfer", "libnvonnxparser")
+_COMPONENTS = ("nvinfer", "nvinfer_plugin", "nvonnxparser")
 _REAL_RE = lazy(r"^lib(nvinfer|nvinfer_plugin|nvonnxparser)\.so\.(\d+(?:\.\d+)+)$")
 _RESOURCE_RE = lazy(r"^libnvinfer_builder_resource(?:_win)?\.so\.(\d+)((?:\.\d+)*)$")
 _CUDA_NEEDED_RE = lazy(r"^lib(?:cudart|cublas|cublasLt)\.so\.(\d+)")
@@ -46,9 +48,17 @@ _SYSTEM_PREFIXES = ("/usr/lib", "/lib", "/usr/lib64", "/lib64")
 
 
 def tensorrt_component(file_name: str) -> tuple[str, int] | None:
-    """``libnvinfer_plugin.so.10`` -> ("nvinfer_plugin", 10); None for anything else."""
-    m = _SONAME_RE.match(file_name)
-    return (m.group(1), int(m.group(2))) if m else None
+    """``libnvinfer_plugin.so.10`` -> ("nvinfer_plugin", 10); None for anything else.
+
+    ``_SONAME_RE.match(file_name)``, read by hand (see core/patterns.py): every name of a library
+    directory and of the ld.so cache comes through here."""
+    if not file_name.startswith(_SONAME_PREFIXES):
+        return None
+    core = file_name[:-1] if file_name.endswith("\n") else file_name  # "$" also matches before a final newline
+    component, sep, major = core[3:].partition(".so.")
+    if not sep or component not in _COMPONENTS or not major.isdecimal():  # isdecimal() is \d
+        return None
+    return component, int(major)
 
 
 def scan_directory(directory: str, origin: str) -> list[TensorrtInstall]:

@@ -8,14 +8,11 @@ machine, for greedy wrapping at spaces. This is the same algorithm for those set
 
 from __future__ import annotations
 
-import re
-
 __all__ = ["fill", "wrap"]
 
 # textwrap's whitespace: each of these characters becomes a space before splitting
 _WHITESPACE = "\t\n\x0b\x0c\r "
 _TO_SPACE = str.maketrans(_WHITESPACE, " " * len(_WHITESPACE))
-_SPACES = re.compile("( +)")
 
 
 def wrap(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "",
@@ -25,7 +22,7 @@ def wrap(text: str, width: int, initial_indent: str = "", subsequent_indent: str
     does it."""
     if width <= 0:
         raise ValueError(f"invalid width {width!r} (must be > 0)")
-    chunks = [c for c in _SPACES.split(text.expandtabs(8).translate(_TO_SPACE)) if c]
+    chunks = _chunks(text.expandtabs(8).translate(_TO_SPACE))
     chunks.reverse()
     lines: list[str] = []
     while chunks:
@@ -57,3 +54,19 @@ def fill(text: str, width: int, initial_indent: str = "", subsequent_indent: str
          break_long_words: bool = False) -> str:
     """``textwrap.fill`` with the same settings as :func:`wrap`."""
     return "\n".join(wrap(text, width, initial_indent, subsequent_indent, break_long_words))
+
+
+def _chunks(text: str) -> list[str]:
+    """The words and the runs of spaces between them, in order: ``[c for c in re.split("( +)", text) if c]``."""
+    out: list[str] = []
+    spaces = 0
+    for i, part in enumerate(text.split(" ")):
+        spaces += i > 0  # one space stood before every part but the first
+        if part:
+            if spaces:
+                out.append(" " * spaces)
+                spaces = 0
+            out.append(part)
+    if spaces:
+        out.append(" " * spaces)
+    return out

@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from ortdoctor.core.facts import PackageStep
+from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import field, record, replace
 from ortdoctor.decide.kernels import CUDA_FLOOR, Coverage, coverage
 
@@ -676,9 +677,32 @@ class PlainVersion:
 
 # A release and a local label whose segments packaging would leave as written (a number with a leading
 # zero, an upper-case letter or a "-"/"_" separator is normalised by packaging: those go through it).
-_PLAIN_VERSION = re.compile(r"v?((?:0|[1-9][0-9]*)(?:\.(?:0|[1-9][0-9]*))*)"
-                            r"(?:\+((?:[a-z0-9]*[a-z][a-z0-9]*|0|[1-9][0-9]*)"
-                            r"(?:\.(?:[a-z0-9]*[a-z][a-z0-9]*|0|[1-9][0-9]*))*))?")
+# The rule; _plain_parts reads it by hand (compiling it costs more than a check's version reading), and
+# tests/test_hand_matchers.py holds the two to one answer.
+_PLAIN_VERSION = lazy(r"v?((?:0|[1-9][0-9]*)(?:\.(?:0|[1-9][0-9]*))*)"
+                      r"(?:\+((?:[a-z0-9]*[a-z][a-z0-9]*|0|[1-9][0-9]*)"
+                      r"(?:\.(?:[a-z0-9]*[a-z][a-z0-9]*|0|[1-9][0-9]*))*))?")
+
+
+def _plain_number(part: str) -> bool:
+    """``0|[1-9][0-9]*`` (ASCII text)."""
+    return part.isdigit() and (part[0] != "0" or len(part) == 1)
+
+
+def _plain_parts(s: str) -> tuple[str, str | None] | None:
+    """``_PLAIN_VERSION.fullmatch(s)``'s two groups (release, local); None when it does not match."""
+    if not s.isascii():  # the pattern's classes are ASCII: nothing else matches
+        return None
+    release, plus, local = (s[1:] if s[:1] == "v" else s).partition("+")
+    if not all(_plain_number(p) for p in release.split(".")):
+        return None
+    if not plus:
+        return release, None
+    for seg in local.split("."):
+        # a number, or lower-case letters and digits with at least one letter
+        if not (_plain_number(seg) if seg.isdigit() else seg.isalnum() and seg.islower()):
+            return None
+    return release, local
 
 
 def parse_version(text: str | None) -> Version | PlainVersion | None:
@@ -686,9 +710,9 @@ def parse_version(text: str | None) -> Version | PlainVersion | None:
     if text is None:
         return None
     s = str(text).strip()
-    m = _PLAIN_VERSION.fullmatch(s)
-    if m is not None:
-        return PlainVersion(tuple(int(p) for p in m[1].split(".")), m[2])
+    parts = _plain_parts(s)
+    if parts is not None:
+        return PlainVersion(tuple(int(p) for p in parts[0].split(".")), parts[1])
     from packaging.version import InvalidVersion, Version
 
     try:
@@ -731,14 +755,33 @@ def parse_cuda_request(text: str | None) -> tuple[int, int | None] | None:
     if text is None:
         return None
     t = str(text).strip().lower()
-    m = re.fullmatch(r"cu(\d{2})(\d)", t)
-    if m:
-        return int(m.group(1)), int(m.group(2))
-    m = re.fullmatch(r"(\d{1,2})(?:\.(\d{1,2}|x))?(?:\.\d+)?", t)
-    if not m:
+    if not t.isascii():  # Unicode digits: the patterns decide
+        m = _CUDA_TAG.fullmatch(t)
+        if m:
+            return int(m.group(1)), int(m.group(2))
+        m = _CUDA_VERSION.fullmatch(t)
+        if not m:
+            return None
+        minor = m.group(2)
+        return int(m.group(1)), (int(minor) if minor and minor != "x" else None)
+    if len(t) == 5 and t[:2] == "cu" and t[2:].isdigit():
+        return int(t[2:4]), int(t[4])
+    parts = t.split(".")
+    if len(parts) > 3 or not (parts[0].isdigit() and len(parts[0]) <= 2):
         return None
-    minor = m.group(2)
-    return int(m.group(1)), (int(minor) if minor and minor != "x" else None)
+    minor_ok = len(parts) > 1 and (parts[1] == "x" or (parts[1].isdigit() and len(parts[1]) <= 2))
+    if len(parts) == 3 and not (minor_ok and parts[2].isdigit()):
+        return None
+    if len(parts) == 2 and not minor_ok:
+        # "12.345": the minor takes at most two digits, so the pattern reads ".345" as the patch
+        return (int(parts[0]), None) if parts[1].isdigit() else None
+    minor = parts[1] if len(parts) > 1 else None
+    return int(parts[0]), (int(minor) if minor and minor != "x" else None)
+
+
+# The rules parse_cuda_request reads by hand (tests/test_hand_matchers.py holds the two to one answer).
+_CUDA_TAG = lazy(r"cu(\d{2})(\d)")
+_CUDA_VERSION = lazy(r"(\d{1,2})(?:\.(\d{1,2}|x))?(?:\.\d+)?")
 
 
 def parse_torch_request(text: str | None) -> Version | PlainVersion | None:

@@ -36,6 +36,7 @@ from ortdoctor.decide.matrix.model import (
     line_key,
     parse_cuda_request,
 )
+from ortdoctor.formats.distinfo import normalize
 
 __all__ = ["validate"]
 
@@ -142,7 +143,7 @@ class _Validator:
             row = self.mapping(raw, where)
             self.unknown_keys(row, ("cuda", "versions", "note"), where)
             text = self.string(name, where)
-            if text != re.sub(r"[-_.]+", "-", text).lower():
+            if text != normalize(text):
                 raise self.fail(where, f"write the name normalised (PEP 503): {re.sub(r'[-_.]+', '-', text).lower()}")
             versions = self.strings(row.get("versions"), f"{where}.versions")
             for i, v in enumerate(versions):
