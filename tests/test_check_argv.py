@@ -273,6 +273,42 @@ NOT_ON_THE_CHECK_PATH = frozenset({
 })
 
 
+# A text check with the ORT GPU wheel and the CUDA 13 wheels, spying on re's compiler: which patterns
+# did ortdoctor's own code compile, and was json imported? (atexit runs: ORTDOCTOR_NO_FAST_EXIT)
+_COMPILE_SPY = """
+import atexit, os, re, re._compiler, sys
+package = os.path.join(sys.argv.pop(1), "ortdoctor") + os.sep
+compiled = []
+real = re._compiler.compile
+def spy(pattern, flags=0):
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(package):
+            compiled.append(str(pattern))
+            break
+        frame = frame.f_back
+    return real(pattern, flags)
+re._compiler.compile = spy
+atexit.register(lambda: print("SPY", compiled, "json" in sys.modules, file=sys.stderr))
+sys.argv[0] = "ortdoctor"
+from ortdoctor.cli.entry import main
+main()
+"""
+
+
+@pytest.mark.realwheels
+def test_a_plain_text_check_compiles_no_pattern_and_imports_no_json() -> None:
+    """Compiling patterns was a tenth of a check (core/patterns.py): the probes read names by hand."""
+    site = os.pathsep.join(str(testenvs.ensure(e)) for e in ("ort-gpu", "nvidia-cu13"))
+    env = _env(PYTHONPATH=os.pathsep.join([str(ROOT), site]), ORTDOCTOR_NO_FAST_EXIT="1")
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_SPY, str(ROOT), "check", "--no-smoke"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "onnxruntime-gpu 1.31.1" in proc.stdout
+    spy = next(line for line in proc.stderr.splitlines() if line.startswith("SPY "))
+    assert spy == "SPY [] False"
+
+
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_other_command_lines_still_go_through_click(entry: str) -> None:
     proc = subprocess.run([sys.executable, "-X", "importtime", *ENTRIES[entry][1:], "check", "--no-smoke", "-h"],

@@ -55,7 +55,7 @@ def test_installed_copy_loads_its_own_matrix(built_wheel: Path, tmp_path: Path) 
 @pytest.mark.slow
 def test_wheel_ships_the_snapshot_of_its_matrix(built_wheel: Path, tmp_path: Path) -> None:
     with zipfile.ZipFile(built_wheel) as zf:
-        assert "ortdoctor/decide/matrix/matrix_snapshot.json" in zf.namelist()
+        assert "ortdoctor/decide/matrix/matrix_snapshot.marshal" in zf.namelist()
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target),
                     str(built_wheel)], check=True, timeout=300, capture_output=True)

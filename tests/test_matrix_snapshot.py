@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import marshal
 import shutil
 import subprocess
 import sys
@@ -58,14 +58,25 @@ def test_unchanged_copy_matches_the_shipped_file(tmp_path: Path) -> None:
     assert m.releases == load_matrix().releases
 
 
-def test_corrupt_snapshot_falls_back_to_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bad = tmp_path / "matrix_snapshot.json"
-    good = Path(snapshot_path()).read_text(encoding="utf-8")
-    bad.write_text(good[:300], encoding="utf-8")  # the fingerprint matches, the JSON is cut short
+@pytest.mark.parametrize("cut", [80, 300, -1])
+def test_corrupt_snapshot_falls_back_to_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: int) -> None:
+    bad = tmp_path / "matrix_snapshot.marshal"
+    good = Path(snapshot_path()).read_bytes()
+    bad.write_bytes(good[:cut])  # the header matches, the model is cut short
     monkeypatch.setattr(matrix_module, "snapshot_path", lambda: str(bad))
+    assert matrix_module._load(Path(default_matrix_path())) == load_matrix()
+    bad.write_bytes(good[:-1] + b"\xff")  # a byte marshal reads as an unknown type
     assert matrix_module._load(Path(default_matrix_path())) == load_matrix()
     bad.unlink()
     assert matrix_module._load(Path(default_matrix_path())) == load_matrix()
+
+
+def test_snapshot_of_another_format_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = tmp_path / "matrix_snapshot.marshal"
+    good = Path(snapshot_path()).read_bytes()
+    other.write_bytes(good.replace(b"snapshot 3 ", b"snapshot 2 ", 1))
+    monkeypatch.setattr(matrix_module, "snapshot_path", lambda: str(other))
+    assert matrix_module._from_snapshot(matrix_module._fingerprint(Path(default_matrix_path()).read_bytes())) is None
 
 
 def test_the_model_classes_have_no_post_init() -> None:
@@ -74,9 +85,21 @@ def test_the_model_classes_have_no_post_init() -> None:
     assert [name for name, cls in matrix_module._CLASSES.items() if hasattr(cls, "__post_init__")] == []
 
 
-def test_snapshot_keeps_integer_keys_apart_from_strings() -> None:
-    encoded = matrix_module._encode({"a": {12: "x", 13: {"b": [1, None, True]}}})
-    assert encoded == {"a": {"__int_keys__": {"12": "x", "13": {"b": [1, None, True]}}}}
-    assert matrix_module._decode(json.loads(json.dumps(encoded))) == {"a": {12: "x", 13: {"b": (1, None, True)}}}
+def test_snapshot_keeps_integer_keys_and_tuples() -> None:
+    encoded = matrix_module._encode({"a": {12: "x", 13: {"b": [1, None, True, 1.5]}}})
+    loaded = marshal.loads(marshal.dumps(encoded, matrix_module.SNAPSHOT_MARSHAL_VERSION))
+    assert matrix_module._decode(loaded) == {"a": {12: "x", 13: {"b": (1, None, True, 1.5)}}}
     with pytest.raises(TypeError):
         matrix_module._encode({1: "x", "y": 2})
+    with pytest.raises(TypeError):
+        matrix_module._encode({"@": "x"})
+
+
+def test_snapshot_bytes_do_not_depend_on_object_identity() -> None:
+    """marshal's version 2 writes no back-references: equal values give equal bytes, however shared."""
+    shared = ("libcudart.so.13", "x")
+    a = marshal.dumps({"p": shared, "q": shared}, matrix_module.SNAPSHOT_MARSHAL_VERSION)
+    apart = {"p": tuple("libcudart.so.13 x".split()), "q": tuple("libcudart.so.13 x".split())}  # two objects
+    assert apart["p"] is not apart["q"]
+    b = marshal.dumps(apart, matrix_module.SNAPSHOT_MARSHAL_VERSION)
+    assert a == b
