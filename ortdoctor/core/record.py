@@ -184,38 +184,54 @@ def field_names(obj: Any) -> tuple[str, ...] | None:
 
 
 def _build(cls: type[_T], order: bool) -> type[_T]:
+    # ~70 classes are built on every `check` start: one pass over the fields, no generator per property
     namespace = cls.__dict__
     fields = _inherited_fields(cls)
     annotations: dict[str, Any] = namespace.get("__annotations__", {})
+    dc = sys.modules.get("dataclasses")  # a dataclasses.Field can only be in a body if it was imported
     for name, annotation in annotations.items():
-        fields[name] = _own_field(cls, name, annotation, namespace.get(name, MISSING))
+        fields[name] = _own_field(cls, name, annotation, namespace.get(name, MISSING), dc)
     for name, value in namespace.items():
-        if _is_field(value) and name not in annotations:
+        if name not in annotations and (type(value) is _Spec or (dc is not None and isinstance(value, dc.Field))):
             raise TypeError(f"{name!r} is a field but has no type annotation")
 
-    real = [f for f in fields.values() if f.kind is _FIELD]
-    init = [f for f in real if f.init]
+    real: list[_Spec] = []
+    init: list[_Spec] = []
+    shown: list[str] = []
+    compared: list[str] = []
+    hashed: list[str] = []
+    for f in fields.values():
+        if f.kind is not _FIELD:
+            continue
+        real.append(f)
+        if f.init:
+            init.append(f)
+        if f.repr:
+            shown.append(f.name)
+        if f.compare:
+            compared.append(f.name)
+        if f.compare if f.hash is None else f.hash:
+            hashed.append(f.name)
     _check_default_order(init)
     qualname = cls.__qualname__
+    names = tuple([f.name for f in real])
 
     _put(cls, "__init__", _make_init(cls, real, init))
-    _put(cls, "__repr__", _make_repr(cls, tuple(f.name for f in real if f.repr)))
-    compared = tuple(f.name for f in real if f.compare)
-    key = _key(compared)
+    _put(cls, "__repr__", _make_repr(cls, tuple(shown)))
+    key = _key(tuple(compared))
     _put(cls, "__eq__", _make_eq(qualname, key))
     if order:
         for name, method in _make_order(qualname, key):
             if _put(cls, name, method):
                 raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}. "
                                 "Consider using functools.total_ordering")
-    for name, method in _make_frozen(cls, tuple(f.name for f in real)):
+    for name, method in _make_frozen(cls, names):
         if _put(cls, name, method):
             raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
     class_hash = namespace.get("__hash__", MISSING)
     if class_hash is MISSING or (class_hash is None and "__eq__" in namespace):  # no explicit __hash__
-        hashed = tuple(f.name for f in real if (f.compare if f.hash is None else f.hash))
-        cls.__hash__ = _make_hash(qualname, key if hashed == compared else _key(hashed))  # type: ignore[method-assign]
-    _put(cls, "__match_args__", tuple(f.name for f in init))
+        cls.__hash__ = _make_hash(qualname, key if hashed == compared else _key(tuple(hashed)))  # type: ignore[method-assign]
+    _put(cls, "__match_args__", tuple([f.name for f in init]))
     if sys.version_info >= (3, 13):
         _put(cls, "__replace__", replace)
     if "__signature__" not in namespace:
@@ -223,7 +239,7 @@ def _build(cls: type[_T], order: bool) -> type[_T]:
     if not namespace.get("__doc__"):
         cls.__doc__ = _LazyDoc()  # type: ignore[assignment]
     cls.__record_fields__ = fields  # type: ignore[attr-defined]
-    cls.__record_names__ = tuple(f.name for f in real)  # type: ignore[attr-defined]
+    cls.__record_names__ = names  # type: ignore[attr-defined]
     cls.__dataclass_fields__ = _ForDataclasses(cls, "__dataclass_fields__")  # type: ignore[attr-defined]
     cls.__dataclass_params__ = _ForDataclasses(cls, "__dataclass_params__", order)  # type: ignore[attr-defined]
     if isinstance(cls, abc.ABCMeta):
@@ -271,13 +287,6 @@ def _to_dataclass_field(spec: _Spec) -> dataclasses.Field[Any]:
     return f
 
 
-def _is_field(value: Any) -> bool:
-    if isinstance(value, _Spec):
-        return True
-    dc = sys.modules.get("dataclasses")  # a dataclasses.Field in a class body implies it was imported
-    return dc is not None and isinstance(value, dc.Field)
-
-
 def _from_dataclass_field(f: Any) -> _Spec:
     """A ``dataclasses.Field`` (from ``dataclasses.field()`` in a body, or a dataclass base) as a spec."""
     import dataclasses
@@ -307,14 +316,20 @@ def _inherited_fields(cls: type) -> dict[str, _Spec]:
     return fields
 
 
-def _own_field(cls: type, name: str, annotation: Any, default: Any) -> _Spec:
-    marker = _special(annotation)
+def _own_field(cls: type, name: str, annotation: Any, default: Any, dc: Any) -> _Spec:
+    # Under `from __future__ import annotations` every annotation is a string, and a string naming none
+    # of the markers holds no "Var" nor "KW_ONLY": most fields skip _special's parsing.
+    marker = None if type(annotation) is str and "Var" not in annotation and "KW_ONLY" not in annotation \
+        else _special(annotation)
     if marker in ("InitVar", "KW_ONLY"):
         raise TypeError(f"{cls.__qualname__}.{name}: @record does not support {marker}; use @dataclass")
-    if isinstance(default, _Spec):
+    from_field = False  # the class attribute is a field() (ours or dataclasses'): replaced by its default
+    if type(default) is _Spec:
         f = default
-    elif _is_field(default):
+        from_field = True
+    elif dc is not None and isinstance(default, dc.Field):
         f = _from_dataclass_field(default)
+        from_field = True
     else:
         f = _Spec(default)
     if f.kw_only is True:
@@ -331,7 +346,7 @@ def _own_field(cls: type, name: str, annotation: Any, default: Any) -> _Spec:
     if f.default is not MISSING and type(f.default).__hash__ is None:
         raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: use default_factory")
     # The class attribute is the default, as with dataclasses; a default_factory leaves none.
-    if default is not MISSING and _is_field(default):
+    if from_field:
         if f.default is MISSING:
             delattr(cls, name)
         else:
@@ -389,7 +404,7 @@ def _method(fn: Any, qualname: str, name: str) -> Any:
 
 def _make_init(cls: type, real: list[_Spec], init: list[_Spec]) -> Any:
     qualname = cls.__qualname__
-    names = tuple(f.name for f in init)
+    names = tuple([f.name for f in init])
     count = len(names)
     # The instance's __dict__ starts as a copy of this template, in field order: the defaults, a marker
     # for a factory and for a required argument. As with dataclasses, an init=False field is set only
@@ -404,7 +419,7 @@ def _make_init(cls: type, real: list[_Spec], init: list[_Spec]) -> Any:
             template[f.name] = _REQUIRED if f.default is MISSING else f.default
     size = len(template)
     factory_items = tuple(factories)
-    required = tuple(f.name for f in init if f.default is MISSING and f.default_factory is MISSING)
+    required = tuple([f.name for f in init if f.default is MISSING and f.default_factory is MISSING])
     # the required arguments a call with i positional arguments must name as keywords
     # made on first use for each count (a class with n fields would otherwise build n + 1 sets at import)
     needed: dict[int, frozenset[str]] = {}
@@ -413,7 +428,7 @@ def _make_init(cls: type, real: list[_Spec], init: list[_Spec]) -> Any:
     post_init = hasattr(cls, "__post_init__")
     setdict = object.__setattr__
 
-    hidden_factories = tuple((name, factory) for name, factory in factories if name not in allowed)
+    hidden_factories = tuple([(name, factory) for name, factory in factories if name not in allowed])
 
     def __init__(self: Any, /, *args: Any, **kwargs: Any) -> None:
         values = template.copy()

@@ -24,7 +24,6 @@ from ortdoctor.diagnose.context import (
     Ctx,
     vtuple,
 )
-from ortdoctor.diagnose.kernels import check_kernels
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -265,7 +264,9 @@ def _check_compat_libs(ctx: Ctx) -> list[Finding]:
 
 def _check_arch(ctx: Ctx, target: Sequence[CudaDevice], visible: Sequence[CudaDevice]) -> list[Finding]:
     """Kernels for each GPU: :func:`ortdoctor.diagnose.kernels.check_kernels` (``gpu-arch-unsupported``,
-    ``gpu-arch-ptx-jit``)."""
+    ``gpu-arch-ptx-jit``). Only a host with GPUs gets here: a GPU-less check does not import the module."""
+    from ortdoctor.diagnose.kernels import check_kernels
+
     def cuda12_build() -> str | None:
         steps = build_for_major(ctx, 12)
         return ctx.run(*steps) if steps else None

@@ -21,8 +21,11 @@ from ortdoctor.core.patterns import digits_end, lazy
 from ortdoctor.core.record import replace
 from ortdoctor.formats.distinfo import DistIndex, Distribution, file_sha256, normalize, open_regular
 from ortdoctor.formats.elf import ElfError, read_elf
-from ortdoctor.formats.fatbin import FatbinError, FatbinInfo, read_fatbin
 from ortdoctor.probes.platform import find_site_dirs
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortdoctor.formats.fatbin import FatbinInfo
 
 __all__ = ["add_kernels", "isolated_targets", "parse_literal_assignments", "probe_ort", "read_binary",
            "read_kernels"]
@@ -63,7 +66,11 @@ def read_binary(path: str) -> tuple[ElfInfo | PeInfo | None, str | None]:
 
 def read_kernels(path: str) -> ProviderKernels:
     """The kernel architectures of a CUDA library, from its fatbin headers (a few thousand small reads:
-    ~10 ms for the 600 MB CUDA provider of onnxruntime-gpu 1.31 with a warm page cache)."""
+    ~10 ms for the 600 MB CUDA provider of onnxruntime-gpu 1.31 with a warm page cache).
+
+    Read only when NVML lists GPUs, so the fatbin reader is imported here: a GPU-less check skips it."""
+    from ortdoctor.formats.fatbin import FatbinError, read_fatbin
+
     try:
         info = read_fatbin(path)
     except FatbinError as exc:

@@ -157,16 +157,22 @@ _CONTAINERS = (dict, tuple)
 def _decode(value: Any) -> Any:
     """The model from the loaded values, in one pass: a model object for each ``{"@": class, ...}``. The
     snapshot holds every field of each object, already validated, so the object's state is set as it
-    stands (~2x faster than calling ``__init__`` for each of the ~500 objects; none of the model classes
-    has a ``__post_init__``, which a test checks). Leaves are not visited: they stay as loaded."""
+    stands: the loaded dict itself becomes its ``__dict__`` (~2x faster than calling ``__init__`` for each
+    of the ~300 objects; none of the model classes has a ``__post_init__``, which a test checks). Leaves
+    are not visited, and a tuple of leaves (732 of the 775 tuples) is kept as loaded."""
     if type(value) is tuple:
-        return tuple([_decode(v) if type(v) in _CONTAINERS else v for v in value])
+        for item in value:
+            if type(item) in _CONTAINERS:
+                return tuple([_decode(v) if type(v) in _CONTAINERS else v for v in value])
+        return value
     name = value.pop(_TYPE, None)
-    state = {k: _decode(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+    for key, item in value.items():
+        if type(item) in _CONTAINERS:
+            value[key] = _decode(item)  # replacing a value while iterating is allowed: the keys stay
     if name is None:
-        return state
+        return value
     obj = _new(_CLASSES[name])
-    _set_state(obj, "__dict__", state)
+    _set_state(obj, "__dict__", value)
     return obj
 
 
