@@ -19,6 +19,7 @@ from ortdoctor.core.facts import (
     SystemInfo,
     TorchInfo,
 )
+from ortdoctor.core.record import replace
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.names import version_from_filename
 from ortdoctor.decide.resolve import resolve
@@ -242,6 +243,32 @@ def test_symlink_into_a_world_writable_directory_is_judged_by_its_target(tmp_pat
     assert listed[str(linked_dir)].world_writable
     env = make_env(ld=(SearchDir(str(good), "LD_LIBRARY_PATH"),), default=())
     assert by_name(resolve(env, MATRIX))["cudart"].chosen is None
+
+
+def test_a_directory_under_two_names_is_listed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """/lib is a link to /usr/lib on merged-/usr systems: /lib/x86_64-linux-gnu and /usr/lib/x86_64-linux-gnu
+    are one directory of ~1,000 files, listed once, each name with the same answer."""
+    real = tmp_path / "usr-lib"
+    real.mkdir()
+    (real / "libcudart.so.13").write_bytes(b"\x7fELF")
+    os.chmod(real, 0o777)  # unsafe: the verdict too must be the same under both names
+    alias = tmp_path / "lib"
+    alias.symlink_to(real)
+    listed_dirs: list[str] = []
+    real_listdir = os.listdir
+
+    def counting_listdir(path: str) -> list[str]:
+        listed_dirs.append(path)
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "listdir", counting_listdir)
+    listed = index_dirs([str(alias), str(real), str(alias)])
+    assert listed_dirs == [str(real)]
+    assert listed[str(alias)].path == str(alias)
+    assert listed[str(real)].path == str(real)
+    assert replace(listed[str(alias)], path="") == replace(listed[str(real)], path="")
+    assert listed[str(real)].world_writable
+    assert listed[str(real)].files == {"libcudart.so.13": str(real / "libcudart.so.13")}
 
 
 def test_already_mapped_library_is_reported_as_loaded():

@@ -3,12 +3,15 @@ and on the real TensorRT-RTX plugin wheel."""
 
 from __future__ import annotations
 
+import io
 import json
+import random
 from pathlib import Path
 
 import pytest
 
 from ortdoctor.core.facts import ElfInfo, OrtInfo, SearchDir, SystemInfo
+from ortdoctor.formats import elf_rodata
 from ortdoctor.formats.elf_rodata import find_marked_string
 from ortdoctor.probes.plugin_eps import BUILD_INFO_MARKER, import_effects, probe_plugin_eps
 from ortdoctor.probes.tensorrt import parse_dpkg_tensorrt, probe_tensorrt, scan_directory
@@ -243,3 +246,36 @@ def test_committed_facts_name_their_source() -> None:
         "data", "plugin_eps", "nv_tensorrt_rtx_cu13_0_5_0.json").read_text())
     assert data["sha256"] == "32f575c633d171b4edf4b53d3bb22b72a6c9c0a850d2982ce9a788a5d40d3298"  # package_table.yaml
     assert data["source"].startswith("pip download")
+
+
+def _marked_string_reference(data: bytes, offset: int, length: int, marker: bytes) -> str | None:
+    """The first marked string of the section read whole: up to its NUL, at most _MAX_STRING bytes, not past
+    the section."""
+    section = data[offset:offset + length]
+    at = section.find(marker)
+    if at < 0:
+        return None
+    text = section[at:at + elf_rodata._MAX_STRING]
+    stop = text.find(b"\0")
+    return text[:stop if stop >= 0 else len(text)].decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_scan_finds_what_reading_the_whole_section_finds(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """The section is read in chunks into one buffer: a marker or a string cut by a chunk's end, a string
+    cut by the section's end and a marker in the last bytes give what reading it whole gives."""
+    monkeypatch.setattr(elf_rodata, "_CHUNK", 64)  # boundaries every few dozen bytes
+    rng = random.Random(seed)
+    marker = BUILD_INFO_MARKER
+    for _ in range(50):
+        size = rng.randrange(0, 400)
+        data = bytearray(rng.choice(b"OR \0x") for _ in range(size))
+        for _ in range(rng.randrange(0, 3)):
+            at = rng.randrange(0, size + 1)
+            piece = marker[:rng.randrange(len(marker) - 3, len(marker) + 1)] + b"git-branch=main" + \
+                (b"\0" if rng.random() < 0.7 else b"")
+            data[at:at + len(piece)] = piece
+        offset = rng.randrange(0, len(data) + 1)
+        length = rng.randrange(0, len(data) - offset + 1)
+        got = elf_rodata._scan(io.BytesIO(bytes(data)), offset, length, marker)
+        assert got == _marked_string_reference(bytes(data), offset, length, marker)

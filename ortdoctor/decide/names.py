@@ -51,7 +51,8 @@ def split_soname(name: str) -> tuple[str, str] | None:
         if "\n" in stem:  # "." never matches a newline: no later split can match either
             return None
         ver = core[at + 4:]
-        if all(part.isdigit() for part in ver.split(".")):  # ASCII: isdigit() is [0-9]+, "" is not
+        # digits, single dots between them (ASCII: isdigit() is [0-9]+, and "" is not)
+        if ver[-1:].isdigit() and ver[:1].isdigit() and ".." not in ver and ver.replace(".", "").isdigit():
             return stem, ver
         at = core.find(".so.", at + 1)
     return None

@@ -22,7 +22,7 @@ import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ortdoctor.core.facts import Environment, Source
-from ortdoctor.core.record import field, record
+from ortdoctor.core.record import field, record, replace
 from ortdoctor.decide.matrix.model import LibSpec
 from ortdoctor.decide.names import component_stems, major_of, stem_major
 from ortdoctor.formats.realpath import real_path
@@ -76,6 +76,7 @@ def index_dirs(
     wanted_dot = tuple(w + "." for w in wanted) if wanted is not None else None
     me = os.getuid() if uid is None and hasattr(os, "getuid") else (uid or 0)
     out: dict[str, DirListing] = {}
+    by_real: dict[str, DirListing] = {}  # /lib/x86_64-linux-gnu and /usr/lib/x86_64-linux-gnu are one directory
     for d in dirs:
         if d in out:
             continue
@@ -83,6 +84,10 @@ def index_dirs(
             out[d] = DirListing(d, exists=False)
             continue
         real = real_path(d)
+        seen = by_real.get(real)
+        if seen is not None:  # listed under another name: the same files, ~1 ms for a system directory
+            out[d] = replace(seen, path=d)
+            continue
         try:
             st = os.stat(real)
             names = os.listdir(real)
@@ -123,7 +128,7 @@ def index_dirs(
                     unsafe[name] = f"links into world-writable directory {os.path.dirname(target)}"
                 elif p_foreign is not None:
                     unsafe[name] = f"links into a directory owned by another user (uid {p_foreign})"
-        out[d] = DirListing(d, True, real, files, world, foreign, unsafe)
+        out[d] = by_real[real] = DirListing(d, True, real, files, world, foreign, unsafe)
     return out
 
 
@@ -257,8 +262,12 @@ def _system_tiers(q: _Query) -> list[SearchTier]:
         else:
             ok.append(sd.path)
     wanted = component_stems(q.specs)
+    # A name's stem is its own beginning (lower-cased for a DLL): the ~500 names of the cache that begin
+    # with no wanted stem are passed over without parsing.
+    prefixes = tuple(wanted)
     cache_dirs = [posixpath.dirname(p) for soname, paths in system.ldconfig.items()
-                  if (sm := stem_major(soname)) is not None and sm[0] in wanted for p in paths]
+                  if soname.lower().startswith(prefixes)
+                  and (sm := stem_major(soname)) is not None and sm[0] in wanted for p in paths]
     return [
         SearchTier("system", tuple(ok), "LD_LIBRARY_PATH", rejected=tuple(rejected)),
         SearchTier("system", tuple(dict.fromkeys(cache_dirs)), "ld.so.cache"),

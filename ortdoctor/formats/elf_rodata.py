@@ -15,6 +15,7 @@ from ortdoctor.formats.regular_file import open_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from io import BufferedIOBase
     from typing import BinaryIO
 
 __all__ = ["find_marked_string"]
@@ -23,7 +24,7 @@ _MAGIC = b"\x7fELF"
 _MAX_SECTIONS = 65536
 _MAX_SHSTRTAB = 1024 * 1024
 _MAX_SECTION = 64 * 1024 * 1024  # a .rodata larger than this is not scanned
-_CHUNK = 1024 * 1024
+_CHUNK = 256 * 1024
 _MAX_STRING = 4096
 
 
@@ -81,22 +82,32 @@ def _section(f: BinaryIO, wanted: bytes) -> tuple[int, int] | None:
     return None
 
 
-def _scan(f: BinaryIO, offset: int, length: int, marker: bytes) -> str | None:
+def _scan(f: BufferedIOBase, offset: int, length: int, marker: bytes) -> str | None:
+    """The string at the first ``marker`` in ``length`` bytes at ``offset``, up to its NUL (at most
+    ``_MAX_STRING`` bytes, and not past the section)."""
+    # One buffer, read into again and again: a fresh megabyte for each read (and for joining two) is
+    # memory the kernel must map page by page, which cost more than reading and searching (~2 ms of a
+    # check for the 2.5 MB section of onnxruntime-gpu 1.31, whose marker lies halfway in).
+    buf = bytearray(_CHUNK)
+    view = memoryview(buf)
+    overlap = len(marker) - 1  # a marker cut by a chunk's end is found in the next one
+    kept = 0  # bytes at the front of buf carried over from the last chunk
+    start = offset  # the file offset of buf[0]
+    end_of_section = offset + length
     f.seek(offset)
-    keep = b""
-    remaining = length
-    while remaining > 0:
-        chunk = f.read(min(_CHUNK, remaining))
-        if not chunk:
+    while start + kept < end_of_section:
+        want = min(_CHUNK - kept, end_of_section - start - kept)
+        got = f.readinto(view[kept:kept + want])
+        if not got:
             return None
-        remaining -= len(chunk)
-        data = keep + chunk
-        at = data.find(marker)
+        filled = kept + got
+        at = buf.find(marker, 0, filled)
         if at >= 0:
-            tail = data[at:at + _MAX_STRING]
-            if b"\0" not in tail and remaining > 0:  # the string runs into the next chunk
-                tail += f.read(min(_MAX_STRING, remaining))
-            stop = tail.find(b"\0")
-            return tail[:stop if stop >= 0 else len(tail)].decode("utf-8", "replace")
-        keep = data[-len(marker):]
+            f.seek(start + at)
+            text = f.read(min(_MAX_STRING, end_of_section - start - at))
+            stop = text.find(b"\0")
+            return text[:stop if stop >= 0 else len(text)].decode("utf-8", "replace")
+        kept = min(overlap, filled)
+        start += filled - kept
+        buf[:kept] = buf[filled - kept:filled]
     return None

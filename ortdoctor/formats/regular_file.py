@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from io import BufferedReader
     from typing import BinaryIO
 
 __all__ = ["NotRegularFile", "open_regular", "read_at"]
@@ -32,7 +33,7 @@ class NotRegularFile(ValueError):
     """The path is a FIFO, socket, device or directory, not a regular file."""
 
 
-def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+def open_regular(path: str | os.PathLike[str]) -> BufferedReader:
     """Open a regular file for binary reading.
 
     O_NONBLOCK makes opening a FIFO return at once; anything but a regular file is refused before a

@@ -104,6 +104,7 @@ def probe_nvidia_wheels(
     for ref in index.select(lambda n: n.startswith("nvidia-")):
         dist = index.load(ref)
         files = shared_library_files(dist)
+        shared = set(files)
         lib_dirs = dict.fromkeys(os.path.dirname(dist.abspath(rel)) for rel in files)
         sonames = dict.fromkeys(rel.rsplit("/", 1)[-1] for rel in files)
         wheels.append(NvidiaWheel(
@@ -114,6 +115,6 @@ def probe_nvidia_wheels(
             sonames=tuple(sonames),
             cuda_major=cuda_major_of(ref.name, dist.version, files),
             sizes=tuple((dist.abspath(e.path), e.size) for e in dist.record or ()
-                        if e.size is not None and e.path in set(files)),
+                        if e.size is not None and e.path in shared),
         ))
     return tuple(wheels)
