@@ -271,6 +271,25 @@ def test_a_directory_under_two_names_is_listed_once(tmp_path: Path, monkeypatch:
     assert listed[str(real)].files == {"libcudart.so.13": str(real / "libcudart.so.13")}
 
 
+def test_a_listing_keeps_the_names_of_the_wanted_stems_and_dlls(tmp_path: Path):
+    """index_dirs passes a big directory's names through a cheap test first: what it keeps must be what
+    the rule keeps, a shared library of a wanted component (``stem`` or ``stem.<anything>``) or any
+    ``.dll``, whatever the case."""
+    names = ["libcudart.so", "libcudart.so.13", "libcudart.so.13.0.96", "libcudart.sox", "libcudart_static.a",
+             "libcudart.so_old", "xlibcudart.so.13", "libcublasLt.so.13", "libcublas.so.13", "libc.so.6",
+             "cudart64_13.dll", "nvcuda.DLL", "x.DlL", "readme.txt", "libcudart.so.13.dll", "libfoo.so.1",
+             "libcudnn.so.9", "libcudnn_ops.so.9", "libcudnn.so.9.bak"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"\x7fELF")
+    stems = ("libcudart.so", "libcublas.so", "libcudnn.so")
+    listed = index_dirs([str(tmp_path)], stems=stems)[str(tmp_path)]
+    expected = {n for n in names if (".so" in n and (n in stems or n.startswith(tuple(s + "." for s in stems))))
+                or (".so" not in n and n.lower().endswith(".dll"))}
+    assert set(listed.files) == expected
+    assert set(index_dirs([str(tmp_path)])[str(tmp_path)].files) == {
+        n for n in names if ".so" in n or n.lower().endswith(".dll")}
+
+
 def test_already_mapped_library_is_reported_as_loaded():
     env = make_env(mapped=("/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0",))
     libs = by_name(resolve(env, MATRIX, index=idx(*full_site())))

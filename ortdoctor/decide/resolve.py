@@ -292,7 +292,11 @@ def _other_majors(w: _Work, s: LibSpec, tiers: Sequence[SearchTier], index: DirI
                                          _other_major_reason(s.name, major, w.cuda_major, w.cudnn_major)))
     if not w.windows:
         if w.ld_stems is None:
-            w.ld_stems = _by_stem(w.env.system.ldconfig.items())
+            # Only the specs' components are looked up, and a name's stem is its own beginning (lower-cased
+            # for a DLL): the ~500 other names of the cache are passed over without parsing.
+            wanted = tuple({sm[0] for spec in w.specs if (sm := stem_major(w.soname(spec))) is not None})
+            w.ld_stems = _by_stem((name, paths) for name, paths in w.env.system.ldconfig.items()
+                                  if name.lower().startswith(wanted))
         for major, name, paths in w.ld_stems.get(want[0], ()):
             if major != want[1]:
                 out.extend(Candidate(p, "system", None, f"{name} (ld.so.cache) is for another major, build needs "

@@ -63,6 +63,11 @@ def _unsafe_reason(st: os.stat_result, uid: int) -> tuple[bool, int | None]:
     return world, foreign
 
 
+# ".dll" in every case: what name.lower().endswith(".dll") accepts (no other character lower-cases to ".", "d"
+# or "l")
+_DLL_ENDINGS = tuple("." + d + l1 + l2 for d in "dD" for l1 in "lL" for l2 in "lL")
+
+
 def index_dirs(
     dirs: Iterable[str], *, stems: Iterable[str] | None = None, uid: int | None = None
 ) -> dict[str, DirListing]:
@@ -97,6 +102,11 @@ def index_dirs(
         world, foreign = _unsafe_reason(st, me)
         files: dict[str, str] = {}
         unsafe: dict[str, str] = {}
+        if wanted is not None:
+            # A system directory holds ~1,000 names and none or few of the wanted ones: this pass keeps a
+            # superset of what the test below keeps (a wanted name begins with a wanted stem, a DLL name
+            # ends in ".dll" in some case), in C, and the test judges only those.
+            names = [n for n in names if n.startswith(wanted) or n.endswith(_DLL_ENDINGS)]
         for name in names:
             if ".so" not in name and not name.lower().endswith(".dll"):
                 continue
