@@ -8,6 +8,7 @@ are answered here, once.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 
@@ -15,6 +16,10 @@ from ortdoctor.core.facts import Candidate, ElfInfo, Environment, LibraryPlan, P
 from ortdoctor.core.record import record
 from ortdoctor.decide.names import version_from_filename
 from ortdoctor.formats.realpath import real_path
+
+# os.path.normpath is a pure function of its text, and the same few dozen directories come back for every
+# library of every plan (~800 calls, ~1 ms of a check): each text is normalised once.
+_normpath = functools.lru_cache(maxsize=4096)(os.path.normpath)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,14 +56,14 @@ def loader_dirs(env: Environment, os_name: str | None = None) -> set[str]:
     dirs: list[SearchDir] = list(sys_.ld_library_path) + list(sys_.default_dirs)
     if (os_name or env.python.os) == "windows":
         dirs += list(sys_.windows_path)
-    out = {os.path.normpath(d.path) for d in dirs if d.exists and not d.relative and d.path}
+    out = {_normpath(d.path) for d in dirs if d.exists and not d.relative and d.path}
     provider = env.ort.cuda_provider
     if provider is not None:
         origin = os.path.dirname(provider.path)
-        out.add(os.path.normpath(origin))  # Windows: the DLL's own directory; Linux: harmless
+        out.add(_normpath(origin))  # Windows: the DLL's own directory; Linux: harmless
         if isinstance(provider, ElfInfo):
             for entry in (*provider.runpath, *provider.rpath):
-                out.add(os.path.normpath(entry.replace("$ORIGIN", origin).replace("${ORIGIN}", origin)))
+                out.add(_normpath(entry.replace("$ORIGIN", origin).replace("${ORIGIN}", origin)))
     return out
 
 
@@ -70,7 +75,7 @@ def loader_visible(env: Environment, soname: str, cand: Candidate, os_name: str 
         return True
     if real_path(cand.path) in env.mapped:
         return True
-    return os.path.normpath(os.path.dirname(cand.path)) in loader_dirs(env, os_name)
+    return _normpath(os.path.dirname(cand.path)) in loader_dirs(env, os_name)
 
 
 #: How the report names a candidate's source.
@@ -111,10 +116,12 @@ def default_loader_copy(env: Environment, lp: LibraryPlan, os_name: str | None =
     def pick(c: Candidate, path: str, via: str) -> LoaderPick:
         return LoaderPick(path, c.version, c.source, via, same_file(path, chosen.path))
 
+    cand_dirs = [(_normpath(os.path.dirname(c.path)), c) for c in cands]  # asked for every directory below
+
     def in_dir(d: str, via: str) -> LoaderPick | None:
-        nd = os.path.normpath(d)
-        for c in cands:
-            if os.path.normpath(os.path.dirname(c.path)) == nd:
+        nd = _normpath(d)
+        for cand_dir, c in cand_dirs:
+            if cand_dir == nd:
                 return pick(c, c.path, via)
         path = os.path.join(nd, lp.soname)
         if os.path.lexists(path):  # the same file reached through another directory (a symlinked one)

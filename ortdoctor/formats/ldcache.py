@@ -56,12 +56,21 @@ def _parse_new(data: bytes, base: int, machine: str | None) -> dict[str, tuple[s
         raise LdCacheError(f"{nlibs} entries do not fit in {len(data)} bytes")
     want = _ARCH_FLAGS.get(machine or "")
     out: dict[str, list[str]] = {}
-    for i in range(nlibs):
-        flags, key, value = struct.unpack_from(end + "iII", data, entries_at + i * 24)
+    find = data.find
+    # ~500 entries on a desktop system, every check: one C iterator over the table and the strings cut
+    # out here (_string below is the same rule, and raises its errors where a string is not there)
+    table = memoryview(data)[entries_at:entries_at + nlibs * 24]
+    for flags, key, value, _osversion, _hwcap in struct.iter_unpack(end + "iIIIQ", table):
         if want is not None and (flags & 0xFF != _FLAG_ELF_LIBC6 or flags & 0xFF00 != want):
             continue
         # String offsets of the new format count from the start of its header.
-        out.setdefault(_string(data, base + key), []).append(_string(data, base + value))
+        key_at, value_at = base + key, base + value
+        key_end, value_end = find(b"\0", key_at), find(b"\0", value_at)
+        if key_end < 0 or value_end < 0:  # outside the file, or unterminated: _string says which
+            _string(data, key_at)
+            _string(data, value_at)
+        out.setdefault(data[key_at:key_end].decode("utf-8", "surrogateescape"), []).append(
+            data[value_at:value_end].decode("utf-8", "surrogateescape"))
     return {k: tuple(v) for k, v in out.items()}
 
 
