@@ -101,7 +101,7 @@ def probe_nvidia_wheels(
     if index is None:
         index = DistIndex(find_site_dirs(sys.path) if site_dirs is None else site_dirs)
     wheels: list[NvidiaWheel] = []
-    for ref in index.select(lambda n: n.startswith("nvidia-")):
+    for ref in index.starting_with("nvidia-"):
         dist = index.load(ref)
         files = shared_library_files(dist)
         shared = set(files)

@@ -366,7 +366,7 @@ def probe_ort(
         index = DistIndex(find_site_dirs(sys.path) if site_dirs is None else site_dirs)
     problems: list[str] = []
 
-    family = [index.load(r) for r in index.select(lambda n: n.startswith(_FAMILY_PREFIXES))]
+    family = [index.load(r) for r in index.starting_with(_FAMILY_PREFIXES)]
     ort_dists: list[Distribution] = []
     genai_dists: list[Distribution] = []
     for dist in family:

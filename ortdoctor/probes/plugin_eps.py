@@ -115,7 +115,7 @@ def probe_plugin_eps(
     """Every ``onnxruntime-ep-*`` distribution, and whether the installed onnxruntime's CUDA EP is a plugin."""
     if index is None:
         index = DistIndex(find_site_dirs(sys.path) if site_dirs is None else site_dirs)
-    packages = tuple(_package(index.load(ref)) for ref in index.select(lambda n: n.startswith("onnxruntime-ep-")))
+    packages = tuple(_package(index.load(ref)) for ref in index.starting_with("onnxruntime-ep-"))
     build_info = None
     plugin: bool | None = None
     path = None

@@ -161,7 +161,7 @@ def _read_dpkg(path: str) -> str | None:
 def _pip_installs(index: DistIndex) -> tuple[list[TensorrtInstall], list[TensorrtDistribution]]:
     installs: list[TensorrtInstall] = []
     dists: list[TensorrtDistribution] = []
-    for ref in index.select(lambda n: n == "tensorrt" or n.startswith("tensorrt-")):
+    for ref in (r for r in index.starting_with("tensorrt") if r.name == "tensorrt" or r.name.startswith("tensorrt-")):
         dist = index.load(ref)
         name = normalize(dist.name)
         dists.append(TensorrtDistribution(name=name, version=dist.version, location=dist.location))
