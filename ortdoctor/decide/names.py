@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Iterable
 
-from ortdoctor.core.patterns import lazy
+from ortdoctor.core.patterns import digits_end, lazy
 from ortdoctor.decide.matrix.model import LibSpec
 
 __all__ = ["canonical", "component_stems", "major_of", "matches_loaded", "same_component", "split_soname",
@@ -32,9 +32,7 @@ def major_of(version: str | None) -> int | None:
         m = _MAJOR_RE.match(text)
         return int(m.group(1)) if m else None
     start = len(text) - len(text.lstrip())
-    end = start
-    while end < len(text) and "0" <= text[end] <= "9":
-        end += 1
+    end = digits_end(text, start)
     return int(text[start:end]) if end > start else None
 
 
