@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import _thread
 import os
+import stat
 import sys
 import warnings
 
@@ -65,7 +66,21 @@ def _current_result() -> Any:
 
 
 def _warn(message: str) -> None:
-    warnings.warn(message, OrtdoctorWarning, stacklevel=4)
+    """The hook's one voice (stderr, through the warnings machinery, so a program can filter it).
+
+    Under ``-W error`` (or ``PYTHONWARNINGS=error``, or pytest's ``filterwarnings = error``) the warning
+    would become an exception in the middle of the program's imports; the hook never raises (only
+    ``ORTDOCTOR_STRICT=1`` does), so the same text is shown as a warning instead.
+    """
+    try:
+        warnings.warn(message, OrtdoctorWarning, stacklevel=5)
+    except Warning:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", OrtdoctorWarning)
+                warnings.warn(message, OrtdoctorWarning, stacklevel=5)
+        except Exception:
+            pass  # a broken warnings.showwarning must not break the program either
 
 
 def _message(res: Any) -> str | None:
@@ -99,7 +114,12 @@ def _cache_key() -> str:
     return "\0".join([sys.executable, sys.version, *env, *paths])
 
 
-def _cache_file(key: str) -> str | None:
+_MAX_CACHE_BYTES = 4 * 1024 * 1024  # a real cache file is a few KB
+_cache_note: str | None = None  # why the cache was not used, reported in the result (an info finding)
+
+
+def _cache_file(key: str) -> tuple[str, str] | None:
+    """(the cache directory, the file's name in it), or None when the cache is off."""
     if os.environ.get("ORTDOCTOR_CACHE") == "0":
         return None
     base = os.environ.get("ORTDOCTOR_CACHE_DIR") or os.path.join(
@@ -108,7 +128,71 @@ def _cache_file(key: str) -> str | None:
         return None
     import zlib
 
-    return os.path.join(base, f"hook-{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.bin")
+    return base, f"hook-{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.bin"
+
+
+def _open_cache_dir(base: str, *, create: bool) -> int | None:
+    """A descriptor of the cache directory, only if it is this user's alone: a real directory (not a
+    symlink), owned by the user, with no access for group or others. Every file in it is then opened
+    relative to this descriptor, so swapping the path afterwards changes nothing. None (and a note)
+    otherwise: another user who owns or can write the directory could plant a symlink at the temporary
+    name and have the write land in any file of this user's, or forge the decision."""
+    global _cache_note
+    if create:
+        try:
+            os.makedirs(os.path.dirname(base), mode=0o700, exist_ok=True)
+            os.mkdir(base, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None  # a read-only home: the full path runs at every start, silently
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(base, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        _cache_note = f"the cache directory {base} cannot be opened as a directory of its own ({exc.strerror}): not used"
+        return None
+    st = os.fstat(fd)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        os.close(fd)
+        _cache_note = (f"the cache directory {base} is owned by uid {st.st_uid} with mode {st.st_mode & 0o7777:o}; "
+                       "only a directory of this user's with mode 0700 is used")
+        return None
+    return fd
+
+
+def _read_cache(base: str, name: str) -> Any:
+    """The cached tuple, or None: a file of this user's that nobody else can write, read with a size cap,
+    holding exactly one marshalled object (trailing bytes mean it is not a file this hook wrote)."""
+    dfd = _open_cache_dir(base, create=False)
+    if dfd is None:
+        return None
+    import marshal
+
+    try:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0), dir_fd=dfd)
+    except OSError:
+        return None
+    finally:
+        os.close(dfd)
+    with open(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        # the cache names files to load: only trust one that this user owns and nobody else can write
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return None
+        if st.st_size > _MAX_CACHE_BYTES:
+            return None
+        data = f.read(_MAX_CACHE_BYTES + 1)
+    if len(data) > _MAX_CACHE_BYTES:
+        return None
+    import io
+
+    buf = io.BytesIO(data)
+    value = marshal.load(buf)
+    return value if buf.tell() == len(data) else None
 
 
 def _stamp(path: str) -> tuple[int, int]:
@@ -125,44 +209,36 @@ def _try_fast_path() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     key = _cache_key()
-    path = _cache_file(key)
-    if path is None:
+    where = _cache_file(key)
+    if where is None:
         return False
-    import marshal
-
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            # the cache names files to load: only trust one that this user owns and nobody else can write
-            if st.st_uid != os.getuid() or st.st_mode & 0o022:
-                return False
-            fmt, cached_key, stamps, loads, result_json = marshal.loads(f.read())
+        cached = _read_cache(*where)
+        if cached is None:
+            return False
+        fmt, cached_key, stamps, loads, result_json = cached
     except (OSError, EOFError, ValueError, TypeError):
         return False
     if fmt != _CACHE_FORMAT or cached_key != key:
         return False
     if any(_stamp(p) != tuple(s) for p, s in stamps):
         return False
-    import ctypes
+    from ortdoctor.native import gate
 
-    noload = getattr(os, "RTLD_NOLOAD", 4) | getattr(os, "RTLD_LAZY", 1)
-    for soname, _lib_path, _inode in loads:
+    mapped = gate.mapped_files()
+    if any(gate.mapped_copy(soname, mapped) is not None for soname, _lib_path, _inode in loads):
+        return False  # already in the process: the full path reports where it came from
+    judge = gate.Judge()
+    for _soname, lib_path, inode in loads:
         try:
-            ctypes.CDLL(soname, mode=noload)
-            return False  # already in the process: the full path reports where it came from
-        except OSError:
-            pass
-    mode = getattr(os, "RTLD_NOW", 2) | getattr(os, "RTLD_LOCAL", 0)
-    for _soname, lib_path, _inode in loads:
-        try:
-            ctypes.CDLL(lib_path, mode=mode)
-        except OSError:
-            return False  # the full path retries (what was loaded stays, and is reported as loaded)
+            got = gate.load(lib_path, judge=judge)
+        except gate.GateError:
+            return False  # the full path retries and reports (what was loaded stays, and is reported as loaded)
+        if not got.verified or got.inode != inode:
+            return False
     with open("/proc/self/maps", "rb") as f:
-        maps = f.read().decode("utf-8", "surrogateescape")
-    inodes = {line.split(None, 5)[4] for line in maps.splitlines() if line.count(" ") >= 5}
-    if any(str(inode) not in inodes for _s, _p, inode in loads):
-        return False
+        text = f.read().decode("utf-8", "surrogateescape")
+    inodes = {line.split(None, 5)[4] for line in text.splitlines() if line.count(" ") >= 5}
     # Libraries the first run saw mapped as a side effect (cuDNN maps a sub-library when its version
     # is asked) are reported only if they are mapped now too.
     kept: list[dict[str, Any]] = []
@@ -178,8 +254,8 @@ def _try_fast_path() -> bool:
 
 def _write_cache(res: Any) -> None:
     key = _cache_key()
-    path = _cache_file(key)
-    if path is None or not res.loaded or res.failed or res.dry_run:
+    where = _cache_file(key)
+    if where is None or not res.loaded or res.failed or res.dry_run:
         return
     if any(x.source == "loaded" and x.loaded_by is None for x in res.loaded):
         return  # something was already loaded before us: not a decision to replay
@@ -190,14 +266,30 @@ def _write_cache(res: Any) -> None:
     stamps = [(p, _stamp(p)) for p in dict.fromkeys(watched)]
     loads = [(x.soname, x.path, x.inode) for x in res.loaded if x.loaded_by is None and x.inode is not None]
     data = marshal.dumps((_CACHE_FORMAT, key, stamps, loads, res.to_json()))
+    base, name = where
+    dfd = _open_cache_dir(base, create=True)
+    if dfd is None:
+        return
+    # O_EXCL|O_NOFOLLOW: a name that exists (a symlink planted at it, a stale file) is never opened
+    tmp = f"{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dfd)
     except OSError:
-        pass  # a read-only home is fine: the next start takes the full path again
+        os.close(dfd)
+        return
+    try:
+        with open(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except OSError:
+        # a full disk or a file-size limit: nothing half-written is left behind
+        try:
+            os.unlink(tmp, dir_fd=dfd)
+        except OSError:
+            pass
+    finally:
+        os.close(dfd)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,7 +310,7 @@ def _matrix() -> Any:
 
 
 def _run() -> None:
-    global _done, _result
+    global _done
     with _lock:
         if _done:
             return
@@ -227,36 +319,51 @@ def _run() -> None:
             return
         strict = os.environ.get("ORTDOCTOR_STRICT") == "1"
         try:
-            if _try_fast_path():
-                return
+            _run_once(strict)
         except Exception:
-            pass
-        directory = os.environ.get("ORTDOCTOR_DIRECTORY")  # None: unset; "": the NVIDIA wheels first
-        try:
-            from ortdoctor.preloading.preloader import preload
-
-            _result = preload(directory=directory, matrix=_matrix(),
-                              tensorrt=os.environ.get("ORTDOCTOR_TENSORRT") == "1")
-        except ImportError as exc:  # a broken ortdoctor install must not break the user's program
             if strict:
                 raise
-            _warn(f"ortdoctor [ortdoctor-broken]: the hook could not import its modules ({exc}). "
-                  "Fix: pip install --force-reinstall ortdoctor")
-            return
-        except Exception as exc:
-            if strict:
-                raise
-            _warn(f"ortdoctor [preload-error]: preloading failed: {type(exc).__name__}: {exc}")
-            return
-        message = _message(_result)
-        if message:
-            if strict:
-                from ortdoctor.preloading.preloader import PreloadError
+            # Nothing the hook does may raise into the program: a warning turned into an error by a
+            # filter, or a defect of ortdoctor's own, ends here.
 
-                raise PreloadError(_result)
-            _warn(message)
+
+def _run_once(strict: bool) -> None:
+    global _result
+    try:
+        if _try_fast_path():
             return
-        _write_cache(_result)
+    except Exception:
+        pass
+    directory = os.environ.get("ORTDOCTOR_DIRECTORY")  # None: unset; "": the NVIDIA wheels first
+    try:
+        from ortdoctor.preloading.preloader import preload
+
+        _result = preload(directory=directory, matrix=_matrix(),
+                          tensorrt=os.environ.get("ORTDOCTOR_TENSORRT") == "1")
+    except ImportError as exc:  # a broken ortdoctor install must not break the user's program
+        if strict:
+            raise
+        _warn(f"ortdoctor [ortdoctor-broken]: the hook could not import its modules ({exc}). "
+              "Fix: pip install --force-reinstall ortdoctor")
+        return
+    except Exception as exc:
+        if strict:
+            raise
+        _warn(f"ortdoctor [preload-error]: preloading failed: {type(exc).__name__}: {exc}")
+        return
+    if _cache_note is not None:
+        from ortdoctor.core.catalog import make
+
+        _result.findings.append(make("hook-cache-ignored", _cache_note))
+    message = _message(_result)
+    if message:
+        if strict:
+            from ortdoctor.preloading.preloader import PreloadError
+
+            raise PreloadError(_result)
+        _warn(message)
+        return
+    _write_cache(_result)
 
 
 def run() -> Any:

@@ -333,6 +333,32 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         modes=(16,),
     ),
     CatalogEntry(
+        id="hook-cache-ignored",
+        severity="info",
+        title="the hook's cache directory is not this user's alone, so it was not used",
+        cause="The hook remembers its last clean decision in a cache directory. A directory that another user "
+        "owns or can enter (a shared XDG_CACHE_HOME, a HOME under /tmp, a directory someone created first) "
+        "could be used to forge that decision or to redirect the hook's write into any of your files through "
+        "a symlink, so the hook ignores it and takes the full path at every start.",
+        evidence="The owner and mode of the cache directory (lstat, never following a symlink).",
+        fix="Point ORTDOCTOR_CACHE_DIR at a directory of your own with mode 0700 (or remove the other one), "
+        "or set ORTDOCTOR_CACHE=0",
+        produced_by="preload",
+    ),
+    CatalogEntry(
+        id="unsafe-dir-allowed",
+        severity="warning",
+        title="a library was loaded from a place others can write, because of --allow-unsafe-dirs",
+        cause="--allow-unsafe-dirs lifts the refusal of world-writable and foreign-owned directories and files "
+        "(and of directories above them): a library that only the override let through can have been put or "
+        "swapped there by another user, and it runs in every process that preloads it.",
+        evidence="Each directory or file that the gate would have refused, and the library taken from it.",
+        fix="chmod o-w <directory> (or move the libraries to a directory only you or root can write), then drop "
+        "--allow-unsafe-dirs",
+        modes=(16,),
+        produced_by="preload",
+    ),
+    CatalogEntry(
         id="lib-sources-mixed",
         severity="warning",
         title="the CUDA (or cuDNN) libraries would come from more than one place",

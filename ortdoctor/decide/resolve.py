@@ -147,9 +147,10 @@ def resolve(
     cands: dict[str, list[_Cand]] = {}
     other: dict[str, list[Candidate]] = {}
     used_unsafe: set[str] = set()
+    allowed: dict[str, str] = {}  # candidate path -> what only --allow-unsafe-dirs let through
     for s in w.specs:
         cands[s.name] = _candidates(w, s, tiers, index, all_mapped, cwd_real, unsafe_dirs,
-                                    allow_unsafe_dirs, used_unsafe)
+                                    allow_unsafe_dirs, used_unsafe, allowed)
         other[s.name] = _other_majors(w, s, tiers, index)
     for d in sorted(used_unsafe):
         w.findings.append(make(
@@ -159,6 +160,7 @@ def resolve(
 
     skip = _skip_reasons(w.specs, cuda=cuda, cudnn=cudnn)
     chosen = _choose(w, matrix, cands, skip)
+    _note_allowed(w, chosen, allowed)
     libs = tuple(_library_plan(w, s, cands[s.name], chosen.get(s.name), other[s.name], skip.get(s.name))
                  for s in w.specs)
     return Plan(w.cuda_major, w.cudnn_major, directory, libs, tuple(w.findings), tier_dirs(tiers))
@@ -220,17 +222,16 @@ def _note_rejected_entries(w: _Work, tiers: Sequence[SearchTier]) -> None:
 
 
 def _unsafe_dirs(tiers: Sequence[SearchTier], index: DirIndex) -> dict[str, str]:
-    """Directory-level safety, once per directory."""
+    """Directory-level safety (the directory and every directory above it), once per directory."""
     out: dict[str, str] = {}
     for t in tiers:
         for d in t.dirs:
             lst = index.get(d)
             if lst is None or not lst.exists or d in out:
                 continue
-            if lst.world_writable:
-                out[d] = f"world-writable directory {lst.realpath or d}"
-            elif lst.foreign_owner is not None:
-                out[d] = f"directory {lst.realpath or d} owned by another user (uid {lst.foreign_owner})"
+            why = lst.unsafe()
+            if why is not None:
+                out[d] = why
     return out
 
 
@@ -240,7 +241,7 @@ def _files(w: _Work, files: Mapping[str, str]) -> Mapping[str, str]:
 
 def _candidates(w: _Work, s: LibSpec, tiers: Sequence[SearchTier], index: DirIndex, mapped: Sequence[str],
                 cwd_real: str | None, unsafe_dirs: Mapping[str, str], allow_unsafe: bool,
-                used_unsafe: set[str]) -> list[_Cand]:
+                used_unsafe: set[str], allowed: dict[str, str]) -> list[_Cand]:
     """Every copy of ``s`` in search order, the already-mapped ones first, each once (by realpath)."""
     soname = w.soname(s)
     key = soname.lower() if w.windows else soname
@@ -263,11 +264,28 @@ def _candidates(w: _Work, s: LibSpec, tiers: Sequence[SearchTier], index: DirInd
                       _wheel_version(w.env, s, d, site) or version_from_filename(real, soname))
             if cwd_real and lst.realpath == cwd_real and t.source != "directory":
                 c.rejected = "in the current directory"
-            elif not allow_unsafe and (why := unsafe_dirs.get(d) or lst.unsafe_files.get(key)):
-                c.rejected = why
-                used_unsafe.add(d)
+            elif cwd_real and site is not None and real_path(site) == cwd_real:
+                # PYTHONPATH=. (or the '' entry of `python -c`) makes the current directory a site
+                # directory: a wheel tree under it is the current directory's, not an installation
+                c.rejected = "in a site directory that is the current directory"
+            elif why := unsafe_dirs.get(d) or lst.unsafe_files.get(key):
+                if allow_unsafe:
+                    allowed[c.path] = why
+                else:
+                    c.rejected = why
+                    used_unsafe.add(d)
             out.append(c)
     return out
+
+
+def _note_allowed(w: _Work, chosen: Mapping[str, _Cand | None], allowed: Mapping[str, str]) -> None:
+    """--allow-unsafe-dirs is never silent: each chosen file it alone let through is named."""
+    let = [(c.path, allowed[c.path]) for c in chosen.values() if c is not None and c.path in allowed]
+    if let:
+        w.findings.append(make(
+            "unsafe-dir-allowed", "; ".join(f"{path} ({why})" for path, why in let)
+            + ". Only --allow-unsafe-dirs let these through: anyone who can write there can run code in "
+            "this process."))
 
 
 def _other_majors(w: _Work, s: LibSpec, tiers: Sequence[SearchTier], index: DirIndex) -> list[Candidate]:

@@ -26,6 +26,7 @@ from ortdoctor.core.record import field, record, replace
 from ortdoctor.decide.matrix.model import LibSpec
 from ortdoctor.decide.names import component_stems, major_of, stem_major
 from ortdoctor.formats.realpath import real_path
+from ortdoctor.native.gate import Judge
 
 __all__ = ["DirIndex", "DirListing", "DirectoryError", "SearchTier", "index_dirs", "resolve_directory",
            "search_dirs", "tier_dirs"]
@@ -52,6 +53,17 @@ class DirListing:
     world_writable: bool = False  # writable by anyone and not sticky: anyone can plant a library
     foreign_owner: int | None = None  # uid of a non-root owner other than the current user
     unsafe_files: Mapping[str, str] = field(default_factory=dict)  # file name -> why the file is unsafe
+    # why a directory above it lets another user replace it (world-writable and not sticky, or owned by
+    # another user): the gate's rule, judged here so the resolver can pick another copy and say why
+    unsafe_ancestor: str | None = None
+
+    def unsafe(self) -> str | None:
+        """Why nothing in this directory may be loaded without the override; None when it is safe."""
+        if self.world_writable:
+            return f"world-writable directory {self.realpath or self.path}"
+        if self.foreign_owner is not None:
+            return f"directory {self.realpath or self.path} owned by another user (uid {self.foreign_owner})"
+        return self.unsafe_ancestor
 
 
 DirIndex = Mapping[str, DirListing]
@@ -80,6 +92,7 @@ def index_dirs(
     wanted = tuple(stems) if stems is not None else None
     wanted_dot = tuple(w + "." for w in wanted) if wanted is not None else None
     me = os.getuid() if uid is None and hasattr(os, "getuid") else (uid or 0)
+    judge = Judge(me)
     out: dict[str, DirListing] = {}
     by_real: dict[str, DirListing] = {}  # /lib/x86_64-linux-gnu and /usr/lib/x86_64-linux-gnu are one directory
     for d in dirs:
@@ -100,6 +113,8 @@ def index_dirs(
             out[d] = DirListing(d, exists=False, realpath=real)
             continue
         world, foreign = _unsafe_reason(st, me)
+        # the directory's own mode and owner are reported as before; above it, the gate's judgement
+        above = None if world or foreign is not None else judge.directory(real)
         files: dict[str, str] = {}
         unsafe: dict[str, str] = {}
         if wanted is not None:
@@ -138,7 +153,9 @@ def index_dirs(
                     unsafe[name] = f"links into world-writable directory {os.path.dirname(target)}"
                 elif p_foreign is not None:
                     unsafe[name] = f"links into a directory owned by another user (uid {p_foreign})"
-        out[d] = by_real[real] = DirListing(d, True, real, files, world, foreign, unsafe)
+                elif (why := judge.directory(os.path.dirname(target))) is not None:
+                    unsafe[name] = f"links into {os.path.dirname(target)}: {why}"
+        out[d] = by_real[real] = DirListing(d, True, real, files, world, foreign, unsafe, above)
     return out
 
 

@@ -27,11 +27,13 @@ from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import record
 from ortdoctor.decide.fixes import Installer, step
 from ortdoctor.decide.matrix.model import LibSpec, Matrix, ReleaseMatch, TensorrtBuild, TensorrtPip
+from ortdoctor.decide.search import DirIndex, index_dirs
+from ortdoctor.formats.distinfo import normalize as normalize_name
 from ortdoctor.formats.realpath import real_path
 from ortdoctor.probes.tensorrt import tensorrt_component
 
-__all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "plan_tensorrt", "tensorrt_fix", "tensorrt_need",
-           "tensorrt_steps"]
+__all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "judge_installs", "plan_tensorrt", "tensorrt_fix",
+           "tensorrt_need", "tensorrt_steps"]
 
 _TRT_DLL_RE = lazy(r"^(nvinfer|nvinfer_plugin|nvonnxparser)(?:_(\d+))?\.dll$", re.I)
 LOAD_HINT = ("then load it by full path: `ortdoctor preload --tensorrt`, or ORTDOCTOR_TENSORRT=1 with "
@@ -62,6 +64,10 @@ class TensorrtPlan:
     loader_finds: bool = False  # the dynamic loader finds the chosen libraries without a preload
     pip: TensorrtPip | None = None  # the pip packages of the needed major for the build's CUDA major
     index_url: str = ""
+    # installs never to be loaded, with why (the CUDA libraries' refusals: the current directory, a
+    # directory or file others can write, or one under such a directory)
+    refused: tuple[tuple[TensorrtInstall, str], ...] = ()
+    allowed: tuple[tuple[TensorrtInstall, str], ...] = ()  # accepted only because of --allow-unsafe-dirs
 
 
 def _trt_needed(info: ElfInfo | PeInfo | None) -> tuple[int | None, tuple[str, ...]]:
@@ -109,18 +115,66 @@ def _loader_dirs(env: Environment) -> set[str]:
     return dirs
 
 
+_STEMS = ("libnvinfer.so", "libnvinfer_plugin.so", "libnvonnxparser.so")
+
+
+def judge_installs(env: Environment, *, cwd: str | None = None, allow_unsafe: bool = False,
+                   index: DirIndex | None = None) -> tuple[list[TensorrtInstall], list[tuple[TensorrtInstall, str]],
+                                                           list[tuple[TensorrtInstall, str]]]:
+    """The installs that may be loaded, those refused (with why) and those only the override lets through.
+
+    The refusals of the CUDA libraries (:mod:`ortdoctor.decide.resolve`): never the current directory, nor
+    a wheel tree in a site directory that is the current directory; never a directory or a file others
+    can write or own, or one under such a directory, unless ``allow_unsafe``. Without ``index`` the
+    install directories are listed with :func:`~ortdoctor.decide.search.index_dirs`.
+    """
+    installs = env.tensorrt.installs
+    if index is None:
+        index = index_dirs(dict.fromkeys(i.directory for i in installs), stems=_STEMS)
+    cwd_real = real_path(cwd) if cwd else None
+    sites = {normalize_name(d.name): d.location for d in env.tensorrt.distributions}
+    ok: list[TensorrtInstall] = []
+    refused: list[tuple[TensorrtInstall, str]] = []
+    allowed: list[tuple[TensorrtInstall, str]] = []
+    for i in installs:
+        lst = index.get(i.directory)
+        site = sites.get(normalize_name(i.distribution)) if i.distribution else None
+        if lst is None or not lst.exists:
+            ok.append(i)  # gone since the probe listed it: the load says so (and the gate judges it then)
+        elif cwd_real and lst.realpath == cwd_real:
+            refused.append((i, f"{i.directory} is the current directory"))
+        elif cwd_real and site and real_path(site) == cwd_real:
+            refused.append((i, f"{i.directory} is in a site directory that is the current directory"))
+        elif why := lst.unsafe() or next((w for lib in i.libraries
+                                          if (w := lst.unsafe_files.get(os.path.basename(lib.path)))), None):
+            if allow_unsafe:
+                allowed.append((i, why))
+                ok.append(i)
+            else:
+                refused.append((i, why))
+        else:
+            ok.append(i)
+    return ok, refused, allowed
+
+
 def plan_tensorrt(env: Environment, matrix: Matrix, match: ReleaseMatch | None,
-                  cuda_major: int | None) -> TensorrtPlan | None:
-    """The TensorRT to load for the installed provider; None when there is no TensorRT provider."""
+                  cuda_major: int | None, *, cwd: str | None = None, allow_unsafe: bool = False,
+                  index: DirIndex | None = None) -> TensorrtPlan | None:
+    """The TensorRT to load for the installed provider; None when there is no TensorRT provider.
+
+    Only installs that pass :func:`judge_installs` are chosen from; the others are in ``refused``."""
     need = tensorrt_need(env, matrix, match, cuda_major)
     if need is None:
         return None
     facts = matrix.tensorrt
     pip = facts.pip_for(need.major, cuda_major) if facts is not None and need.major is not None else None
     index_url = facts.index_url if facts is not None else ""
-    installs = env.tensorrt.installs
+    judged, refused_list, allowed_list = judge_installs(env, cwd=cwd, allow_unsafe=allow_unsafe, index=index)
+    installs = tuple(judged)
+    refused, allowed = tuple(refused_list), tuple(allowed_list)
     if need.major is None:
-        return TensorrtPlan(need=need, chosen=None, other_major=installs, pip=pip, index_url=index_url)
+        return TensorrtPlan(need=need, chosen=None, other_major=installs, pip=pip, index_url=index_url,
+                            refused=refused, allowed=allowed)
     same = [i for i in installs if i.major == need.major]
     other_major = tuple(i for i in installs if i.major != need.major)
     other_cuda = tuple(i for i in same if cuda_major is not None and i.cuda_major not in (None, cuda_major))
@@ -145,7 +199,7 @@ def plan_tensorrt(env: Environment, matrix: Matrix, match: ReleaseMatch | None,
     loader_finds = chosen is not None and real_path(chosen.directory) in _loader_dirs(env)
     return TensorrtPlan(need=need, chosen=chosen, libraries=tuple(libraries), missing=tuple(missing),
                         other_major=other_major, other_cuda=other_cuda, loader_finds=loader_finds, pip=pip,
-                        index_url=index_url)
+                        index_url=index_url, refused=refused, allowed=allowed)
 
 
 def _lacks(install: TensorrtInstall, soname: str) -> bool:

@@ -1,10 +1,12 @@
 """Load shared libraries by absolute path and prove which file ended up mapped.
 
-* :func:`already_loaded` asks the dynamic loader, with ``RTLD_NOLOAD``, whether a soname is already in
-  the process (a later ``dlopen`` of that soname returns that copy, whatever the search path says) and
-  where it came from.
-* :func:`load` dlopens one absolute path (``RTLD_NOW | RTLD_LOCAL`` unless asked for ``RTLD_GLOBAL``): a
-  library loaded by path this way still satisfies a later ``dlopen("<soname>")`` and ``DT_NEEDED``.
+* :func:`already_loaded` says whether a soname is already in the process (a later ``dlopen`` of that
+  soname returns that copy, whatever the search path says) and where it came from, from
+  ``/proc/self/maps``: asking the loader (``RTLD_NOLOAD`` with a bare soname) would make it search and
+  open files in directories ortdoctor refuses.
+* :func:`load` loads one absolute path through the gate (:mod:`ortdoctor.native.gate`: judged, opened,
+  checked, ``dlopen``'ed with ``RTLD_NOW | RTLD_LOCAL`` unless asked for ``RTLD_GLOBAL``, mapping proved):
+  a library loaded by path this way still satisfies a later ``dlopen("<soname>")`` and ``DT_NEEDED``.
 * :func:`mapped_file` finds the file in ``/proc/self/maps`` by inode and realpath, because maps shows the
   real file (``libcudnn.so.9.19.0``), not the name that was asked for.
 * :func:`library_version` calls the library's own version function through ctypes; none of them
@@ -24,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ortdoctor.formats.procmaps import MappedObject, mapped_objects, mapped_paths
+from ortdoctor.native import gate
 
 __all__ = [
     "MSVC_RUNTIME_DLLS",
@@ -40,86 +43,32 @@ __all__ = [
     "missing_msvc_runtime",
 ]
 
-RTLD_NOW = getattr(os, "RTLD_NOW", 2)
-RTLD_LAZY = getattr(os, "RTLD_LAZY", 1)
-RTLD_LOCAL = getattr(os, "RTLD_LOCAL", 0)
-RTLD_GLOBAL = getattr(os, "RTLD_GLOBAL", 0x100)
-RTLD_NOLOAD = getattr(os, "RTLD_NOLOAD", 4)
-_RTLD_DI_LINKMAP = 2
-
 #: The Visual C++ runtime onnxruntime and the CUDA DLLs link against (Windows).
 MSVC_RUNTIME_DLLS = ("vcruntime140.dll", "msvcp140.dll", "vcruntime140_1.dll")
 
 
-class LoadError(OSError):
-    """dlopen / LoadLibrary refused a file; ``str()`` is the loader's own message."""
+#: The gate's refusal or the loader's: ``str()`` says why (:class:`ortdoctor.native.gate.GateError`).
+LoadError = gate.GateError
 
 
 @dataclass
 class Loaded:
     path: str  # the path that was loaded (absolute)
     handle: ctypes.CDLL
-    mapped: MappedObject | None  # the file as /proc/self/maps shows it, None when it cannot be read
+    # the file the gate checked as /proc/self/maps shows it after the load; None when no mapping of it
+    # appeared (another copy was handed back, or the file changed) or maps cannot be read
+    mapped: MappedObject | None
+    accepted_unsafe: tuple[str, ...] = ()  # what only --allow-unsafe-dirs let through
 
 
 # --------------------------------------------------------------------------------------------------
-# Linux: RTLD_NOLOAD, dlinfo, /proc/self/maps
+# Linux: /proc/self/maps
 # --------------------------------------------------------------------------------------------------
-class _LinkMap(ctypes.Structure):
-    _fields_ = (("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p))
-
-
-_dlinfo_fn: object = None
-
-
-def _dlinfo() -> object:
-    """``dlinfo`` from libc (glibc >= 2.34) or libdl (older glibc); False when there is none."""
-    global _dlinfo_fn
-    if _dlinfo_fn is None:
-        _dlinfo_fn = False
-        for name in (None, "libdl.so.2"):
-            try:
-                fn = ctypes.CDLL(name).dlinfo
-            except (OSError, AttributeError):
-                continue
-            fn.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
-            fn.restype = ctypes.c_int
-            _dlinfo_fn = fn
-            break
-    return _dlinfo_fn
-
-
-def handle_path(handle: ctypes.CDLL) -> str | None:
-    """The path the dynamic loader recorded for a handle (its link map's ``l_name``)."""
-    fn = _dlinfo()
-    if not fn:
-        return None
-    lm = ctypes.POINTER(_LinkMap)()
-    if fn(handle._handle, _RTLD_DI_LINKMAP, ctypes.byref(lm)) != 0 or not lm:  # type: ignore[operator]
-        return None
-    name = lm.contents.l_name
-    return os.fsdecode(name) if name else None
-
-
 def already_loaded(soname: str) -> str | None:
-    """The realpath of the copy of ``soname`` already in this process, or None.
-
-    ``RTLD_NOLOAD`` maps nothing: it only answers whether the loader would reuse a loaded object.
-    """
+    """The realpath of the copy of ``soname`` already in this process, or None (from ``/proc/self/maps``)."""
     if sys.platform == "win32":
         return _windows_loaded(soname)
-    try:
-        h = ctypes.CDLL(soname, mode=RTLD_NOLOAD | RTLD_LAZY)
-    except OSError:
-        return None
-    path = handle_path(h)
-    if path:
-        return os.path.realpath(path)
-    for m in mapped_objects():  # no dlinfo: fall back to the file name in the maps
-        base = os.path.basename(m.path)
-        if base == soname or base.startswith(soname + "."):
-            return m.path
-    return soname
+    return gate.mapped_copy(soname)
 
 
 def mapped_file(path: str, maps: Sequence[MappedObject] | None = None) -> MappedObject | None:
@@ -147,22 +96,19 @@ def mapped_file(path: str, maps: Sequence[MappedObject] | None = None) -> Mapped
     return None
 
 
-def load(path: str, *, global_: bool = False) -> Loaded:
-    """dlopen an absolute path and return the handle with the maps entry it produced.
+def load(path: str, *, global_: bool = False, allow_unsafe: bool = False, named: Iterable[str] = (),
+         judge: gate.Judge | None = None) -> Loaded:
+    """Load an absolute path through the gate; the handle with the maps entry of the file it checked.
 
     Raises:
-        LoadError: relative path, or the loader refused the file (missing dependency, wrong ELF class...).
+        LoadError: the gate refused the file (:class:`ortdoctor.native.gate.Refused`: nothing of it ran)
+            or the loader did (missing dependency, wrong ELF class...).
     """
-    if not os.path.isabs(path):
-        raise LoadError(f"refusing to load a relative path: {path!r}")
-    try:
-        if sys.platform == "win32":
-            handle = ctypes.WinDLL(path)  # type: ignore[attr-defined]
-        else:
-            handle = ctypes.CDLL(path, mode=RTLD_NOW | (RTLD_GLOBAL if global_ else RTLD_LOCAL))
-    except OSError as exc:
-        raise LoadError(str(exc)) from None
-    return Loaded(path, handle, None if sys.platform == "win32" else mapped_file(path))
+    got = gate.load(path, global_=global_, allow_unsafe=allow_unsafe, named=named, judge=judge)
+    mapped = None
+    if sys.platform != "win32" and got.mapped_path is not None:
+        mapped = MappedObject(os.path.realpath(got.mapped_path), got.inode, got.device)
+    return Loaded(path, got.handle, mapped, got.accepted_unsafe)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -237,13 +183,7 @@ def check_msvc_runtime() -> list[str]:
     """Windows: the MSVC runtime DLLs that cannot be loaded ([] elsewhere: nothing to check)."""
     if sys.platform != "win32":
         return []
-    missing = []
-    for dll in MSVC_RUNTIME_DLLS:
-        try:
-            ctypes.WinDLL(dll)
-        except OSError:
-            missing.append(dll)
-    return missing
+    return [dll for dll in MSVC_RUNTIME_DLLS if not gate.windows_system_dll_loads(dll)]
 
 
 _dll_dir_handles: list[object] = []
@@ -267,8 +207,10 @@ def add_dll_directories(dirs: Iterable[str]) -> list[str]:
 
 
 def _windows_loaded(dll: str) -> str | None:
+    kernel32 = gate.windows_kernel32()
+    if kernel32 is None:
+        return None
     try:
-        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
         kernel32.GetModuleHandleW.restype = ctypes.c_void_p
         h = kernel32.GetModuleHandleW(dll)
         if not h:

@@ -40,6 +40,7 @@ from ortdoctor.decide.resolve import resolve
 from ortdoctor.decide.search import DirectoryError, resolve_directory
 from ortdoctor.decide.torch import torch_copies, torch_other_copy_finding
 from ortdoctor.formats.elf import ElfError, read_elf
+from ortdoctor.native.gate import Judge, Refused
 from ortdoctor.preloading import loader
 from ortdoctor.probes.environment import collect_environment
 
@@ -228,6 +229,9 @@ class _Run:
     global_: bool
     env: Environment
     matrix: Matrix
+    allow_unsafe: bool = False
+    named: tuple[str, ...] = ()  # the directory the user named (--directory), absolute
+    judge: Judge = field(default_factory=Judge)  # the gate's verdicts, shared by this run's loads
 
     @property
     def installer(self) -> Installer:
@@ -293,7 +297,8 @@ def preload(
     result.findings.extend(plan.findings)
     result.searched = plan.searched
     specs = {s.name: s for s in mat.libraries_for(plan.cuda_major, plan.cudnn_major)} if plan.cuda_major else {}
-    run = _Run(result, plan, specs, windows, global_, environment, mat)
+    named = (resolve_directory(directory, environment),) if directory else ()
+    run = _Run(result, plan, specs, windows, global_, environment, mat, allow_unsafe_dirs, named)
     if windows and msvc:
         _check_msvc(result)
     to_load = _split_sublibraries(run, sublibraries)
@@ -322,6 +327,7 @@ def _preload_tensorrt(run: _Run, env: Environment, matrix: Matrix, dry_run: bool
                                        mapped, inode, required, measured))
 
     load_tensorrt(result, env, matrix, run.plan.cuda_major, dry_run=dry_run, global_=run.global_, record=record,
+                  allow_unsafe=run.allow_unsafe, named=run.named, judge=run.judge,
                   failed=lambda name, soname, error, required: result.failed.append(
                       FailedLib(name, soname, error, result.searched, required)),
                   skipped=lambda name, reason: result.skipped.append(SkippedLib(name, reason)))
@@ -386,6 +392,7 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
                                   and c.path != lp.chosen.path]
     errors: list[str] = []
     damaged: list[Damage] = []
+    truncated: list[str] = []
     for cand in alternatives:
         if (damage := damage_of(run.env, cand.path)) is not None:
             # never map it: a read past the end of a truncated mapping kills the whole process (SIGBUS)
@@ -393,7 +400,14 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
             errors.append(f"{damage.describe()}; not loaded")
             continue
         try:
-            got = loader.load(cand.path, global_=run.global_)
+            got = loader.load(cand.path, global_=run.global_, allow_unsafe=run.allow_unsafe, named=run.named,
+                              judge=run.judge)
+        except Refused as exc:
+            # the gate's refusal: nothing of the file was mapped
+            if exc.kind == "truncated":
+                truncated.append(str(exc))
+            errors.append(f"{cand.path}: not loaded: {exc}")
+            continue
         except loader.LoadError as exc:
             errors.append(f"{cand.path}: {exc}")
             continue
@@ -404,15 +418,22 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
             measured))
         if not run.windows and got.mapped is None:
             result.findings.append(make(
-                "lib-not-mapped", "dlopen succeeded, yet no mapping of that file (by inode) was found: another "
-                "copy with the same soname may have been returned.",
+                "lib-not-mapped", "dlopen succeeded, yet no mapping of the file ortdoctor checked (its device and "
+                "inode) was found: another copy with the same soname was returned, or the file was replaced "
+                "between the check and the load.",
                 title=f"{cand.path} loaded but is not in /proc/self/maps"))
         if damaged:
             result.findings.append(_damaged_finding(run, damaged, severity="warning"))
+        if truncated:
+            result.findings.append(_truncated_finding(run, lp, truncated, severity="warning"))
         return
     result.failed.append(FailedLib(lp.name, lp.soname, "; ".join(errors), result.searched, lp.required))
-    if damaged:
-        result.findings.append(_damaged_finding(run, damaged, severity="error" if lp.required else "warning"))
+    if damaged or truncated:
+        severity: Severity = "error" if lp.required else "warning"
+        if damaged:
+            result.findings.append(_damaged_finding(run, damaged, severity=severity))
+        if truncated:
+            result.findings.append(_truncated_finding(run, lp, truncated, severity=severity))
         return
     steps = _reinstall_owner(run, lp.chosen.path)
     result.findings.append(make(
@@ -420,6 +441,17 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
         f"Reinstall the wheel that ships it: {run.installer.commands(steps)}" if steps else
         f"Replace {lp.chosen.path} with a good copy (reinstall what installed it)",
         severity="error" if lp.required else "warning", title=f"{lp.soname} exists but does not load", steps=steps))
+
+
+def _truncated_finding(run: _Run, lp: LibraryPlan, reasons: list[str], *, severity: Severity) -> Finding:
+    """A file shorter than its own loadable segments, from any source (a wheel's RECORD covers its own)."""
+    assert lp.chosen is not None
+    steps = _reinstall_owner(run, lp.chosen.path)
+    fix = (run.installer.commands(steps) if steps else
+           f"Replace {lp.chosen.path} with a good copy (reinstall what installed it)")
+    return make("lib-file-damaged", "\n".join(reasons) + "\nortdoctor did not load it: mapping a truncated "
+                "library kills the process.", fix, severity=severity, steps=steps,
+                title=f"{lp.soname} is shorter than its own loadable segments")
 
 
 def _damaged_finding(run: _Run, damaged: list[Damage], *, severity: Severity) -> Finding:
@@ -445,7 +477,8 @@ def _note_already_loaded(run: _Run, lp: LibraryPlan, where: str, vfun: str | Non
     proof = None if run.windows else loader.mapped_file(where)
     if not dry_run:
         try:
-            measured = loader.library_version(loader.load(where).handle, vfun)
+            measured = loader.library_version(
+                loader.load(where, allow_unsafe=run.allow_unsafe, named=run.named, judge=run.judge).handle, vfun)
         except loader.LoadError:
             measured = None
     planned = lp.chosen.version if os.path.realpath(lp.chosen.path) == os.path.realpath(where) else None

@@ -10,6 +10,7 @@ loads it. The choice is :func:`ortdoctor.decide.tensorrt.plan_tensorrt`'s; each 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from ortdoctor.core.facts import Environment, Finding
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, tensorrt_fix
+from ortdoctor.native.gate import Judge
 from ortdoctor.preloading import loader
 
 __all__ = ["load_tensorrt"]
@@ -40,9 +42,32 @@ def _missing(tplan: TensorrtPlan, installer: Installer) -> Finding:
                     f"The TensorRT EP links libnvinfer.so.{need.major}; installed is TensorRT {majors}: {where}.",
                     fix, steps=steps, severity="error",
                     title=f"TensorRT {majors} is installed; the TensorRT EP needs TensorRT {need.major}")
+    refused = [(i, why) for i, why in tplan.refused if i.major == need.major]
+    if refused:
+        where = "; ".join(f"{i.directory} ({why})" for i, why in refused)
+        return make("tensorrt-unavailable",
+                    f"The TensorRT EP links libnvinfer.so.{need.major}; TensorRT {need.major} was found only where "
+                    f"ortdoctor never loads from: {where}.", fix, steps=steps, severity="error",
+                    title=f"TensorRT {need.major} was found only in places ortdoctor refuses to load from")
     return make("tensorrt-unavailable",
                 f"The TensorRT EP links libnvinfer.so.{need.major}; no TensorRT {need.major} was found (pip "
                 "tensorrt_libs, LD_LIBRARY_PATH, the ld.so cache).", fix, steps=steps, severity="error")
+
+
+def _note_judged(result: Any, tplan: TensorrtPlan) -> None:
+    """The TensorRT installs refused as the CUDA libraries are, and those only the override let through."""
+    unsafe = [(i, why) for i, why in tplan.refused if "current directory" not in why]
+    for install, why in unsafe:
+        result.findings.append(make(
+            "unsafe-library-dir",
+            f"{why}: anyone who can write there can plant a library that runs in your process (TensorRT "
+            f"{install.major} in {install.directory} was not loaded).",
+            f"chmod o-w {install.directory}  (or, if you trust it, pass --allow-unsafe-dirs)"))
+    if tplan.allowed and tplan.chosen is not None and any(i is tplan.chosen for i, _why in tplan.allowed):
+        why = next(w for i, w in tplan.allowed if i is tplan.chosen)
+        result.findings.append(make(
+            "unsafe-dir-allowed", f"TensorRT {tplan.chosen.major} from {tplan.chosen.directory} ({why}). Only "
+            "--allow-unsafe-dirs let it through: anyone who can write there can run code in this process."))
 
 
 def load_tensorrt(
@@ -56,6 +81,9 @@ def load_tensorrt(
     record: Callable[..., Any],
     failed: Callable[..., Any],
     skipped: Callable[..., Any],
+    allow_unsafe: bool = False,
+    named: tuple[str, ...] = (),
+    judge: Judge | None = None,
 ) -> None:
     """Append what was loaded (``record``), what failed (``failed``) and findings to ``result``.
 
@@ -65,14 +93,16 @@ def load_tensorrt(
     """
     installer = Installer.of(env.python)
     match = matrix.release_for(env.ort.version) if env.ort.version else None
-    tplan = plan_tensorrt(env, matrix, match, cuda_major)
+    tplan = plan_tensorrt(env, matrix, match, cuda_major, cwd=os.getcwd(), allow_unsafe=allow_unsafe)
     if tplan is None or tplan.need.major is None:
         skipped("tensorrt", "this onnxruntime has no TensorRT provider library")
         return
+    _note_judged(result, tplan)
     if tplan.chosen is None:
+        refused = "".join(f"; refused {i.directory}: {why}" for i, why in tplan.refused if i.major == tplan.need.major)
         failed("nvinfer", f"libnvinfer.so.{tplan.need.major}", "not found"
                + (f"; only TensorRT {', '.join(sorted({str(i.major) for i in tplan.other_major}))}"
-                  if tplan.other_major else ""), True)
+                  if tplan.other_major else "") + refused, True)
         result.findings.append(_missing(tplan, installer))
         return
     specs = {s.name: s for s in (matrix.tensorrt.majors[tplan.need.major].libraries
@@ -99,7 +129,7 @@ def load_tensorrt(
                    proof.inode if proof else None, lp.required, None)
             continue
         try:
-            got = loader.load(lp.chosen.path, global_=global_)
+            got = loader.load(lp.chosen.path, global_=global_, allow_unsafe=allow_unsafe, named=named, judge=judge)
         except loader.LoadError as exc:
             failed(lp.name, lp.soname, f"{lp.chosen.path}: {exc}", lp.required)
             fix, steps = tensorrt_fix(tplan, installer, reinstall=True)

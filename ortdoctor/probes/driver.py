@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from ortdoctor.core.facts import Device, DriverError, DriverInfo
 from ortdoctor.core.patterns import lazy
 from ortdoctor.formats.ldcache import read_ld_cache
+from ortdoctor.native import gate
 from ortdoctor.probes.stdlib_answers import directory_entries, machine
 from ortdoctor.probes.system import default_lib_dirs
 
@@ -226,42 +227,50 @@ def _map_nvml_by_path(
     (None, the driver error to report instead of asking NVML); (None, None) on other systems.
 
     ``dlopen("libnvidia-ml.so.1")`` by name, as pynvml does, lets the dynamic loader search an empty or
-    relative ``LD_LIBRARY_PATH`` entry, which means the current directory: a planted library there would
-    run in this process. Only absolute places are searched: ``LD_LIBRARY_PATH``'s absolute entries, the
-    ld.so cache, the interpreter's RPATH/RUNPATH, WSL's driver directory, the default directories. Once
-    a library with that soname is mapped, the loader returns it for the name, so a pynvml asked after
-    this gets the same one. On Windows, pynvml's two places, by absolute path.
+    relative ``LD_LIBRARY_PATH`` entry, which means the current directory, and every other entry
+    unjudged: a planted library there would run in this process. Only absolute places are searched:
+    ``LD_LIBRARY_PATH``'s absolute entries, the ld.so cache, the interpreter's RPATH/RUNPATH, WSL's driver
+    directory, the default directories, and each copy goes through the gate
+    (:mod:`ortdoctor.native.gate`), which refuses one in a directory others can write. Once a library
+    with that soname is mapped, the loader returns it for the name, so a pynvml asked after this gets the
+    same one (pynvml is only asked once this has mapped a copy). On Windows, pynvml's two places, by
+    absolute path.
     """
     if os_name not in ("linux", "windows"):
         return None, None
-    import ctypes
-
     if os_name == "windows":
-        return _load_first(ctypes, [p for p in _nvml_dll_paths(environ) if os.path.isabs(p)])
+        return _load_first([p for p in _nvml_dll_paths(environ) if os.path.isabs(p)])
     name = "libnvidia-ml.so.1"
-    try:
-        return ctypes.CDLL(name, mode=getattr(os, "RTLD_NOLOAD", 4) | getattr(os, "RTLD_LAZY", 1)), None
-    except OSError:
-        pass  # not in this process yet
-    paths = [os.path.join(d, name) for d in environ.get("LD_LIBRARY_PATH", "").split(":") if d and os.path.isabs(d)]
+    # Already in this process (from /proc/self/maps, never by asking the loader for the bare name): the
+    # loader would hand that copy to anyone asking by name, so it is the one to bind, if the gate takes it.
+    mapped = gate.mapped_copy(name)
+    paths = [mapped] if mapped is not None else []
+    paths += [os.path.join(d, name) for d in environ.get("LD_LIBRARY_PATH", "").split(":") if d and os.path.isabs(d)]
     paths += list((ld_cache or {}).get(name, ()))
     paths += [os.path.join(d, name) for d in (*_interpreter_search_dirs(), _WSL_LIB, *default_dirs) if os.path.isabs(d)]
-    return _load_first(ctypes, paths, "; a copy reachable only through the current directory (an empty or "
-                       "relative LD_LIBRARY_PATH entry) is never loaded")
+    return _load_first(paths, "; a copy reachable only through the current directory (an empty or relative "
+                       "LD_LIBRARY_PATH entry) is never loaded")
 
 
 def _load_first(
-    ctypes_module: Any, paths: Sequence[str], not_found_note: str = "",
+    paths: Sequence[str], not_found_note: str = "",
 ) -> tuple[ctypes.CDLL | None, tuple[DriverError, str] | None]:
-    """Load the first of ``paths`` that is a file; the first that fails to load is the error."""
+    """Load, through the gate, the first of ``paths`` that is a file it accepts; the first that fails to
+    load is the error. A copy the gate refuses (a directory others can write, the current directory, a
+    file that is not a regular one) is passed over, and named if nothing else is found."""
+    refused: list[str] = []
+    judge = gate.Judge()
     for path in dict.fromkeys(paths):
         if not os.path.isfile(path):
             continue
         try:
-            return ctypes_module.CDLL(path), None
-        except OSError as exc:
+            return gate.load(path, judge=judge).handle, None
+        except gate.Refused as exc:
+            refused.append(f"{path} ({exc})")
+        except gate.LoadFailed as exc:
             return None, (DriverError.OTHER, f"{path} could not be loaded: {exc}")
-    return None, (DriverError.LIBRARY_NOT_FOUND, _ERROR_TEXT[DriverError.LIBRARY_NOT_FOUND] + not_found_note)
+    note = not_found_note + ("; refused, never loaded: " + "; ".join(refused) if refused else "")
+    return None, (DriverError.LIBRARY_NOT_FOUND, _ERROR_TEXT[DriverError.LIBRARY_NOT_FOUND] + note)
 
 
 def _open_nvml(

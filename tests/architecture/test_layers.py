@@ -1,6 +1,7 @@
 """The package tree is the pipeline: imports only go down it, and no module imports itself back.
 
-Stages, bottom to top: ``core`` (facts, the finding catalog) and ``formats`` (file readers), then
+Stages, bottom to top: ``core`` (facts, the finding catalog), ``formats`` (file readers) and ``native``
+(the one gate of every native load), then
 ``probes`` (inspect) -> ``decide`` -> ``preloading`` -> ``prove`` -> ``diagnose`` -> ``report`` ->
 ``doctor`` (the use cases) -> ``fleet`` -> ``cli``; the entry points at the package root (``hook``,
 ``pytest_plugin``, ``__init__``, ``__main__``) sit on top. Every import counts, also those inside
@@ -15,7 +16,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ortdoctor"
 
-STAGES = ("core", "formats", "probes", "decide", "preloading", "prove", "diagnose", "report", "doctor",
+STAGES = ("core", "formats", "native", "probes", "decide", "preloading", "prove", "diagnose", "report", "doctor",
           "fleet", "cli")
 ENTRY_POINTS = ("__init__", "__main__", "hook", "pytest_plugin")
 LEAVES = ("_version",)  # imports nothing: every stage may read the version

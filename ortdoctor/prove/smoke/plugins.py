@@ -16,7 +16,6 @@ crashes the process costs this stage, not the proof of the CUDA EP.
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -49,8 +48,11 @@ def _bundled_order(pkg: Any) -> list[Any]:
 
 
 def register_plugins(ort: Any, packages: Any) -> list[dict[str, Any]]:
-    """Register every plugin package's provider library; one record per package. Never raises."""
-    import ctypes
+    """Register every plugin package's provider library; one record per package. Never raises.
+
+    Each bundled library is loaded through the gate (:mod:`ortdoctor.native.gate`), as the CUDA libraries
+    are: a plugin's directory that others can write is refused before anything of it runs."""
+    from ortdoctor.native import gate
 
     out: list[dict[str, Any]] = []
     register = getattr(ort, "register_execution_provider_library", None)
@@ -70,12 +72,17 @@ def register_plugins(ort: Any, packages: Any) -> list[dict[str, Any]]:
                                "register_execution_provider_library (plugin EPs need 1.22 or later)")
             continue
         try:
+            judge = gate.Judge()
             for lib in _bundled_order(pkg):
-                ctypes.CDLL(lib.path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+                gate.load(lib.path, judge=judge)
                 record["preloaded"].append(lib.path)
+            # onnxruntime dlopens the provider library itself: the gate judges it first, without mapping it
+            why = gate.refusal(pkg.provider_library, judge=judge)
+            if why is not None:
+                raise gate.Refused(pkg.provider_library, "unsafe", why)
             register(record["ep_name"], pkg.provider_library)
             record["registered"] = True
-        except Exception as exc:  # OSError from a dlopen, ORT's Fail from the registration
+        except Exception as exc:  # the gate's refusal, OSError from a dlopen, ORT's Fail from the registration
             record["error"] = f"{type(exc).__name__}: {exc}"
     return out
 

@@ -1,0 +1,457 @@
+"""The one gate every native load in ortdoctor goes through: nothing else calls ``dlopen``/``LoadLibrary``.
+
+A library is code that runs the moment it is mapped (its constructors), so the gate decides, before
+the dynamic loader sees a path, whether the file could have been put or swapped there by someone
+else. Its rule, in order (``docs/security.md``):
+
+1. the path is absolute (a relative path is resolved against the current directory, which changes
+   under the caller);
+2. its real path (symlinks resolved) is judged: the file must not sit directly in the current
+   directory unless the caller named that directory (``--directory``);
+3. the file's directory **and every ancestor up to ``/``** is owned by root or the current user and
+   not writable by others, unless sticky (``/tmp``): the ``StrictModes`` rule. Judging the ancestors
+   is what makes the path stable between this check and the map: a directory can only be renamed or
+   replaced by someone who may write its parent, so when every directory on the way is writable only
+   by root or the caller (or is sticky, where only an entry's owner may rename it), no one else can
+   swap what the path names. Only the final directory was judged before, and another user who owned
+   a world-writable parent swapped the directory between the check and ``dlopen``;
+4. the file itself is owned by root or the current user and not writable by others;
+5. the file is opened (``O_NOFOLLOW``: the real path has no symlink left to follow, so one appearing
+   now is a swap) and ``fstat``'ed: only a regular file is read at all (a FIFO, device or socket is
+   refused before any read, and ``O_NONBLOCK`` keeps even the open from blocking);
+6. the file is not shorter than its ``PT_LOAD`` segments (``max(p_offset + p_filesz)``, read with
+   ``pread`` from the open descriptor): a truncated library is mapped without complaint, and the first
+   page past the end kills the whole process with SIGBUS;
+7. the real path is ``dlopen``'ed and the mapping that appeared in ``/proc/self/maps`` must be the
+   ``(device, inode)`` that was ``fstat``'ed: the file checked is the file mapped, or the caller is told.
+
+``allow_unsafe`` (``--allow-unsafe-dirs``) lifts rules 3 and 4 only; whatever it lets through is
+returned in :attr:`Mapped.accepted_unsafe`, so the caller can report it. Rules 1, 2, 5, 6 and 7 always
+hold.
+
+Why not ``dlopen("/proc/self/fd/N")`` of the checked descriptor: glibc records that string as the
+object's name, so ``$ORIGIN`` and ``dladdr`` (cuDNN finds its sub-libraries through them) point into
+``/proc``, and a later ``dlopen`` that happens to reuse the same descriptor number is matched by name to
+the old object. Judged ancestors make the real path itself stable instead.
+
+"Already loaded?" (:func:`mapped_copy`) is answered from ``/proc/self/maps``, never by asking the loader
+for a bare soname with ``RTLD_NOLOAD``: that makes glibc search ``LD_LIBRARY_PATH`` (empty entries
+included) and open each candidate, which blocks forever on a FIFO named like a library.
+
+Standard library only, and cheap to import: the hook's fast path loads through it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import ctypes
+    from collections.abc import Iterable
+    from typing import Literal
+
+__all__ = ["GateError", "Judge", "LoadFailed", "Mapped", "Refused", "elf_extent", "load", "mapped_copy",
+           "mapped_files", "refusal", "windows_kernel32", "windows_system_dll_loads"]
+
+RTLD_NOW = getattr(os, "RTLD_NOW", 2)
+RTLD_LOCAL = getattr(os, "RTLD_LOCAL", 0)
+RTLD_GLOBAL = getattr(os, "RTLD_GLOBAL", 0x100)
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+               | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+_MAX_PHDRS_BYTES = 4 * 1024 * 1024  # 65,535 entries of 64 bytes; a real library has ~10
+_MAX_MAPS = 64 * 1024 * 1024
+
+
+class GateError(OSError):
+    """The gate did not map a file. ``str()`` says why, in words for a report."""
+
+    kind = "failed"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(reason)
+        self.path = path
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class Refused(GateError):
+    """The file was judged and refused before the loader saw it (nothing of it ran).
+
+    ``kind``: ``"relative"``, ``"current-directory"``, ``"unsafe"`` (owner or mode of the file or of a
+    directory on its way), ``"not-regular"``, ``"missing"`` or ``"truncated"``.
+    """
+
+    def __init__(self, path: str, kind: str, reason: str) -> None:
+        super().__init__(path, reason)
+        self.kind = kind
+
+
+class LoadFailed(GateError):
+    """The file passed the gate and the dynamic loader refused it; ``str()`` is the loader's own message."""
+
+    kind = "loader"
+
+
+class Mapped:
+    """A library the gate let through and the loader mapped."""
+
+    __slots__ = ("accepted_unsafe", "device", "handle", "inode", "mapped_path", "path", "real")
+
+    def __init__(self, path: str, real: str, handle: ctypes.CDLL, device: str, inode: int,
+                 mapped_path: str | None, accepted_unsafe: tuple[str, ...]) -> None:
+        self.path = path  # as asked for
+        self.real = real  # what was opened, judged and dlopen'ed
+        self.handle = handle
+        self.device = device  # "fe:00", as /proc/<pid>/maps writes it
+        self.inode = inode
+        # the realpath /proc/self/maps shows for that (device, inode) after the load; None when no mapping
+        # of the checked file appeared (another copy was handed back, or the file was swapped) or maps
+        # cannot be read
+        self.mapped_path = mapped_path
+        self.accepted_unsafe = accepted_unsafe  # what only --allow-unsafe-dirs let through, one line each
+
+    @property
+    def verified(self) -> bool:
+        """The file checked is the file mapped."""
+        return self.mapped_path is not None
+
+
+# --------------------------------------------------------------------------------------------------
+# The judgement of a path (rules 1-4)
+# --------------------------------------------------------------------------------------------------
+class Judge:
+    """Judges directories and files for one run, remembering each directory's verdict.
+
+    A verdict is remembered for the life of this object only: a long-lived process makes a new one per
+    decision, so a ``chmod`` between two preloads is seen.
+    """
+
+    def __init__(self, uid: int | None = None) -> None:
+        self.uid = uid if uid is not None else (os.getuid() if hasattr(os, "getuid") else 0)
+        self._dirs: dict[str, tuple[str, str] | None] = {}
+
+    def _one(self, path: str, st: os.stat_result, what: str) -> str | None:
+        if st.st_mode & stat.S_IWOTH and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
+            return f"world-writable {what} {path}"
+        if st.st_uid not in (0, self.uid):
+            return f"{what} {path} owned by another user (uid {st.st_uid})"
+        return None
+
+    def directory(self, real_dir: str) -> str | None:
+        """Why ``real_dir`` (a real path) or one of its ancestors lets another user change what it holds;
+        None when nothing does."""
+        if os.name == "nt":
+            return None  # Windows ACLs are not judged here (docs/security.md)
+        found = self._chain(real_dir)
+        if found is None:
+            return None
+        where, why = found
+        if where == real_dir:
+            return why
+        return f"{why}, above {real_dir}: whoever can write there can replace {real_dir}"
+
+    def _chain(self, real_dir: str) -> tuple[str, str] | None:
+        """The nearest directory on the way from ``real_dir`` up to ``/`` that others control, with why."""
+        if real_dir in self._dirs:
+            return self._dirs[real_dir]
+        try:
+            st = os.lstat(real_dir)
+        except OSError as exc:
+            found: tuple[str, str] | None = (real_dir, f"directory {real_dir} cannot be examined ({exc.strerror})")
+        else:
+            if not stat.S_ISDIR(st.st_mode):
+                found = (real_dir, f"{real_dir} is not a directory (it changed while it was judged)")
+            else:
+                own = self._one(real_dir, st, "directory")
+                parent = os.path.dirname(real_dir)
+                found = (real_dir, own) if own is not None else (
+                    None if parent == real_dir else self._chain(parent))
+        self._dirs[real_dir] = found
+        return found
+
+    def file(self, real: str, st: os.stat_result) -> str | None:
+        """Why a file's own owner or mode lets another user change it; None when nothing does."""
+        if os.name == "nt":
+            return None
+        return self._one(real, st, "file")
+
+
+def _current_directory() -> str | None:
+    try:
+        return os.path.realpath(os.getcwd())
+    except OSError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+# The file (rules 5-6): its PT_LOAD extent, read with pread from the open descriptor
+# --------------------------------------------------------------------------------------------------
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    os.lseek(fd, offset, os.SEEK_SET)  # Windows: no pread
+    return os.read(fd, size)
+
+
+def elf_extent(fd: int) -> int | None:
+    """The bytes an ELF file must hold for the loader to map it: the end of its program header table
+    and of every ``PT_LOAD`` segment's file part. None when the file is not ELF (the loader says so).
+
+    Raises:
+        ValueError: an ELF file too short for its own headers (the reason is the text).
+    """
+    ident = _pread(fd, 64, 0)
+    if ident[:4] != b"\x7fELF":
+        return None
+    wide = ident[4:5] == b"\x02"
+    if len(ident) < (64 if wide else 52) or ident[4] not in (1, 2) or ident[5] not in (1, 2):
+        raise ValueError("shorter than an ELF header")
+    order: Literal["little", "big"] = "little" if ident[5] == 1 else "big"
+
+    def num(data: bytes, at: int, size: int) -> int:
+        return int.from_bytes(data[at:at + size], order)
+
+    if wide:  # ELF64: e_phoff at 32, e_shoff at 40, e_phentsize/e_phnum at 54/56, e_shentsize at 58
+        phoff, shoff, phentsize, phnum, shentsize = num(ident, 32, 8), num(ident, 40, 8), num(ident, 54, 2), \
+            num(ident, 56, 2), num(ident, 58, 2)
+        # p_type (4), p_flags (4), p_offset (8), p_vaddr, p_paddr, p_filesz (8) at 32
+        fields, need, info_at = ((0, 4), (8, 8), (32, 8)), 40, 44
+    else:  # ELF32: e_phoff at 28, e_shoff at 32, e_phentsize/e_phnum at 42/44, e_shentsize at 46
+        phoff, shoff, phentsize, phnum, shentsize = num(ident, 28, 4), num(ident, 32, 4), num(ident, 42, 2), \
+            num(ident, 44, 2), num(ident, 46, 2)
+        # p_type (4), p_offset (4), p_vaddr, p_paddr, p_filesz (4) at 16
+        fields, need, info_at = ((0, 4), (4, 4), (16, 4)), 20, 28
+    if phnum == 0xFFFF and shoff:  # PN_XNUM: the real count is section 0's sh_info
+        sh = _pread(fd, shentsize, shoff)
+        if len(sh) < info_at + 4:
+            raise ValueError("shorter than its section header 0")
+        phnum = num(sh, info_at, 4)
+    extent = phoff + phentsize * phnum if phnum else len(ident)
+    if phnum == 0:
+        return extent
+    if phentsize < need or phentsize * phnum > _MAX_PHDRS_BYTES:
+        raise ValueError("its program header table is malformed")
+    table = _pread(fd, phentsize * phnum, phoff)
+    if len(table) < phentsize * phnum:
+        raise ValueError(f"shorter than its program header table ({extent} bytes)")
+    (t_at, t_size), (o_at, o_size), (f_at, f_size) = fields
+    for base in range(0, phentsize * phnum, phentsize):
+        if num(table, base + t_at, t_size) == 1:  # PT_LOAD
+            extent = max(extent, num(table, base + o_at, o_size) + num(table, base + f_at, f_size))
+    return extent
+
+
+def _open_checked(real: str, judge: Judge, allow_unsafe: bool, accepted: list[str]) -> tuple[int, os.stat_result]:
+    """Rules 4-6 on an open descriptor; returns it (the caller closes it) with its ``fstat``."""
+    try:
+        lst = os.lstat(real)
+    except OSError as exc:
+        raise Refused(real, "missing", f"{real}: {exc.strerror}") from None
+    if not stat.S_ISREG(lst.st_mode):
+        # a FIFO is never opened: open() on one blocks until a writer appears
+        raise Refused(real, "not-regular", f"{real} is not a regular file")
+    try:
+        fd = os.open(real, _OPEN_FLAGS)
+    except OSError as exc:
+        raise Refused(real, "missing", f"{real}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (lst.st_dev, lst.st_ino):
+            raise Refused(real, "not-regular", f"{real} changed while it was judged (not the regular file "
+                                               "that was there a moment before)")
+        why = judge.file(real, st)
+        if why is not None:
+            if not allow_unsafe:
+                raise Refused(real, "unsafe", why)
+            accepted.append(why)
+        if os.name != "nt":
+            try:
+                extent = elf_extent(fd)
+            except (ValueError, OSError) as exc:
+                raise Refused(real, "truncated", f"{real} is damaged: {exc}") from None
+            if extent is not None and st.st_size < extent:
+                raise Refused(real, "truncated", f"{real} is truncated: {st.st_size} bytes, but its loadable "
+                                                 f"segments end at byte {extent}")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+# --------------------------------------------------------------------------------------------------
+# The load (rule 7)
+# --------------------------------------------------------------------------------------------------
+def _device_text(st_dev: int) -> str:
+    return f"{os.major(st_dev):02x}:{os.minor(st_dev):02x}"
+
+
+def _maps() -> list[list[str]] | None:
+    """``/proc/self/maps`` as ``[address, perms, offset, device, inode, path]`` rows of mapped files; None
+    when it cannot be read. The kernel writes each path resolved (no symlink in it), so no ``realpath``
+    is needed to compare it: this stays cheap enough for the hook's fast path, where
+    :func:`ortdoctor.formats.procmaps.mapped_objects` (the full reader) would resolve every path again."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            text = f.read(_MAX_MAPS).decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    rows = []
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].startswith("/") and parts[4] != "0":
+            rows.append(parts)
+    return rows
+
+
+def _mapping_of(device: str, inode: int, real: str) -> str | None:
+    """The path ``/proc/self/maps`` shows for the file ``(device, inode)``; None when it is not mapped.
+
+    An overlay file system shows the inode with the device of the layer underneath: there the inode and
+    the real path together identify the file.
+    """
+    ino = str(inode)
+    fallback = None
+    for parts in _maps() or ():
+        if parts[4] != ino:
+            continue
+        shown = parts[5].removesuffix(" (deleted)")
+        if parts[3] == device:
+            return shown
+        if fallback is None and os.path.realpath(shown) == real:
+            fallback = shown
+    return fallback
+
+
+def _judged(path: str, allow_unsafe: bool, named: Iterable[str],
+            judge: Judge | None) -> tuple[str, int, os.stat_result, list[str]]:
+    """Rules 1-6: (the real path, an open descriptor of it, its fstat, what only the override let through)."""
+    if not path or not os.path.isabs(path):
+        raise Refused(path, "relative", f"refusing to load a relative path: {path!r}")
+    real = os.path.realpath(path)
+    directory = os.path.dirname(real)
+    cwd = _current_directory()
+    if cwd is not None and directory == cwd and not any(
+            os.path.realpath(n) == cwd for n in named if os.path.isabs(n)):
+        raise Refused(path, "current-directory", f"{real} is in the current directory")
+    judge = judge or Judge()
+    accepted: list[str] = []
+    why = judge.directory(directory)
+    if why is not None:
+        if not allow_unsafe:
+            raise Refused(path, "unsafe", why)
+        accepted.append(why)
+    fd, st = _open_checked(real, judge, allow_unsafe, accepted)
+    return real, fd, st, accepted
+
+
+def refusal(path: str, *, allow_unsafe: bool = False, named: Iterable[str] = (),
+            judge: Judge | None = None) -> str | None:
+    """Why the gate would refuse ``path`` (rules 1-6), without mapping it; None when it would not.
+
+    For a file something else will ``dlopen`` (onnxruntime loads a plugin's provider library itself)."""
+    if sys.platform == "win32":
+        return None if path and os.path.isabs(path) else f"refusing to load a relative path: {path!r}"
+    try:
+        _real, fd, _st, _accepted = _judged(path, allow_unsafe, named, judge)
+    except Refused as exc:
+        return exc.reason
+    os.close(fd)
+    return None
+
+
+def load(path: str, *, global_: bool = False, allow_unsafe: bool = False, named: Iterable[str] = (),
+         judge: Judge | None = None) -> Mapped:
+    """Judge ``path``, open and check it, ``dlopen`` its real path and prove the mapping.
+
+    ``named`` are directories the user named (``--directory``): files directly in the current directory
+    load only from those. ``judge`` shares directory verdicts across the loads of one run.
+
+    Raises:
+        Refused: the gate refused the file; nothing of it was mapped.
+        LoadFailed: the loader refused it.
+    """
+    if sys.platform == "win32":
+        return _load_windows(path)
+    real, fd, st, accepted = _judged(path, allow_unsafe, named, judge)
+    try:
+        import ctypes
+
+        try:
+            handle = ctypes.CDLL(real, mode=RTLD_NOW | (RTLD_GLOBAL if global_ else RTLD_LOCAL))
+        except OSError as exc:
+            raise LoadFailed(path, str(exc)) from None
+        device = _device_text(st.st_dev)
+        return Mapped(path, real, handle, device, st.st_ino, _mapping_of(device, st.st_ino, real),
+                      tuple(accepted))
+    finally:
+        os.close(fd)
+
+
+def mapped_files() -> list[str]:
+    """The paths of the files mapped in this process, as ``/proc/self/maps`` shows them ([] without it)."""
+    return list(dict.fromkeys(parts[5].removesuffix(" (deleted)") for parts in _maps() or ()))
+
+
+def mapped_copy(soname: str, paths: Iterable[str] | None = None) -> str | None:
+    """The path of the copy of ``soname`` already mapped in this process, from ``/proc/self/maps`` (or
+    ``paths``, what :func:`mapped_files` returned); None when none is.
+
+    A mapped file named ``soname``, or ``soname`` plus a version (``libcudnn.so.9.19.0``), is the copy
+    a later ``dlopen`` of that soname returns. Nothing is opened or searched: asking the loader instead
+    (``RTLD_NOLOAD`` with the bare name) makes it search the library path and open each candidate.
+    """
+    if paths is None:
+        paths = mapped_files()
+    prefix = soname + "."
+    for path in paths:
+        base = os.path.basename(path)
+        if base == soname or base.startswith(prefix):
+            return path
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Windows (written against the documented behaviour of LoadLibraryEx; not run on Windows yet)
+# --------------------------------------------------------------------------------------------------
+_LOAD_LIBRARY_SEARCH_SYSTEM32 = 0x00000800
+
+
+def _load_windows(path: str) -> Mapped:
+    import ctypes
+
+    if not path or not os.path.isabs(path):
+        raise Refused(path, "relative", f"refusing to load a relative path: {path!r}")
+    try:
+        handle = ctypes.WinDLL(path)  # type: ignore[attr-defined]
+    except OSError as exc:
+        raise LoadFailed(path, str(exc)) from None
+    return Mapped(path, path, handle, "", 0, path, ())
+
+
+def windows_kernel32() -> ctypes.CDLL | None:
+    """kernel32, which every Windows process already has mapped (a lookup, not a load)."""
+    if sys.platform != "win32":
+        return None
+    import ctypes
+
+    try:
+        return ctypes.WinDLL("kernel32", use_last_error=True)
+    except OSError:
+        return None
+
+
+def windows_system_dll_loads(dll: str) -> bool:
+    """Windows: does ``dll`` load from System32 alone (never the current or the program's directory)?"""
+    kernel32 = windows_kernel32()
+    if kernel32 is None:
+        return False
+    import ctypes
+
+    load_ex = kernel32.LoadLibraryExW
+    load_ex.restype = ctypes.c_void_p
+    return bool(load_ex(dll, None, _LOAD_LIBRARY_SEARCH_SYSTEM32))
