@@ -1,8 +1,10 @@
-"""The loader: real dlopen of gcc-built libraries in child processes, /proc/self/maps proof, RTLD_NOLOAD,
-version functions; plus the pure parts (version encodings, ld.so.cache, MSVC list)."""
+"""The loader: real dlopen (through the gate) of gcc-built libraries in child processes, /proc/self/maps
+proof, "already loaded?" from /proc/self/maps, version functions; plus the pure parts (version encodings,
+ld.so.cache, MSVC list)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -64,6 +66,16 @@ def test_ld_so_cache_absent_or_garbage(tmp_path: Path):
 def test_load_refuses_relative_paths():
     with pytest.raises(loader.LoadError, match="relative"):
         loader.load("libcudart.so.13")
+
+
+def test_already_loaded_never_asks_the_loader_by_name(tmp_path: Path):
+    """A FIFO named like the library in the current directory, with an empty LD_LIBRARY_PATH entry: asking
+    the dynamic loader by bare soname would open it and block; the answer comes from /proc/self/maps."""
+    os.mkfifo(tmp_path / "libcublasLt.so.13")
+    code = "from ortdoctor.preloading import loader\nprint(loader.already_loaded('libcublasLt.so.13'))\n"
+    proc = run_child(code, pythonpath=[], cwd=tmp_path, env={"LD_LIBRARY_PATH": ":/usr/lib"}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "None"
 
 
 def test_load_verify_noload_and_versions_in_a_child(tmp_path: Path):
