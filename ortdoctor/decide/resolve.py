@@ -156,7 +156,7 @@ def resolve(
         w.findings.append(make(
             "unsafe-library-dir",
             f"{unsafe_dirs.get(d, d)}: anyone who can write there can plant a library that runs in your process.",
-            f"chmod o-w {index[d].realpath or d}  (or, if you trust it, pass --allow-unsafe-dirs)"))
+            f"chmod o-w {index[d].unsafe_where()}  (or, if you trust it, pass --allow-unsafe-dirs)"))
 
     skip = _skip_reasons(w.specs, cuda=cuda, cudnn=cudnn)
     chosen = _choose(w, matrix, cands, skip)

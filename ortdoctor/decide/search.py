@@ -53,9 +53,10 @@ class DirListing:
     world_writable: bool = False  # writable by anyone and not sticky: anyone can plant a library
     foreign_owner: int | None = None  # uid of a non-root owner other than the current user
     unsafe_files: Mapping[str, str] = field(default_factory=dict)  # file name -> why the file is unsafe
-    # why a directory above it lets another user replace it (world-writable and not sticky, or owned by
-    # another user): the gate's rule, judged here so the resolver can pick another copy and say why
-    unsafe_ancestor: str | None = None
+    # (the directory, why) when a directory above it lets another user replace it (world-writable and not
+    # sticky, or owned by another user): the gate's rule, judged here so the resolver can pick another copy
+    # and say why
+    unsafe_ancestor: tuple[str, str] | None = None
 
     def unsafe(self) -> str | None:
         """Why nothing in this directory may be loaded without the override; None when it is safe."""
@@ -63,7 +64,11 @@ class DirListing:
             return f"world-writable directory {self.realpath or self.path}"
         if self.foreign_owner is not None:
             return f"directory {self.realpath or self.path} owned by another user (uid {self.foreign_owner})"
-        return self.unsafe_ancestor
+        return self.unsafe_ancestor[1] if self.unsafe_ancestor is not None else None
+
+    def unsafe_where(self) -> str:
+        """The directory whose owner or mode makes this one unsafe (itself, or one above it)."""
+        return self.unsafe_ancestor[0] if self.unsafe_ancestor is not None else (self.realpath or self.path)
 
 
 DirIndex = Mapping[str, DirListing]
@@ -114,7 +119,7 @@ def index_dirs(
             continue
         world, foreign = _unsafe_reason(st, me)
         # the directory's own mode and owner are reported as before; above it, the gate's judgement
-        above = None if world or foreign is not None else judge.directory(real)
+        above = None if world or foreign is not None else judge.culprit(real)
         files: dict[str, str] = {}
         unsafe: dict[str, str] = {}
         if wanted is not None:

@@ -32,7 +32,7 @@ from ortdoctor.formats.distinfo import normalize as normalize_name
 from ortdoctor.formats.realpath import real_path
 from ortdoctor.probes.tensorrt import tensorrt_component
 
-__all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "judge_installs", "plan_tensorrt", "tensorrt_fix",
+__all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "TensorrtRefusal", "judge_installs", "plan_tensorrt", "tensorrt_fix",
            "tensorrt_need", "tensorrt_steps"]
 
 _TRT_DLL_RE = lazy(r"^(nvinfer|nvinfer_plugin|nvonnxparser)(?:_(\d+))?\.dll$", re.I)
@@ -54,6 +54,15 @@ class TensorrtNeed:
 
 
 @record
+class TensorrtRefusal:
+    """An install the CUDA libraries' refusals keep from being loaded (or that only the override let through)."""
+
+    install: TensorrtInstall
+    why: str
+    unsafe_dir: str | None = None  # the directory whose owner or mode is the reason (None: the current directory)
+
+
+@record
 class TensorrtPlan:
     need: TensorrtNeed
     chosen: TensorrtInstall | None  # the install to load (None: no install of the needed major)
@@ -66,8 +75,8 @@ class TensorrtPlan:
     index_url: str = ""
     # installs never to be loaded, with why (the CUDA libraries' refusals: the current directory, a
     # directory or file others can write, or one under such a directory)
-    refused: tuple[tuple[TensorrtInstall, str], ...] = ()
-    allowed: tuple[tuple[TensorrtInstall, str], ...] = ()  # accepted only because of --allow-unsafe-dirs
+    refused: tuple[TensorrtRefusal, ...] = ()
+    allowed: tuple[TensorrtRefusal, ...] = ()  # accepted only because of --allow-unsafe-dirs
 
 
 def _trt_needed(info: ElfInfo | PeInfo | None) -> tuple[int | None, tuple[str, ...]]:
@@ -119,8 +128,8 @@ _STEMS = ("libnvinfer.so", "libnvinfer_plugin.so", "libnvonnxparser.so")
 
 
 def judge_installs(env: Environment, *, cwd: str | None = None, allow_unsafe: bool = False,
-                   index: DirIndex | None = None) -> tuple[list[TensorrtInstall], list[tuple[TensorrtInstall, str]],
-                                                           list[tuple[TensorrtInstall, str]]]:
+                   index: DirIndex | None = None) -> tuple[list[TensorrtInstall], list[TensorrtRefusal],
+                                                           list[TensorrtRefusal]]:
     """The installs that may be loaded, those refused (with why) and those only the override lets through.
 
     The refusals of the CUDA libraries (:mod:`ortdoctor.decide.resolve`): never the current directory, nor
@@ -134,24 +143,25 @@ def judge_installs(env: Environment, *, cwd: str | None = None, allow_unsafe: bo
     cwd_real = real_path(cwd) if cwd else None
     sites = {normalize_name(d.name): d.location for d in env.tensorrt.distributions}
     ok: list[TensorrtInstall] = []
-    refused: list[tuple[TensorrtInstall, str]] = []
-    allowed: list[tuple[TensorrtInstall, str]] = []
+    refused: list[TensorrtRefusal] = []
+    allowed: list[TensorrtRefusal] = []
     for i in installs:
         lst = index.get(i.directory)
         site = sites.get(normalize_name(i.distribution)) if i.distribution else None
         if lst is None or not lst.exists:
             ok.append(i)  # gone since the probe listed it: the load says so (and the gate judges it then)
         elif cwd_real and lst.realpath == cwd_real:
-            refused.append((i, f"{i.directory} is the current directory"))
+            refused.append(TensorrtRefusal(i, f"{i.directory} is the current directory"))
         elif cwd_real and site and real_path(site) == cwd_real:
-            refused.append((i, f"{i.directory} is in a site directory that is the current directory"))
+            refused.append(TensorrtRefusal(i, f"{i.directory} is in a site directory that is the current directory"))
         elif why := lst.unsafe() or next((w for lib in i.libraries
                                           if (w := lst.unsafe_files.get(os.path.basename(lib.path)))), None):
+            refusal = TensorrtRefusal(i, why, lst.unsafe_where())
             if allow_unsafe:
-                allowed.append((i, why))
+                allowed.append(refusal)
                 ok.append(i)
             else:
-                refused.append((i, why))
+                refused.append(refusal)
         else:
             ok.append(i)
     return ok, refused, allowed

@@ -145,6 +145,12 @@ class Judge:
     def directory(self, real_dir: str) -> str | None:
         """Why ``real_dir`` (a real path) or one of its ancestors lets another user change what it holds;
         None when nothing does."""
+        found = self.culprit(real_dir)
+        return found[1] if found is not None else None
+
+    def culprit(self, real_dir: str) -> tuple[str, str] | None:
+        """(the directory to fix, why) for :meth:`directory`: ``real_dir`` itself or the nearest ancestor
+        that others control; None when nothing does."""
         if os.name == "nt":
             return None  # Windows ACLs are not judged here (docs/security.md)
         found = self._chain(real_dir)
@@ -152,8 +158,8 @@ class Judge:
             return None
         where, why = found
         if where == real_dir:
-            return why
-        return f"{why}, above {real_dir}: whoever can write there can replace {real_dir}"
+            return found
+        return where, f"{why}, above {real_dir}: whoever can write there can replace {real_dir}"
 
     def _chain(self, real_dir: str) -> tuple[str, str] | None:
         """The nearest directory on the way from ``real_dir`` up to ``/`` that others control, with why."""

@@ -42,9 +42,9 @@ def _missing(tplan: TensorrtPlan, installer: Installer) -> Finding:
                     f"The TensorRT EP links libnvinfer.so.{need.major}; installed is TensorRT {majors}: {where}.",
                     fix, steps=steps, severity="error",
                     title=f"TensorRT {majors} is installed; the TensorRT EP needs TensorRT {need.major}")
-    refused = [(i, why) for i, why in tplan.refused if i.major == need.major]
+    refused = [r for r in tplan.refused if r.install.major == need.major]
     if refused:
-        where = "; ".join(f"{i.directory} ({why})" for i, why in refused)
+        where = "; ".join(f"{r.install.directory} ({r.why})" for r in refused)
         return make("tensorrt-unavailable",
                     f"The TensorRT EP links libnvinfer.so.{need.major}; TensorRT {need.major} was found only where "
                     f"ortdoctor never loads from: {where}.", fix, steps=steps, severity="error",
@@ -56,18 +56,19 @@ def _missing(tplan: TensorrtPlan, installer: Installer) -> Finding:
 
 def _note_judged(result: Any, tplan: TensorrtPlan) -> None:
     """The TensorRT installs refused as the CUDA libraries are, and those only the override let through."""
-    unsafe = [(i, why) for i, why in tplan.refused if "current directory" not in why]
-    for install, why in unsafe:
+    for r in tplan.refused:
+        if r.unsafe_dir is None:
+            continue  # the current directory: named in the failure, as the CUDA libraries' candidates are
         result.findings.append(make(
             "unsafe-library-dir",
-            f"{why}: anyone who can write there can plant a library that runs in your process (TensorRT "
-            f"{install.major} in {install.directory} was not loaded).",
-            f"chmod o-w {install.directory}  (or, if you trust it, pass --allow-unsafe-dirs)"))
-    if tplan.allowed and tplan.chosen is not None and any(i is tplan.chosen for i, _why in tplan.allowed):
-        why = next(w for i, w in tplan.allowed if i is tplan.chosen)
-        result.findings.append(make(
-            "unsafe-dir-allowed", f"TensorRT {tplan.chosen.major} from {tplan.chosen.directory} ({why}). Only "
-            "--allow-unsafe-dirs let it through: anyone who can write there can run code in this process."))
+            f"{r.why}: anyone who can write there can plant a library that runs in your process (TensorRT "
+            f"{r.install.major} in {r.install.directory} was not loaded).",
+            f"chmod o-w {r.unsafe_dir}  (or, if you trust it, pass --allow-unsafe-dirs)"))
+    for r in tplan.allowed:
+        if r.install is tplan.chosen:
+            result.findings.append(make(
+                "unsafe-dir-allowed", f"TensorRT {r.install.major} from {r.install.directory} ({r.why}). Only "
+                "--allow-unsafe-dirs let it through: anyone who can write there can run code in this process."))
 
 
 def load_tensorrt(
@@ -99,7 +100,8 @@ def load_tensorrt(
         return
     _note_judged(result, tplan)
     if tplan.chosen is None:
-        refused = "".join(f"; refused {i.directory}: {why}" for i, why in tplan.refused if i.major == tplan.need.major)
+        refused = "".join(f"; refused {r.install.directory}: {r.why}" for r in tplan.refused
+                          if r.install.major == tplan.need.major)
         failed("nvinfer", f"libnvinfer.so.{tplan.need.major}", "not found"
                + (f"; only TensorRT {', '.join(sorted({str(i.major) for i in tplan.other_major}))}"
                   if tplan.other_major else "") + refused, True)

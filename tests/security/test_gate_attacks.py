@@ -129,6 +129,12 @@ def test_tensorrt_from_a_world_writable_foreign_ld_library_path_directory(case: 
     assert trt, out["findings"]
     assert str(ww) in trt[0]["detail"]
 
+    # control: with the override the planted TensorRT loads (the test can see a load), and it is named
+    res = helpers.run_cli(["preload", "--tensorrt", "--json", "--allow-unsafe-dirs"], sites=[case.site],
+                          cwd=case.cwd, env={"LD_LIBRARY_PATH": str(ww)})
+    assert marker.exists()
+    assert "unsafe-dir-allowed" in _ids(res.data), res.data["findings"]
+
 
 def test_tensorrt_in_the_current_directory_named_by_an_absolute_entry(case: Case, tmp_path: Path) -> None:
     _tensorrt_site(case, tmp_path / "build")
@@ -212,6 +218,11 @@ def test_cuda_home_under_a_world_writable_parent_is_refused(case: Case, built_li
     assert not any(p.startswith(str(shared)) for p in data["loaded"]), data["loaded"]
     assert "unsafe-library-dir" in _ids(data), data
     assert str(shared) in _details(data, "unsafe-library-dir")
+    res = helpers.run_cli(["preload", "--json"], sites=[case.site], cwd=case.cwd, env={"CUDA_HOME": str(cuda)})
+    assert not marker.exists()
+    unsafe = [f for f in res.data["findings"] if f["id"] == "unsafe-library-dir"]
+    assert unsafe, res.data["findings"]
+    assert unsafe[0]["fix"].startswith(f"chmod o-w {shared} ")  # the parent is what to fix
 
 
 def test_cuda_home_swapped_by_another_user_while_the_hook_runs(case: Case, built_libs: dict[str, Path],
