@@ -1,0 +1,44 @@
+"""Packages whose metadata requires an onnxruntime distribution (``ort_dependents.json``, with sources).
+
+``optimum[onnxruntime]`` or ``faster-whisper`` in a requirements file pulls the CPU ``onnxruntime`` in
+beside ``onnxruntime-gpu``: pip installs both into one ``onnxruntime/`` package. ``ortdoctor lint`` reads
+no index and installs nothing, so what those packages require is this table, read from the
+``Requires-Dist`` lines of their wheels as PyPI served them (each row names the wheel and its sha256).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from ortdoctor.core.record import record
+
+__all__ = ["Dependent", "dependents", "ort_package_of"]
+
+
+@record
+class Dependent:
+    name: str
+    requires: dict[str, str]  # extra ("" for the package itself) -> onnxruntime distribution
+    gpu: str | None  # the requirement that pulls onnxruntime-gpu instead, where there is one
+    source: str
+
+
+@lru_cache(maxsize=1)
+def dependents() -> dict[str, Dependent]:
+    data = json.loads((Path(__file__).with_name("ort_dependents.json")).read_text(encoding="utf-8"))
+    return {name: Dependent(name, dict(row["requires"]), row.get("gpu"), row["source"])
+            for name, row in data["packages"].items()}
+
+
+def ort_package_of(name: str, extras: tuple[str, ...]) -> tuple[str, Dependent] | None:
+    """The onnxruntime distribution ``name[extras]`` requires (the CPU one first), with its table row."""
+    row = dependents().get(name)
+    if row is None:
+        return None
+    pulled = [row.requires[e] for e in ("", *extras) if e in row.requires]
+    if not pulled:
+        return None
+    cpu = [p for p in pulled if p != "onnxruntime-gpu"]
+    return (cpu[0] if cpu else pulled[0]), row

@@ -1,0 +1,448 @@
+"""``ortdoctor lint``'s rules: a declared stack (:mod:`ortdoctor.decide.lint_stack`) -> findings at lines.
+
+Pure: a :class:`~ortdoctor.decide.lint_stack.Stack` and the matrix in, :class:`LintFinding` out. Each
+finding is built from the catalog (``core/catalog.py``, the ``lint-*`` ids) and carries the place it is
+about and, where one can be written, the replacement for that line: a fix that edits the file, with
+versions chosen from the matrix's package table (the same table ``check``'s fixes pin from).
+
+What each rule compares (one stack at a time, so a CPU requirements file beside a GPU one is no conflict):
+
+* both ORT flavours: onnxruntime-gpu and a CPU flavour that pip would install together on Linux x86_64
+  (markers read), also through a dependency's metadata (:mod:`ortdoctor.decide.ort_dependents`);
+* CUDA and cuDNN majors: the builds the onnxruntime-gpu requirement can install (its PyPI wheel, the
+  feeds named) against torch's build, the base image, conda's CUDA and pinned NVIDIA wheels;
+* Python: the releases the requirement admits against the declared Python;
+* the driver floor, the declared GPUs' kernels, and a requirement that admits more than one CUDA major.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from ortdoctor.core.catalog import make
+from ortdoctor.core.facts import Finding
+from ortdoctor.core.record import record
+from ortdoctor.decide.kernels import coverage, describe_archs, parse_compute_capability, sm_name
+from ortdoctor.decide.lint_stack import (
+    CPU_FLAVOURS,
+    GPU_PACKAGE,
+    PYTHONS,
+    Declared,
+    OrtBuild,
+    Pin,
+    Stack,
+    Where,
+    applies,
+    exact_version,
+    image_majors,
+    matching_versions,
+    ort_builds,
+    torch_majors,
+    wheel_major,
+)
+from ortdoctor.decide.matrix.model import Matrix, Release
+from ortdoctor.decide.ort_dependents import dependents, ort_package_of
+
+__all__ = ["LintFinding", "lint_stack"]
+
+
+@record
+class LintFinding:
+    finding: Finding
+    where: Where
+    replacement: str | None = None  # the new text of `where.line` ("" : delete the line); None: no edit
+    related: tuple[Where, ...] = ()  # the other lines the finding is about (the torch pin, the FROM line)
+    stack: str = ""
+
+
+@record
+class _Source:
+    """Something in the stack that fixes a CUDA or cuDNN major."""
+
+    cuda: int | None
+    cudnn: int | None
+    what: str  # "torch==2.3.1+cu121 (requirements.txt:4)"
+    where: Where
+    system: bool = False  # libraries of the image or conda, not wheels
+
+
+def _at(where: Where) -> str:
+    return f"{where.file}:{where.line}"
+
+
+def _vkey(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", v)[:4])
+
+
+def _release(matrix: Matrix, version: str) -> Release | None:
+    match = matrix.release_for(version)
+    return match.release if match is not None and not match.unverified else None
+
+
+# -- which onnxruntime-gpu a requirement installs --------------------------------------------------
+def _resolved(matrix: Matrix, pin: Pin, python: str | None) -> tuple[str | None, list[str]]:
+    """(the version pip installs today, every version the requirement admits)."""
+    exact = exact_version(pin.spec)
+    if exact is not None:
+        return exact, [exact]
+    versions = matching_versions(matrix, GPU_PACKAGE, pin.spec)
+    if python:
+        fit = [v for v in versions if _python_ok(matrix, v, python)]
+        versions = fit or versions
+    return (versions[-1] if versions else None), versions
+
+
+def _python_ok(matrix: Matrix, version: str, python: str) -> bool:
+    release = _release(matrix, version)
+    return release is None or not release.python or python in release.python
+
+
+def _pick(matrix: Matrix, *, cuda: int | None = None, cudnn: int | None = None, python: str | None = None,
+          driver: str | None = None, gpus: Sequence[tuple[int, int]] = ()) -> str | None:
+    """The newest onnxruntime-gpu on PyPI (not known to be bad) whose wheel fits every given constraint."""
+    for v in sorted(matrix.versions_of(GPU_PACKAGE), key=_vkey, reverse=True):
+        match = matrix.release_for(v)
+        if match is None or not match.exact:
+            continue
+        r = match.release
+        if not r.pypi or r.bad(v) is not None:
+            continue
+        if cuda is not None and r.cuda_major != cuda:
+            continue
+        if cudnn is not None and r.cudnn_major != cudnn:
+            continue
+        if python and r.python and python not in r.python:
+            continue
+        if driver is not None and not _driver_ok(matrix, r.cuda_major, driver):
+            continue
+        if gpus and not all(_runs(r, cc) for cc in gpus):
+            continue
+        return v
+    return None
+
+
+def _driver_ok(matrix: Matrix, cuda_major: int, floor: str) -> bool:
+    need = matrix.cuda_majors.get(cuda_major)
+    return need is None or _vkey(need.min_driver_linux) <= _vkey(floor)
+
+
+def _runs(release: Release, cc: tuple[int, int]) -> bool:
+    k = release.kernels_for()
+    if k is None:
+        return True  # unknown: never claim a wheel lacks kernels without having read it
+    return coverage(cc, k.archs, ptx_isa=k.ptx_isa, isolated=k.isolated).runs
+
+
+def _new_requirement(pin: Pin, version: str, matrix: Matrix) -> str:
+    release = _release(matrix, version)
+    extras = [e for e in pin.extras if release is not None and e in release.extras]
+    head = GPU_PACKAGE + (f"[{','.join(extras)}]" if extras else "")
+    return f"{head}=={version}" + (f"; {pin.marker}" if pin.marker else "")
+
+
+def _replace(pin: Pin, new_requirement: str) -> str | None:
+    """The pin's line with the requirement replaced; None when the line does not spell it out."""
+    text = pin.where.text
+    if pin.requirement:
+        # the requirement as a whole word: not a prefix of a longer name or spec
+        m = re.search(r"(?<![\w.-])" + re.escape(pin.requirement) + r"(?![\w.\[=<>~!*-])", text)
+        if m:
+            return text[:m.start()] + new_requirement + text[m.end():]
+    # `name = "spec"` / `name = {version = "spec", ...}` (Poetry, PDM tables): replace the spec string
+    spec = new_requirement.split(";")[0]
+    spec = spec[spec.index("=="):] if "==" in spec else ""
+    m = re.match(r"""(\s*["']?[A-Za-z0-9_.-]+["']?\s*=\s*)(["'])[^"']*\2(.*)$""", text)
+    if m and spec:
+        return f"{m.group(1)}{m.group(2)}{spec}{m.group(2)}{m.group(3)}"
+    m = re.search(r"""(version\s*=\s*)(["'])[^"']*\2""", text)
+    if m and spec:
+        return text[:m.start()] + f"{m.group(1)}{m.group(2)}{spec}{m.group(2)}" + text[m.end():]
+    return None
+
+
+def _pin_fix(pin: Pin, version: str | None, matrix: Matrix, why: str) -> tuple[str, str | None]:
+    """(fix text, replacement line) pinning ``version``."""
+    if version is None:
+        return why, None
+    new = _new_requirement(pin, version, matrix)
+    line = _replace(pin, new)
+    text = f"{_at(pin.where)}: {line.strip() if line is not None else new}"
+    return (f"{text}  ({why})" if why else text), line
+
+
+# -- what else the stack declares -------------------------------------------------------------------
+def _sources(stack: Stack, matrix: Matrix) -> list[_Source]:
+    feeds = [(kind, url) for kind, url, _ in stack.feeds]
+    out: list[_Source] = []
+    for pin in stack.pins:
+        if not applies(pin, None) or pin.optional:
+            continue
+        if pin.name == "torch":
+            majors = torch_majors(matrix, pin, feeds)
+            if majors is not None:
+                cuda, cudnn, how = majors
+                out.append(_Source(cuda, cudnn, f"torch {how} ({_at(pin.where)})", pin.where))
+        elif pin.name.startswith("nvidia-"):
+            cuda = wheel_major(matrix, pin.name)
+            cudnn = None
+            if pin.name.startswith("nvidia-cudnn"):
+                m = re.match(r"(?:==|~=|>=)\s*(\d+)", pin.spec)
+                cudnn = int(m.group(1)) if m else None
+            if cuda is not None or cudnn is not None:
+                out.append(_Source(cuda, cudnn, f"`{pin.requirement}` ({_at(pin.where)})", pin.where))
+    for d in stack.declared:
+        if d.kind == "cuda":
+            m = re.match(r"(\d+)", d.value)
+            if m:
+                out.append(_Source(int(m.group(1)), None, f"{d.origin} ({_at(d.where)})", d.where, True))
+        elif d.kind == "cudnn":
+            m = re.match(r"(\d+)", d.value)
+            if m:
+                out.append(_Source(None, int(m.group(1)), f"{d.origin} ({_at(d.where)})", d.where, True))
+    return out
+
+
+def _pythons(stack: Stack) -> list[Declared]:
+    return [d for d in stack.declared if d.kind == "python" and d.value in PYTHONS]
+
+
+def _one_python(stack: Stack) -> str | None:
+    exact = {d.value for d in _pythons(stack) if d.exact}
+    return next(iter(exact)) if len(exact) == 1 else None
+
+
+# -- the rules ----------------------------------------------------------------------------------------
+def lint_stack(stack: Stack, matrix: Matrix) -> list[LintFinding]:
+    """Every finding of one stack, in file order."""
+    out: list[LintFinding] = []
+    out += _both_flavours(stack)
+    python = _one_python(stack)
+    sources = _sources(stack, matrix)
+    feeds = [(kind, url) for kind, url, _ in stack.feeds]
+    for pin in stack.pins:
+        if pin.name != GPU_PACKAGE or pin.optional or not applies(pin, python):
+            continue
+        version, admitted = _resolved(matrix, pin, python)
+        if version is None:
+            continue
+        builds = ort_builds(matrix, version, feeds, index=pin.index)
+        if not builds:
+            continue
+        floats = not stack.locked and exact_version(pin.spec) is None
+        out += _unpinned(stack, matrix, pin, admitted, sources, python)
+        out += _cuda(stack, matrix, pin, version, builds, sources, python, floats)
+        out += _python(stack, matrix, pin, admitted, builds)
+        out += _driver(stack, matrix, pin, builds)
+        out += _kernels(stack, matrix, pin, version, builds, sources)
+    out += _image_driver(stack, matrix)
+    return sorted(out, key=lambda f: (f.where.file, f.where.line))
+
+
+def _ort_side(stack: Stack) -> tuple[list[tuple[Pin, str]], list[tuple[Pin, str]]]:
+    """(GPU, CPU): the pins that bring each flavour, each with how."""
+    gpu: list[tuple[Pin, str]] = []
+    cpu: list[tuple[Pin, str]] = []
+    for pin in stack.pins:
+        if pin.optional:
+            continue
+        if pin.name == GPU_PACKAGE:
+            gpu.append((pin, ""))
+        elif pin.name in CPU_FLAVOURS:
+            cpu.append((pin, ""))
+        else:
+            hit = ort_package_of(pin.name, pin.extras)
+            if hit is not None:
+                package, row = hit
+                (gpu if package == GPU_PACKAGE else cpu).append((pin, f"{package} (its metadata requires it: "
+                                                                      f"{row.source.split(' ')[0]})"))
+    return gpu, cpu
+
+
+def _both_flavours(stack: Stack) -> list[LintFinding]:
+    gpu, cpu = _ort_side(stack)
+    exact = [d.value for d in _pythons(stack) if d.exact]
+    pythons: Iterable[str | None] = exact or [None, *PYTHONS]
+    out: list[LintFinding] = []
+    for pin, how in cpu:
+        together = [g for g, _ in gpu if any(applies(g, p) and applies(pin, p) for p in pythons)]
+        if not together:
+            continue
+        g = together[0]
+        brings = how or pin.name
+        detail = (f"{_at(pin.where)} installs {brings} and {_at(g.where)} installs onnxruntime-gpu "
+                  f"({stack.name}); both write the same onnxruntime/ directory")
+        row = dependents().get(pin.name) if how else None
+        if row is not None and row.gpu:
+            head = re.match(r"\s*[A-Za-z0-9._-]+\s*(\[[^\]]*\])?", pin.requirement)
+            new = row.gpu + pin.requirement[head.end():] if head else row.gpu
+            line = pin.where.text.replace(pin.requirement, new, 1) if pin.requirement in pin.where.text else None
+            fix = f"{_at(pin.where)}: {new}  (the GPU variant pulls onnxruntime-gpu instead)"
+        elif row is not None:
+            line = None
+            fix = (f"{pin.name} has no GPU variant: install it in a later step with `--no-deps`, after "
+                   f"onnxruntime-gpu, and list its other requirements yourself")
+        else:
+            line = ""
+            fix = f"{_at(pin.where)}: delete this line (onnxruntime-gpu has the CPU execution provider too)"
+        out.append(LintFinding(make("lint-ort-cpu-and-gpu", detail, fix), pin.where, line, (g.where,),
+                               stack.name))
+    return out
+
+
+def _unpinned(stack: Stack, matrix: Matrix, pin: Pin, admitted: list[str], sources: list[_Source],
+              python: str | None) -> list[LintFinding]:
+    if stack.locked or exact_version(pin.spec) is not None:
+        return []
+    majors = sorted({r.cuda_major for r in (_release(matrix, v) for v in admitted) if r is not None and r.pypi})
+    upper = re.search(r"<|~=|==", pin.spec)
+    if len(majors) < 2 and (upper or not majors):
+        return []
+    if len(majors) < 2 and not upper:
+        return []  # one major up to now; the matrix cannot say when the next one comes
+    want = next((s.cuda for s in sources if s.cuda is not None), None)
+    version = _pick(matrix, cuda=want, python=python) if want is not None else admitted[-1]
+    detail = (f"`{pin.requirement}` admits releases built for CUDA "
+              f"{', '.join(str(m) for m in majors)}; today it installs {admitted[-1]}")
+    why = f"the newest CUDA {want} release" if want is not None else "today's release, pinned"
+    fix, line = _pin_fix(pin, version, matrix, why)
+    return [LintFinding(make("lint-ort-unpinned", detail, fix), pin.where, line, (), stack.name)]
+
+
+def _cuda(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[OrtBuild],
+          sources: list[_Source], python: str | None, floats: bool) -> list[LintFinding]:
+    out: list[LintFinding] = []
+    cudas = sorted({b.cuda_major for b in builds})
+    cudnns = {b.cudnn_major for b in builds if b.cudnn_major is not None}
+    installs = f"installs {version}" if floats else f"pins {version}"
+    for s in sources:
+        if s.cuda is not None and s.cuda not in cudas:
+            detail = (f"`{pin.requirement}` {installs}, built for CUDA {'/'.join(map(str, cudas))}; "
+                      f"{s.what} brings CUDA {s.cuda}")
+            want_cudnn = next((x.cudnn for x in sources if x.cudnn is not None and x.cuda in (None, s.cuda)), None)
+            target = _pick(matrix, cuda=s.cuda, cudnn=want_cudnn, python=python) or _pick(
+                matrix, cuda=s.cuda, python=python)
+            fix, line = _pin_fix(pin, target, matrix, f"the newest release built for CUDA {s.cuda}" if target else
+                                 f"no onnxruntime-gpu release on PyPI is built for CUDA {s.cuda}: "
+                                 f"move the stack to CUDA {'/'.join(map(str, cudas))}")
+            out.append(LintFinding(make("lint-ort-cuda-mismatch", detail, fix), pin.where, line, (s.where,),
+                                   stack.name))
+        elif s.cudnn is not None and cudnns and s.cudnn not in cudnns:
+            detail = (f"`{pin.requirement}` {installs}, built for cuDNN {'/'.join(map(str, sorted(cudnns)))}; "
+                      f"{s.what} brings cuDNN {s.cudnn}")
+            stack_cuda = next((x.cuda for x in sources if x.cuda is not None), None)
+            want_cuda = s.cuda if s.cuda is not None else stack_cuda if stack_cuda is not None else cudas[0]
+            target = _pick(matrix, cuda=want_cuda, cudnn=s.cudnn, python=python)
+            fix, line = _pin_fix(pin, target, matrix, f"the newest CUDA {want_cuda} release built for cuDNN "
+                                 f"{s.cudnn}" if target else f"no onnxruntime-gpu release for CUDA {want_cuda} "
+                                 f"is built for cuDNN {s.cudnn}: change {s.what}")
+            out.append(LintFinding(make("lint-ort-cudnn-mismatch", detail, fix), pin.where, line, (s.where,),
+                                   stack.name))
+    return out
+
+
+def _python(stack: Stack, matrix: Matrix, pin: Pin, admitted: list[str],
+            builds: list[OrtBuild]) -> list[LintFinding]:
+    out: list[LintFinding] = []
+    seen: set[str] = set()
+    for d in _pythons(stack):
+        if d.value in seen or not applies(pin, d.value):
+            continue
+        seen.add(d.value)
+        known = [(v, r) for v in admitted for r in [_release(matrix, v)] if r is not None and r.python]
+        if not known or any(d.value in r.python for _, r in known):
+            continue
+        versions = admitted[0] if len(admitted) == 1 else f"{admitted[0]}...{admitted[-1]}"
+        supported = sorted({p for _, r in known for p in r.python}, key=_vkey)
+        detail = (f"`{pin.requirement}` ({versions}) has wheels for Python {', '.join(supported)}; "
+                  f"{d.origin} ({_at(d.where)}) is Python {d.value}")
+        cuda = builds[0].cuda_major
+        target = _pick(matrix, cuda=cuda, python=d.value) or _pick(matrix, python=d.value)
+        fix, line = _pin_fix(pin, target, matrix, f"the newest release with Python {d.value} wheels"
+                             if target else f"no onnxruntime-gpu release has Python {d.value} wheels")
+        out.append(LintFinding(make("lint-ort-python-unsupported", detail, fix), pin.where, line, (d.where,),
+                               stack.name))
+    return out
+
+
+def _floor(stack: Stack) -> Declared | None:
+    return next((d for d in stack.declared if d.kind == "driver"), None)
+
+
+def _driver(stack: Stack, matrix: Matrix, pin: Pin, builds: list[OrtBuild]) -> list[LintFinding]:
+    floor = _floor(stack)
+    if floor is None or any(_driver_ok(matrix, b.cuda_major, floor.value) for b in builds):
+        return []
+    b = builds[0]
+    need = matrix.cuda_majors[b.cuda_major].min_driver_linux
+    detail = (f"`{pin.requirement}` is built for CUDA {b.cuda_major}, which needs driver {need} or newer; "
+              f"{floor.origin} ({_at(floor.where)}) declares {floor.value}")
+    target = _pick(matrix, driver=floor.value, python=_one_python(stack))
+    fix, line = _pin_fix(pin, target, matrix, f"the newest release driver {floor.value} runs")
+    return [LintFinding(make("lint-cuda-needs-newer-driver", detail, fix), pin.where, line, (floor.where,),
+                        stack.name)]
+
+
+def _image_driver(stack: Stack, matrix: Matrix) -> list[LintFinding]:
+    floor = _floor(stack)
+    if floor is None:
+        return []
+    out: list[LintFinding] = []
+    for d in stack.declared:
+        if d.kind != "cuda":
+            continue
+        need = matrix.min_driver(d.value, "linux")
+        if need is None or _vkey(need) <= _vkey(floor.value):
+            continue
+        runs = [m for m in sorted(matrix.cuda_majors) if _driver_ok(matrix, m, floor.value)]
+        detail = (f"{d.origin} is CUDA {d.value}, which needs driver {need} or newer; {floor.origin} "
+                  f"({_at(floor.where)}) declares {floor.value}")
+        fix = (f"{_at(d.where)}: use a base image of CUDA {runs[-1]}.x" if runs else
+               f"{_at(d.where)}: no CUDA the matrix knows runs on driver {floor.value}")
+        out.append(LintFinding(make("lint-cuda-needs-newer-driver", detail, fix), d.where, None, (floor.where,),
+                               stack.name))
+    return out
+
+
+def _kernels(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[OrtBuild],
+             sources: list[_Source]) -> list[LintFinding]:
+    out: list[LintFinding] = []
+    pypi = [b for b in builds if b.feed is None]
+    if not pypi:
+        return out  # the kernels of feed builds were not read
+    release = pypi[0].release
+    k = release.kernels_for()
+    if k is None:
+        return out
+    for d in stack.declared:
+        if d.kind != "gpu":
+            continue
+        cc = parse_compute_capability(d.value)
+        if cc is None:
+            continue
+        cov = coverage(cc, k.archs, ptx_isa=k.ptx_isa, isolated=k.isolated)
+        if cov.runs:
+            continue
+        detail = (f"`{pin.requirement}` ({version}) carries {describe_archs(k.archs, k.ptx_isa)}; "
+                  f"{d.origin} ({_at(d.where)}) names {sm_name(cc)}")
+        cuda = next((s.cuda for s in sources if s.cuda is not None), None)
+        target = (_pick(matrix, cuda=cuda, gpus=[cc], python=_one_python(stack)) if cuda is not None else None) \
+            or _pick(matrix, gpus=[cc], python=_one_python(stack))
+        fix, line = _pin_fix(pin, target, matrix, f"the newest release with kernels for {sm_name(cc)}" if target
+                             else f"no onnxruntime-gpu release on PyPI has kernels for {sm_name(cc)}")
+        out.append(LintFinding(make("lint-gpu-arch-unsupported", detail, fix), pin.where, line, (d.where,),
+                               stack.name))
+    return out
+
+
+def image_declarations(image: str, where: Where) -> list[Declared]:
+    """What a base image's tag declares: its CUDA version and cuDNN major."""
+    hit = image_majors(image)
+    if hit is None:
+        return []
+    cuda, cudnn = hit
+    origin = f"the base image {image}"
+    out = [Declared("cuda", cuda, origin, where)]
+    if cudnn is not None:
+        out.append(Declared("cudnn", str(cudnn), origin, where))
+    return out
