@@ -12,6 +12,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
 from ortdoctor.core.record import record
 
 __all__ = ["Dependent", "dependents", "ort_package_of"]
@@ -23,20 +25,28 @@ class Dependent:
     requires: dict[str, str]  # extra ("" for the package itself) -> onnxruntime distribution
     gpu: str | None  # the requirement that pulls onnxruntime-gpu instead, where there is one
     source: str
+    version: str  # the release whose metadata was read
 
 
 @lru_cache(maxsize=1)
 def dependents() -> dict[str, Dependent]:
     data = json.loads((Path(__file__).with_name("ort_dependents.json")).read_text(encoding="utf-8"))
-    return {name: Dependent(name, dict(row["requires"]), row.get("gpu"), row["source"])
+    return {name: Dependent(name, dict(row["requires"]), row.get("gpu"), row["source"], row["version"])
             for name, row in data["packages"].items()}
 
 
-def ort_package_of(name: str, extras: tuple[str, ...]) -> tuple[str, Dependent] | None:
-    """The onnxruntime distribution ``name[extras]`` requires (the CPU one first), with its table row."""
+def ort_package_of(name: str, extras: tuple[str, ...], spec: str = "") -> tuple[str, Dependent] | None:
+    """The onnxruntime distribution ``name[extras]spec`` requires (the CPU one first), with its table row;
+    None when the table does not know the package or ``spec`` excludes the release it was read from."""
     row = dependents().get(name)
     if row is None:
         return None
+    if spec:
+        try:
+            if not SpecifierSet(spec).contains(row.version, prereleases=True):
+                return None
+        except InvalidSpecifier:
+            return None
     pulled = [row.requires[e] for e in ("", *extras) if e in row.requires]
     if not pulled:
         return None

@@ -161,6 +161,18 @@ def _replace(pin: Pin, new_requirement: str) -> str | None:
     return None
 
 
+def _delete(pin: Pin) -> str | None:
+    """The pin's line without the requirement: "" (delete the line) when it holds nothing else."""
+    text = pin.where.text
+    if text.strip().rstrip(",").strip().strip("\"'") == pin.requirement:
+        return ""
+    m = re.search(r"""(["'])""" + re.escape(pin.requirement) + r"""\1\s*,?\s*""", text)
+    if m is None:
+        return None
+    out = text[:m.start()] + text[m.end():]
+    return re.sub(r",\s*\]", "]", out)
+
+
 def _pin_fix(pin: Pin, version: str | None, matrix: Matrix, why: str) -> tuple[str, str | None]:
     """(fix text, replacement line) pinning ``version``."""
     if version is None:
@@ -251,7 +263,7 @@ def _ort_side(stack: Stack) -> tuple[list[tuple[Pin, str]], list[tuple[Pin, str]
         elif pin.name in CPU_FLAVOURS:
             cpu.append((pin, ""))
         else:
-            hit = ort_package_of(pin.name, pin.extras)
+            hit = ort_package_of(pin.name, pin.extras, pin.spec)
             if hit is not None:
                 package, row = hit
                 (gpu if package == GPU_PACKAGE else cpu).append((pin, f"{package} (its metadata requires it: "
@@ -283,8 +295,8 @@ def _both_flavours(stack: Stack) -> list[LintFinding]:
             fix = (f"{pin.name} has no GPU variant: install it in a later step with `--no-deps`, after "
                    f"onnxruntime-gpu, and list its other requirements yourself")
         else:
-            line = ""
-            fix = f"{_at(pin.where)}: delete this line (onnxruntime-gpu has the CPU execution provider too)"
+            line = _delete(pin)
+            fix = f"{_at(pin.where)}: remove `{pin.requirement}` (onnxruntime-gpu has the CPU execution provider too)"
         out.append(LintFinding(make("lint-ort-cpu-and-gpu", detail, fix), pin.where, line, (g.where,),
                                stack.name))
     return out

@@ -1,0 +1,66 @@
+"""`ortdoctor lint` on real files from public repositories that use onnxruntime-gpu.
+
+Each directory of tests/data/lint/ holds files as one repository had them at one commit (`source.json`:
+repository, commit, paths) and `expected.json`: every file lint reads there and every finding it must
+report, as [id, file, line, replacement line]. Nothing more may be reported: a finding not listed is a
+false alarm. Some commits are the ones before a fix upstream (roop 2165394, CosyVoice 2511a49), whose
+next commit shows the problem happened.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ortdoctor.doctor.lint import lint_paths
+
+DATA = Path(__file__).parent / "data" / "lint"
+CASES = sorted(p.name for p in DATA.iterdir() if p.is_dir())
+
+
+def _run(case: str, monkeypatch: pytest.MonkeyPatch, **kw: object) -> object:
+    monkeypatch.chdir(DATA / case)
+    return lint_paths(["."], **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_real_files(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = json.loads((DATA / case / "expected.json").read_text(encoding="utf-8"))
+    report = _run(case, monkeypatch)
+    assert not report.errors  # type: ignore[attr-defined]
+    assert sorted(report.files) == expected["files"]  # type: ignore[attr-defined]
+    got = [[f.finding.id, f.where.file, f.where.line, f.replacement] for f in report.findings]  # type: ignore[attr-defined]
+    assert got == expected["findings"]
+
+
+def test_every_case_names_its_source() -> None:
+    files = 0
+    for case in CASES:
+        source = json.loads((DATA / case / "source.json").read_text(encoding="utf-8"))
+        assert source["repository"].startswith("https://github.com/")
+        assert len(source["commit"]) == 40
+        assert case.endswith("@" + source["commit"][:12])
+        for path in source["paths"]:
+            assert (DATA / case / path).is_file()
+        files += len(source["paths"])
+    assert files >= 40
+
+
+def test_failure_classes_are_found_in_real_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every finding class, each on a real file; the driver floor and the GPUs given as the command line
+    would give them (a real repository that declares them was not found)."""
+    ids = set()
+    for case in CASES:
+        expected = json.loads((DATA / case / "expected.json").read_text(encoding="utf-8"))
+        ids |= {f[0] for f in expected["findings"]}
+    assert {"lint-ort-cpu-and-gpu", "lint-ort-cuda-mismatch", "lint-ort-cudnn-mismatch",
+            "lint-ort-unpinned"} <= ids
+    # leimao's image: CUDA 12.8.1 with cuDNN, onnxruntime-gpu==1.21.0 (CUDA 12, cuDNN 9): healthy as it is
+    case = "leimao__ONNX-Runtime-Inference@45c11d029447"
+    report = _run(case, monkeypatch, min_driver="520.61.05", gpus=("3.7",))
+    got = {(f.finding.id, f.where.file, f.where.line) for f in report.findings}  # type: ignore[attr-defined]
+    assert ("lint-cuda-needs-newer-driver", "docker/onnxruntime-cuda-python.Dockerfile", 1) in got
+    assert ("lint-cuda-needs-newer-driver", "docker/onnxruntime-cuda-python.Dockerfile", 40) in got
+    assert ("lint-gpu-arch-unsupported", "docker/onnxruntime-cuda-python.Dockerfile", 40) in got
