@@ -327,7 +327,11 @@ def _cuda(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[Ort
     cudas = sorted({b.cuda_major for b in builds})
     cudnns = {b.cudnn_major for b in builds if b.cudnn_major is not None}
     installs = f"installs {version}" if floats else f"pins {version}"
+    # a place whose CUDA major is already wrong gets no second finding for its cuDNN (the fix picks both)
+    wrong = {s.where for s in sources if s.cuda is not None and s.cuda not in cudas}
     for s in sources:
+        if s.cuda is None and s.where in wrong:
+            continue
         if s.cuda is not None and s.cuda not in cudas:
             detail = (f"`{pin.requirement}` {installs}, built for CUDA {'/'.join(map(str, cudas))}; "
                       f"{s.what} brings CUDA {s.cuda}")
