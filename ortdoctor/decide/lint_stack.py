@@ -196,7 +196,10 @@ def feed_major(matrix: Matrix, url: str) -> int | None:
         if _norm_url(feed_url) == _norm_url(url) or _norm_url(url).startswith(_norm_url(feed_url)):
             m = re.search(r"(\d+)$", name)
             return int(m.group(1)) if m else None
-    return None
+    # the same Azure Artifacts feeds under their older organisation URL
+    # (https://pkgs.dev.azure.com/onnxruntime/onnxruntime/_packaging/onnxruntime-cuda-12/pypi/simple)
+    m = re.search(r"/_packaging/onnxruntime-cuda-(\d+)/pypi/simple", url, re.IGNORECASE)
+    return int(m.group(1)) if m else None
 
 
 _TORCH_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?(cu\d+|cpu|rocm[\d.]+)", re.IGNORECASE)

@@ -220,8 +220,12 @@ def _pythons(stack: Stack) -> list[Declared]:
 
 
 def _one_python(stack: Stack) -> str | None:
+    """The Python the stack runs: the one it names exactly, else the lowest it admits."""
     exact = {d.value for d in _pythons(stack) if d.exact}
-    return next(iter(exact)) if len(exact) == 1 else None
+    if len(exact) == 1:
+        return next(iter(exact))
+    floors = sorted({d.value for d in _pythons(stack) if not d.exact}, key=_vkey)
+    return floors[-1] if floors and not exact else None
 
 
 # -- the rules ----------------------------------------------------------------------------------------
@@ -329,31 +333,43 @@ def _cuda(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[Ort
     installs = f"installs {version}" if floats else f"pins {version}"
     # a place whose CUDA major is already wrong gets no second finding for its cuDNN (the fix picks both)
     wrong = {s.where for s in sources if s.cuda is not None and s.cuda not in cudas}
+    # Libraries of the build's own major on the system (the image, conda) are what it loads: wheels of
+    # another major beside them (torch's) have other sonames and do not stand in its way.
+    system_cuda = {s.cuda for s in sources if s.system and s.cuda in cudas}
+    system_cudnn = {s.cudnn for s in sources if s.system and s.cudnn in cudnns}
+    cuda_bad: dict[int, list[_Source]] = {}
+    cudnn_bad: dict[int, list[_Source]] = {}
     for s in sources:
         if s.cuda is None and s.where in wrong:
             continue
+        if not s.system and (system_cuda if s.cuda is not None else system_cudnn):
+            continue
         if s.cuda is not None and s.cuda not in cudas:
-            detail = (f"`{pin.requirement}` {installs}, built for CUDA {'/'.join(map(str, cudas))}; "
-                      f"{s.what} brings CUDA {s.cuda}")
-            want_cudnn = next((x.cudnn for x in sources if x.cudnn is not None and x.cuda in (None, s.cuda)), None)
-            target = _pick(matrix, cuda=s.cuda, cudnn=want_cudnn, python=python) or _pick(
-                matrix, cuda=s.cuda, python=python)
-            fix, line = _pin_fix(pin, target, matrix, f"the newest release built for CUDA {s.cuda}" if target else
-                                 f"no onnxruntime-gpu release on PyPI is built for CUDA {s.cuda}: "
-                                 f"move the stack to CUDA {'/'.join(map(str, cudas))}")
-            out.append(LintFinding(make("lint-ort-cuda-mismatch", detail, fix), pin.where, line, (s.where,),
-                                   stack.name))
+            cuda_bad.setdefault(s.cuda, []).append(s)
         elif s.cudnn is not None and cudnns and s.cudnn not in cudnns:
-            detail = (f"`{pin.requirement}` {installs}, built for cuDNN {'/'.join(map(str, sorted(cudnns)))}; "
-                      f"{s.what} brings cuDNN {s.cudnn}")
-            stack_cuda = next((x.cuda for x in sources if x.cuda is not None), None)
-            want_cuda = s.cuda if s.cuda is not None else stack_cuda if stack_cuda is not None else cudas[0]
-            target = _pick(matrix, cuda=want_cuda, cudnn=s.cudnn, python=python)
-            fix, line = _pin_fix(pin, target, matrix, f"the newest CUDA {want_cuda} release built for cuDNN "
-                                 f"{s.cudnn}" if target else f"no onnxruntime-gpu release for CUDA {want_cuda} "
-                                 f"is built for cuDNN {s.cudnn}: change {s.what}")
-            out.append(LintFinding(make("lint-ort-cudnn-mismatch", detail, fix), pin.where, line, (s.where,),
-                                   stack.name))
+            cudnn_bad.setdefault(s.cudnn, []).append(s)
+    for major, group in cuda_bad.items():
+        detail = (f"`{pin.requirement}` {installs}, built for CUDA {'/'.join(map(str, cudas))}; "
+                  f"{' and '.join(x.what for x in group)} {'bring' if len(group) > 1 else 'brings'} CUDA {major}")
+        want_cudnn = next((x.cudnn for x in sources if x.cudnn is not None and x.cuda in (None, major)), None)
+        target = _pick(matrix, cuda=major, cudnn=want_cudnn, python=python) or _pick(
+            matrix, cuda=major, python=python)
+        fix, line = _pin_fix(pin, target, matrix, f"the newest release built for CUDA {major}" if target else
+                             f"no onnxruntime-gpu release on PyPI is built for CUDA {major}: "
+                             f"move the stack to CUDA {'/'.join(map(str, cudas))}")
+        out.append(LintFinding(make("lint-ort-cuda-mismatch", detail, fix), pin.where, line,
+                               tuple(x.where for x in group), stack.name))
+    for major, group in cudnn_bad.items():
+        detail = (f"`{pin.requirement}` {installs}, built for cuDNN {'/'.join(map(str, sorted(cudnns)))}; "
+                  f"{' and '.join(x.what for x in group)} {'bring' if len(group) > 1 else 'brings'} cuDNN {major}")
+        stack_cuda = next((x.cuda for x in sources if x.cuda is not None), None)
+        want_cuda = stack_cuda if stack_cuda is not None else cudas[0]
+        target = _pick(matrix, cuda=want_cuda, cudnn=major, python=python)
+        fix, line = _pin_fix(pin, target, matrix, f"the newest CUDA {want_cuda} release built for cuDNN "
+                             f"{major}" if target else f"no onnxruntime-gpu release for CUDA {want_cuda} "
+                             f"is built for cuDNN {major}: change {group[0].what}")
+        out.append(LintFinding(make("lint-ort-cudnn-mismatch", detail, fix), pin.where, line,
+                               tuple(x.where for x in group), stack.name))
     return out
 
 

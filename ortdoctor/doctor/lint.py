@@ -212,6 +212,9 @@ class _Reader:
             m = re.match(r"(?:docker\.io/)?(?:library/)?python:(3\.\d+)", stage.image)
             if m:
                 declared.append(Declared("python", m.group(1), f"the base image {stage.image}", here))
+            for py in stage.pythons[-1:]:  # the last Python the stage installs is the one it uses
+                where = Where(shown, py.line, self.line(path, py.line))
+                declared.append(Declared("python", py.value, f"the Python {py.value} the image installs", where))
             for e in stage.env:
                 where = Where(shown, e.line, self.line(path, e.line))
                 if e.name == "LD_LIBRARY_PATH":

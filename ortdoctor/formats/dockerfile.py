@@ -43,9 +43,12 @@ class DockerStage:
     name: str | None  # FROM ... AS name
     pip_installs: tuple[PipInstall, ...]
     env: tuple[EnvValue, ...]  # ENV and ARG values of the stage, in order
+    pythons: tuple[EnvValue, ...] = ()  # CPython versions a RUN installs (apt python3.11, uv python install)
 
 
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+]([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+_PYTHON_INSTALL = re.compile(r"(?:\bapt(?:-get)?\s+(?:-\S+\s+)*install\b[^&;|]*?\bpython(3\.\d+)\b"
+                             r"|\buv\s+python\s+install\s+(?:cpython-)?(3\.\d+))")
 _SPLIT = re.compile(r"&&|\|\||;|\|")
 _PIP = re.compile(r"(?:^|\s)(?:\S*/)?(?:(?:python[0-9.]*\s+-m\s+pip)|pip[0-9.]*|uv\s+pip)\s+install(?=\s|$)")
 
@@ -157,7 +160,8 @@ def read_dockerfile(text: str, build_args: dict[str, str] | None = None) -> tupl
     def close() -> None:
         if current is not None:
             stages.append(DockerStage(current["line"], current["image"], current["name"],  # type: ignore[arg-type]
-                                      tuple(current["pip"]), tuple(current["env"])))  # type: ignore[arg-type]
+                                      tuple(current["pip"]), tuple(current["env"]),  # type: ignore[arg-type]
+                                      tuple(current["pythons"])))  # type: ignore[arg-type]
 
     for line, keyword, args, parts in _instructions(text):
         if keyword == "ARG":
@@ -180,7 +184,7 @@ def read_dockerfile(text: str, build_args: dict[str, str] | None = None) -> tupl
                 env = list(inherited.env)
                 values.update({e.name: e.value for e in inherited.env})
                 image = inherited.image
-            current = {"line": line, "image": image, "name": stage_name, "pip": [], "env": env}
+            current = {"line": line, "image": image, "name": stage_name, "pip": [], "env": env, "pythons": []}
         elif current is not None and keyword == "ENV":
             for name, value in _env_pairs(args):
                 value = _substitute(value.strip('"').strip("'"), values)
@@ -188,5 +192,9 @@ def read_dockerfile(text: str, build_args: dict[str, str] | None = None) -> tupl
                 current["env"].append(EnvValue(line, name, value))  # type: ignore[attr-defined]
         elif current is not None and keyword == "RUN":
             current["pip"].extend(_pip_installs(parts, values))  # type: ignore[attr-defined]
+            for number, text in parts:
+                for m in _PYTHON_INSTALL.finditer(_substitute(text, values)):
+                    version = m.group(1) or m.group(2)
+                    current["pythons"].append(EnvValue(number, "python", version))  # type: ignore[attr-defined]
     close()
     return tuple(stages)
