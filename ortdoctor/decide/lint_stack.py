@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
@@ -23,7 +24,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ortdoctor.core.record import record
-from ortdoctor.decide.matrix.model import Feed, Matrix, Release
+from ortdoctor.decide.matrix.model import Feed, Matrix, Release, ReleaseMatch
 
 __all__ = [
     "CPU_FLAVOURS",
@@ -42,6 +43,8 @@ __all__ = [
     "matching_versions",
     "ort_builds",
     "parse_pin",
+    "release_match",
+    "relevant",
     "torch_index_major",
     "torch_majors",
     "wheel_major",
@@ -105,16 +108,41 @@ class OrtBuild:
 
 
 # -- requirements ---------------------------------------------------------------------------------
-def parse_pin(text: str, where: Where, *, index: str | None = None, optional: bool = False) -> Pin | None:
-    """A requirement string as a Pin; None for what is not a named requirement (a path, an URL, garbage)."""
+_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def relevant(name: str) -> bool:
+    """Whether any rule reads a requirement of this (canonical) name: the onnxruntime flavours, torch,
+    NVIDIA wheels and the packages whose metadata requires onnxruntime."""
+    from ortdoctor.decide.ort_dependents import dependents
+    return (name == GPU_PACKAGE or name in CPU_FLAVOURS or name == "torch" or name.startswith("nvidia-")
+            or name in dependents())
+
+
+@lru_cache(maxsize=16384)
+def _parsed(text: str) -> tuple[str, str, tuple[str, ...], str | None] | None:
     try:
-        req = Requirement(text.strip())
+        req = Requirement(text)
     except InvalidRequirement:
         return None
     # the marker as written (packaging re-quotes it), for a replacement line that changes nothing else
     marker = text.split(";", 1)[1].strip() if req.marker and ";" in text else (str(req.marker) if req.marker else None)
-    return Pin(canonicalize_name(req.name), str(req.specifier), tuple(sorted(req.extras)), marker, where,
-               text.strip(), index, optional)
+    return canonicalize_name(req.name), str(req.specifier), tuple(sorted(req.extras)), marker
+
+
+def parse_pin(text: str, where: Where, *, index: str | None = None, optional: bool = False,
+              every: bool = False) -> Pin | None:
+    """A requirement string as a Pin; None for what is not a named requirement (a path, an URL, garbage)
+    and, unless ``every``, for a package no rule reads (most of a lock file: parsing them costs time)."""
+    text = text.strip()
+    m = _NAME.match(text)
+    if m is None or (not every and not relevant(canonicalize_name(m.group(1)))):
+        return None
+    parsed = _parsed(text)
+    if parsed is None:
+        return None
+    name, spec, extras, marker = parsed
+    return Pin(name, spec, extras, marker, where, text, index, optional)
 
 
 def _env(python: str | None) -> dict[str, str]:
@@ -132,8 +160,13 @@ def applies(pin: Pin, python: str | None, extras: Iterable[str] = ()) -> bool:
     that only names the Python is taken as true)."""
     if not pin.marker:
         return True
+    return _applies(pin.marker, python, tuple(extras))
+
+
+@lru_cache(maxsize=8192)
+def _applies(text: str, python: str | None, extras: tuple[str, ...]) -> bool:
     try:
-        marker = Marker(pin.marker)
+        marker = Marker(text)
     except InvalidMarker:
         return True
     pythons = [python] if python else list(PYTHONS)
@@ -169,12 +202,34 @@ def _vkey(v: str) -> Version:
         return Version("0")
 
 
+# release_for() builds its index of lines on every call; a monorepo asks about the same few versions
+# thousands of times
+_MATCHES: dict[tuple[int, str], ReleaseMatch | None] = {}
+
+
+def release_match(matrix: Matrix, version: str) -> ReleaseMatch | None:
+    """``matrix.release_for(version)``, remembered."""
+    key = (id(matrix), version)
+    if key not in _MATCHES:
+        if len(_MATCHES) > 4096:
+            _MATCHES.clear()
+        _MATCHES[key] = matrix.release_for(version)
+    return _MATCHES[key]
+
+
+_MATCHING: dict[tuple[int, str, str], list[str]] = {}
+
+
 def matching_versions(matrix: Matrix, name: str, spec: str) -> list[str]:
     """The versions PyPI has of ``name`` that ``spec`` admits, oldest first (no pre-releases)."""
-    ss = _spec(spec)
-    if ss is None:
-        return []
-    return sorted((v for v in matrix.versions_of(name) if ss.contains(v, prereleases=False)), key=_vkey)
+    key = (id(matrix), name, spec)
+    if key not in _MATCHING:
+        if len(_MATCHING) > 4096:
+            _MATCHING.clear()
+        ss = _spec(spec)
+        _MATCHING[key] = [] if ss is None else sorted(
+            (v for v in matrix.versions_of(name) if ss.contains(v, prereleases=False)), key=_vkey)
+    return list(_MATCHING[key])
 
 
 def lowest_python(spec: str) -> str | None:
@@ -221,7 +276,7 @@ def ort_builds(matrix: Matrix, version: str, feeds: Sequence[tuple[str, str]], *
     """The builds of onnxruntime-gpu ``version`` pip can pick with these feeds (``(kind, url)``): the
     PyPI wheel unless ``--index-url`` names an onnxruntime feed, and each feed's build of that version.
     ``index``: the one index a lock file names."""
-    match = matrix.release_for(version)
+    match = release_match(matrix, version)
     if match is None:
         return []
     release = match.release

@@ -38,10 +38,11 @@ from ortdoctor.decide.lint_stack import (
     image_majors,
     matching_versions,
     ort_builds,
+    release_match,
     torch_majors,
     wheel_major,
 )
-from ortdoctor.decide.matrix.model import Matrix, Release
+from ortdoctor.decide.matrix.model import Matrix, Release, ReleaseMatch
 from ortdoctor.decide.ort_dependents import dependents, ort_package_of
 
 __all__ = ["LintFinding", "lint_stack"]
@@ -75,8 +76,12 @@ def _vkey(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", v)[:4])
 
 
+def _match(matrix: Matrix, version: str) -> ReleaseMatch | None:
+    return release_match(matrix, version)
+
+
 def _release(matrix: Matrix, version: str) -> Release | None:
-    match = matrix.release_for(version)
+    match = _match(matrix, version)
     return match.release if match is not None and not match.unverified else None
 
 
@@ -102,7 +107,7 @@ def _pick(matrix: Matrix, *, cuda: int | None = None, cudnn: int | None = None, 
           driver: str | None = None, gpus: Sequence[tuple[int, int]] = ()) -> str | None:
     """The newest onnxruntime-gpu on PyPI (not known to be bad) whose wheel fits every given constraint."""
     for v in sorted(matrix.versions_of(GPU_PACKAGE), key=_vkey, reverse=True):
-        match = matrix.release_for(v)
+        match = _match(matrix, v)
         if match is None or not match.exact:
             continue
         r = match.release

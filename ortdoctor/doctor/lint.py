@@ -18,8 +18,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from ortdoctor.core.record import field, record
 from ortdoctor.decide.lint_stack import (
+    CPU_FLAVOURS,
     Declared,
     Pin,
     Stack,
@@ -27,9 +30,11 @@ from ortdoctor.decide.lint_stack import (
     applies,
     lowest_python,
     parse_pin,
+    relevant,
 )
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import Matrix
+from ortdoctor.decide.ort_dependents import dependents
 from ortdoctor.diagnose.lint_rules import LintFinding, image_declarations, lint_stack
 from ortdoctor.formats.conda_env import read_conda_env
 from ortdoctor.formats.dockerfile import read_dockerfile
@@ -128,33 +133,37 @@ class _Reader:
     """Reads each file once; builds the stacks."""
 
     def __init__(self) -> None:
-        self.texts: dict[Path, list[str]] = {}
+        self.texts: dict[str, str | None] = {}  # by the path as opened
+        self.lines: dict[str, list[str]] = {}
         self.errors: list[str] = []
         self.read_order: list[str] = []
 
     def text(self, path: Path, shown: str) -> str | None:
-        key = path.resolve()
+        key = os.fspath(path)
         if key not in self.texts:
             try:
-                text = _read(path)
+                text: str | None = _read(path)
             except (OSError, ValueError) as e:
                 self.errors.append(f"{shown}: {getattr(e, 'strerror', None) or e}")
-                self.texts[key] = []
-                return None
-            self.texts[key] = text.splitlines()
-            self.read_order.append(shown)
-        lines = self.texts[key]
-        return "\n".join(lines) if lines or key in self.texts else None
+                text = None
+            else:
+                self.read_order.append(shown)
+            self.texts[key] = text
+        return self.texts[key]
 
     def line(self, path: Path, number: int) -> str:
-        lines = self.texts.get(path.resolve(), [])
+        key = os.fspath(path)
+        lines = self.lines.get(key)
+        if lines is None:
+            lines = self.lines[key] = (self.texts.get(key) or "").splitlines()
         return lines[number - 1] if 0 < number <= len(lines) else ""
 
     # -- requirement files --------------------------------------------------------------------
     def requirements(self, path: Path, shown: str, depth: int = 0,
                      seen: frozenset[Path] = frozenset()) -> tuple[list[Pin], list[tuple[str, str, Where]]]:
         text = self.text(path, shown)
-        if text is None or depth > _MAX_INCLUDE_DEPTH or path.resolve() in seen:
+        real = Path(os.path.realpath(path))
+        if text is None or depth > _MAX_INCLUDE_DEPTH or real in seen:
             return [], []
         parsed = read_requirements(text)
         pins: list[Pin] = []
@@ -169,7 +178,7 @@ class _Reader:
             sub_shown = os.path.normpath(os.path.join(os.path.dirname(shown), inc.target))
             if not target.is_file():
                 continue
-            sub_pins, sub_feeds = self.requirements(target, sub_shown, depth + 1, seen | {path.resolve()})
+            sub_pins, sub_feeds = self.requirements(target, sub_shown, depth + 1, seen | {real})
             feeds += sub_feeds
             (pins if inc.kind == "r" else constraints).extend(sub_pins)
         return _constrained(pins, constraints), feeds
@@ -187,7 +196,7 @@ class _Reader:
         if kind == "conda":
             return self.conda(path, shown, text)
         try:
-            doc = read_toml(text)
+            doc = read_toml(_lock_subset(text, kind) if kind in ("uv.lock", "poetry.lock", "pylock") else text)
         except TomlError as e:
             self.errors.append(f"{shown}: {e}")
             return []
@@ -278,6 +287,46 @@ class _Reader:
                 continue
             declared += _conda_declared(item.text, where)
         return [Stack(shown, tuple(pins), tuple(feeds), tuple(declared))]
+
+
+_BLOCK_NAME = re.compile(r'^name = "([^"]+)"', re.MULTILINE)
+
+
+def _lock_subset(text: str, kind: str) -> str:
+    """A lock file with the package entries no rule reads blanked out (their lines kept, so every line
+    number stays): a lock of a few hundred packages needs a handful. The whole file where the dependency
+    graph decides (a uv.lock with both onnxruntime flavours, or more than one torch, reached through extras)."""
+    header = "[[packages]]" if kind == "pylock" else "[[package]]"
+    lines = text.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.strip() == header]
+    if not starts:
+        return text
+    blocks = [(a, b) for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
+    names = []
+    for a, b in blocks:
+        m = _BLOCK_NAME.search("\n".join(lines[a:min(b, a + 4)]))
+        names.append(canonicalize_name(m.group(1)) if m else "")
+    if kind == "uv.lock":
+        flavours = {n for n in names if n == "onnxruntime-gpu" or n in CPU_FLAVOURS or n in dependents()}
+        if len(flavours) > 1 or names.count("torch") > 1:
+            return text
+    keep = [False] * len(lines)
+    for i in range(starts[0]):
+        keep[i] = True
+    for (a, b), name in zip(blocks, names, strict=True):
+        body = "\n".join(lines[a:b])
+        root = kind == "uv.lock" and re.search(r"^source = \{ *(editable|virtual|directory) *=", body, re.MULTILINE)
+        if relevant(name) or root:
+            inside = False
+            for i in range(a, b):
+                # the list of every wheel file with its hash: most of a lock, read by no rule
+                if not inside and lines[i].startswith(("files = [", "wheels = [")) and not lines[i].rstrip().endswith("]"):
+                    inside = True
+                elif inside and lines[i].strip() == "]":
+                    inside = False
+                else:
+                    keep[i] = not inside
+    return "\n".join(line if k else "" for line, k in zip(lines, keep, strict=True))
 
 
 def _constrained(pins: list[Pin], constraints: list[Pin]) -> list[Pin]:
@@ -550,7 +599,7 @@ def _registry(source: Any) -> str | None:
 def _marker_linux(marker: Any) -> bool:
     if not isinstance(marker, str) or not marker:
         return True
-    pin = parse_pin(f"x; {marker}", Where("", 0))
+    pin = parse_pin(f"x; {marker}", Where("", 0), every=True)
     return pin is None or applies(pin, None)
 
 

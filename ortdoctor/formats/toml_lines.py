@@ -11,12 +11,18 @@ without bound (nesting is limited).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = ["LocatedStr", "TomlError", "read_toml"]
 
 _MAX_DEPTH = 64
 _BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+# fast paths: a basic string without escapes, a literal string, blanks and comments, a bare scalar
+_PLAIN_BASIC = re.compile(r'"([^"\\\n]*)"(?!")')
+_PLAIN_LITERAL = re.compile(r"'([^'\n]*)'(?!')")
+_BLANKS = re.compile(r"(?:[ \t\r]|#[^\n]*)*")
+_BLANKS_NL = re.compile(r"(?:[ \t\r\n]|#[^\n]*)*")
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\", "e": "\x1b"}
 
 
@@ -55,15 +61,11 @@ class _Parser:
             self.i += 1
 
     def skip_ws(self, newlines: bool = False) -> None:
-        while self.i < self.n:
-            c = self.s[self.i]
-            if c in " \t\r" or (newlines and c == "\n"):
-                self.advance()
-            elif c == "#":
-                while self.i < self.n and self.s[self.i] != "\n":
-                    self.i += 1
-            else:
-                return
+        m = (_BLANKS_NL if newlines else _BLANKS).match(self.s, self.i)
+        if m is not None and m.end() > self.i:
+            if newlines:
+                self.line += self.s.count("\n", self.i, m.end())
+            self.i = m.end()
 
     def error(self, message: str) -> TomlError:
         return TomlError(self.line, message)
@@ -175,6 +177,10 @@ class _Parser:
     def string(self) -> LocatedStr:
         line = self.line
         quote = self.peek()
+        m = (_PLAIN_BASIC if quote == '"' else _PLAIN_LITERAL).match(self.s, self.i)
+        if m is not None and not self.s.startswith(quote * 3, self.i):
+            self.i = m.end()  # no newline inside: the line stays
+            return LocatedStr(m.group(1), line)
         if self.s.startswith(quote * 3, self.i):
             return LocatedStr(self.multiline(quote), line)
         self.advance()
