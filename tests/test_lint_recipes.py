@@ -42,7 +42,7 @@ def test_hook_manifest_and_configuration() -> None:
     pattern = re.compile(hook["files"])
     names = ["requirements.txt", "req/requirements-gpu.txt", "requirements/base.in", "constraints.txt",
              "pyproject.toml", "uv.lock", "poetry.lock", "pylock.toml", "pylock.dev.toml", "environment.yml",
-             "env-cuda.yaml", "Dockerfile", "docker/Dockerfile.cuda12", "gpu.Dockerfile", "README.md",
+             "env-cuda.yaml", "docker-compose.yml", "compose.gpu.yaml", "Dockerfile", "docker/Dockerfile.cuda12", "gpu.Dockerfile", "README.md",
              "setup.py", "src/app.py", "requirements.md"]
     for name in names:
         assert bool(pattern.search(name)) == (kind_of(Path(name)) is not None), name

@@ -97,6 +97,15 @@ def test_python_driver_and_pinning(tmp_path: Path) -> None:
         ("lint-ort-unpinned", "requirements.txt", 1)]
 
 
+def test_compose_gpu_service_image_against_the_driver_floor(tmp_path: Path) -> None:
+    compose = ("services:\n  app:\n    image: nvidia/cuda:13.0.1-runtime-ubuntu24.04\n    deploy:\n"
+               "      resources:\n        reservations:\n          devices:\n            - driver: nvidia\n"
+               "              capabilities: [gpu]\n  db:\n    image: nvidia/cuda:13.0.1-runtime-ubuntu24.04\n")
+    assert _ids(tmp_path / "a", {"compose.yaml": compose}, min_driver="535.104.05") == [
+        ("lint-cuda-needs-newer-driver", "compose.yaml", 3)]
+    assert _ids(tmp_path / "b", {"compose.yaml": compose}) == []
+
+
 def test_lock_files(tmp_path: Path) -> None:
     uv = ('version = 1\nrequires-python = ">=3.11"\n\n[[package]]\nname = "app"\nversion = "0.1"\n'
           'source = { virtual = "." }\ndependencies = [\n  { name = "onnxruntime-gpu" },\n  { name = "optimum" },\n]\n\n'

@@ -36,6 +36,7 @@ from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.decide.ort_dependents import dependents
 from ortdoctor.diagnose.lint_rules import LintFinding, image_declarations, lint_stack
+from ortdoctor.formats.compose import read_compose
 from ortdoctor.formats.conda_env import read_conda_env
 from ortdoctor.formats.dockerfile import read_dockerfile
 from ortdoctor.formats.requirements_txt import read_requirements
@@ -47,6 +48,7 @@ _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", 
                         "site-packages", ".mypy_cache", ".ruff_cache", ".pytest_cache", "build", "dist", ".eggs"})
 _REQ_NAME = re.compile(r"(?:^|.*[-_.])(?:requirements?|reqs|constraints?)(?:[-_.].*)?\.(?:txt|in)$", re.I)
 _DOCKER_NAME = re.compile(r"^(?:Dockerfile|Containerfile)(?:[._-].*)?$|.*\.(?:Dockerfile|dockerfile)$")
+_COMPOSE_NAME = re.compile(r"^(?:docker-)?compose(?:[-_.].*)?\.ya?ml$", re.I)
 _CONDA_NAME = re.compile(r"^(?:environment|conda|env)(?:[-_.].*)?\.ya?ml$", re.I)
 _MAX_INCLUDE_DEPTH = 16
 _MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -63,7 +65,7 @@ class LintReport:
 
 def kind_of(path: Path) -> str | None:
     """Which reader a file name calls for: requirements, pyproject, uv.lock, poetry.lock, pylock, conda,
-    dockerfile; None for any other file."""
+    dockerfile, compose; None for any other file."""
     name = path.name
     if name == "pyproject.toml":
         return "pyproject"
@@ -75,6 +77,8 @@ def kind_of(path: Path) -> str | None:
         return "pylock"
     if _DOCKER_NAME.match(name):
         return "dockerfile"
+    if _COMPOSE_NAME.match(name):
+        return "compose"
     if _CONDA_NAME.match(name):
         return "conda"
     if _REQ_NAME.match(name) or (path.parent.name in ("requirements", "reqs") and name.endswith((".txt", ".in"))):
@@ -195,6 +199,8 @@ class _Reader:
             return self.dockerfile(path, shown, text)
         if kind == "conda":
             return self.conda(path, shown, text)
+        if kind == "compose":
+            return self.compose(path, shown, text)
         try:
             doc = read_toml(_lock_subset(text, kind) if kind in ("uv.lock", "poetry.lock", "pylock") else text)
         except TomlError as e:
@@ -260,6 +266,18 @@ class _Reader:
                             pins.append(pin)
             name = f"{shown} (stage {stage.name or n + 1}: FROM {stage.image})" if len(stages) > 1 else shown
             out.append(Stack(name, tuple(pins), tuple(feeds), tuple(declared)))
+        return out
+
+    def compose(self, path: Path, shown: str, text: str) -> list[Stack]:
+        """A service that asks for GPUs and names a CUDA image: its CUDA against the driver floor."""
+        out: list[Stack] = []
+        for service in read_compose(text):
+            if not service.gpus or not service.image:
+                continue
+            where = Where(shown, service.image_line, self.line(path, service.image_line))
+            declared = image_declarations(service.image, where)
+            if declared:
+                out.append(Stack(f"{shown} (service {service.name})", (), (), tuple(declared)))
         return out
 
     def conda(self, path: Path, shown: str, text: str) -> list[Stack]:
