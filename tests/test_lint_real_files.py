@@ -57,6 +57,16 @@ def test_failure_classes_are_found_in_real_files(monkeypatch: pytest.MonkeyPatch
         ids |= {f[0] for f in expected["findings"]}
     assert {"lint-ort-cpu-and-gpu", "lint-ort-cuda-mismatch", "lint-ort-cudnn-mismatch",
             "lint-ort-unpinned"} <= ids
+    # the CUDA major against each kind of source, on real files: torch (hallo), a base image (the
+    # onnxruntime-gpu that audio-separator[gpu] pulls onto nvidia/cuda:11.8.0), pinned NVIDIA wheels
+    # (Step-Audio-EditX's nvidia-cuda-nvrtc-cu12 beside torch)
+    report = _run("nomadkaraoke__python-audio-separator@0a644dbb07d9", monkeypatch)
+    base = [f for f in report.findings if f.finding.id == "lint-ort-cuda-mismatch"]  # type: ignore[attr-defined]
+    assert [(f.where.file, [(r.file, r.line) for r in f.related]) for f in base] == [
+        ("Dockerfile.cuda11", [("Dockerfile.cuda11", 2)])]
+    report = _run("stepfun-ai__Step-Audio-EditX@aacb90a2a4f4", monkeypatch)
+    wheels = [f for f in report.findings if f.finding.id == "lint-ort-cuda-mismatch"]  # type: ignore[attr-defined]
+    assert [(r.file, r.line) for r in wheels[0].related] == [("requirements.txt", 1), ("requirements.txt", 22)]
     # leimao's image: CUDA 12.8.1 with cuDNN, onnxruntime-gpu==1.21.0 (CUDA 12, cuDNN 9): healthy as it is
     case = "leimao__ONNX-Runtime-Inference@45c11d029447"
     report = _run(case, monkeypatch, min_driver="520.61.05", gpus=("3.7",))

@@ -86,6 +86,14 @@ def test_cuda_sources_image_wheels_conda(tmp_path: Path) -> None:
                                                      "onnxruntime-gpu==1.31.1\ntorch==2.5.1+cu124\n"}) == []
 
 
+def test_a_dependency_that_pulls_onnxruntime_gpu(tmp_path: Path) -> None:
+    report_dir = tmp_path / "a"
+    assert _ids(report_dir, {"requirements.txt": "torch==2.0.1+cu118\nsilero-vad[onnx-gpu]\n"}) == [
+        ("lint-ort-cuda-mismatch", "requirements.txt", 2), ("lint-ort-unpinned", "requirements.txt", 2)]
+    fix = lint_paths([str(report_dir)]).findings[0]
+    assert fix.replacement == "silero-vad[onnx-gpu]\nonnxruntime-gpu==1.18.1"
+
+
 def test_python_driver_and_pinning(tmp_path: Path) -> None:
     assert _ids(tmp_path / "a", {"pyproject.toml": '[project]\nname = "x"\nrequires-python = ">=3.10"\n'
                                                    'dependencies = [\n  "onnxruntime-gpu==1.24.1",\n]\n'}) == [

@@ -76,6 +76,7 @@ class Pin:
     requirement: str  # the requirement as written: "onnxruntime-gpu[cuda]==1.20.1; sys_platform == 'linux'"
     index: str | None = None  # the index a lock file says it comes from
     optional: bool = False  # a lock file marks it optional (installed only with an extra)
+    via: str | None = None  # onnxruntime-gpu required by this requirement's metadata (where: its line)
 
 
 @record

@@ -16,7 +16,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ortdoctor.core.record import record
 
-__all__ = ["Dependent", "dependents", "ort_package_of"]
+__all__ = ["Dependent", "dependents", "gpu_spec_of", "ort_package_of"]
 
 
 @record
@@ -26,12 +26,14 @@ class Dependent:
     gpu: str | None  # the requirement that pulls onnxruntime-gpu instead, where there is one
     source: str
     version: str  # the release whose metadata was read
+    gpu_spec: dict[str, str] | None = None  # extra -> the onnxruntime-gpu specifier it requires
 
 
 @lru_cache(maxsize=1)
 def dependents() -> dict[str, Dependent]:
     data = json.loads((Path(__file__).with_name("ort_dependents.json")).read_text(encoding="utf-8"))
-    return {name: Dependent(name, dict(row["requires"]), row.get("gpu"), row["source"], row["version"])
+    return {name: Dependent(name, dict(row["requires"]), row.get("gpu"), row["source"], row["version"],
+                       row.get("gpu_spec"))
             for name, row in data["packages"].items()}
 
 
@@ -52,3 +54,16 @@ def ort_package_of(name: str, extras: tuple[str, ...], spec: str = "") -> tuple[
         return None
     cpu = [p for p in pulled if p != "onnxruntime-gpu"]
     return (cpu[0] if cpu else pulled[0]), row
+
+
+def gpu_spec_of(name: str, extras: tuple[str, ...], spec: str = "") -> str | None:
+    """The onnxruntime-gpu specifier ``name[extras]spec`` requires ("" for any version), None when it
+    requires no onnxruntime-gpu or the table cannot say."""
+    hit = ort_package_of(name, extras, spec)
+    if hit is None:
+        return None
+    row = hit[1]
+    for extra in ("", *extras):
+        if row.requires.get(extra) == "onnxruntime-gpu" and row.gpu_spec is not None and extra in row.gpu_spec:
+            return row.gpu_spec[extra]
+    return None

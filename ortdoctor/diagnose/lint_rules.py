@@ -43,7 +43,7 @@ from ortdoctor.decide.lint_stack import (
     wheel_major,
 )
 from ortdoctor.decide.matrix.model import Matrix, Release, ReleaseMatch
-from ortdoctor.decide.ort_dependents import dependents, ort_package_of
+from ortdoctor.decide.ort_dependents import dependents, gpu_spec_of, ort_package_of
 
 __all__ = ["LintFinding", "lint_stack"]
 
@@ -178,11 +178,33 @@ def _delete(pin: Pin) -> str | None:
     return re.sub(r",\s*\]", "]", out)
 
 
+def _add_after(pin: Pin, new_requirement: str) -> str | None:
+    """The line of the requirement that pulls onnxruntime-gpu in, with a pin of it added: a line of its
+    own in a requirements file, one more list item in a TOML array, one more word on a pip command."""
+    text = pin.where.text
+    if text.split(" #", 1)[0].strip() == pin.requirement:
+        return f"{text}\n{new_requirement}"
+    for quote in ('"', "'"):
+        quoted = f"{quote}{pin.requirement}{quote}"
+        if quoted in text:
+            joiner = ", " if pin.where.file.endswith(".toml") else " "
+            return text.replace(quoted, f"{quoted}{joiner}{quote}{new_requirement}{quote}", 1)
+    m = re.search(r"(?<![\w.-])" + re.escape(pin.requirement) + r"(?![\w.\[=<>~!*-])", text)
+    if m:
+        return text[:m.end()] + f" {new_requirement}" + text[m.end():]
+    return None
+
+
 def _pin_fix(pin: Pin, version: str | None, matrix: Matrix, why: str) -> tuple[str, str | None]:
     """(fix text, replacement line) pinning ``version``."""
     if version is None:
         return why, None
     new = _new_requirement(pin, version, matrix)
+    if pin.via is not None:
+        new = f"{GPU_PACKAGE}=={version}"
+        line = _add_after(pin, new)
+        text = f"{_at(pin.where)}: pin {new} beside `{pin.via}`, which requires onnxruntime-gpu{pin.spec}"
+        return (f"{text}  ({why})" if why else text), line
     line = _replace(pin, new)
     text = f"{_at(pin.where)}: {line.strip() if line is not None else new}"
     return (f"{text}  ({why})" if why else text), line
@@ -207,7 +229,7 @@ def _sources(stack: Stack, matrix: Matrix) -> list[_Source]:
                 m = re.match(r"(?:==|~=|>=)\s*(\d+)", pin.spec)
                 cudnn = int(m.group(1)) if m else None
             if cuda is not None or cudnn is not None:
-                out.append(_Source(cuda, cudnn, f"`{pin.requirement}` ({_at(pin.where)})", pin.where))
+                out.append(_Source(cuda, cudnn, f"{_label(pin)} ({_at(pin.where)})", pin.where))
     for d in stack.declared:
         if d.kind == "cuda":
             m = re.match(r"(\d+)", d.value)
@@ -241,7 +263,7 @@ def lint_stack(stack: Stack, matrix: Matrix) -> list[LintFinding]:
     python = _one_python(stack)
     sources = _sources(stack, matrix)
     feeds = [(kind, url) for kind, url, _ in stack.feeds]
-    for pin in stack.pins:
+    for pin in [*stack.pins, *_implied(stack)]:
         if pin.name != GPU_PACKAGE or pin.optional or not applies(pin, python):
             continue
         version, admitted = _resolved(matrix, pin, python)
@@ -258,6 +280,27 @@ def lint_stack(stack: Stack, matrix: Matrix) -> list[LintFinding]:
         out += _kernels(stack, matrix, pin, version, builds, sources)
     out += _image_driver(stack, matrix)
     return sorted(out, key=lambda f: (f.where.file, f.where.line))
+
+
+def _label(pin: Pin) -> str:
+    if pin.via is not None:
+        return f"`{pin.via}` (its metadata requires onnxruntime-gpu{pin.spec})"
+    return f"`{pin.requirement}`"
+
+
+def _implied(stack: Stack) -> list[Pin]:
+    """onnxruntime-gpu as the metadata of another requirement pulls it in (``audio-separator[gpu]``),
+    where the stack does not name it itself."""
+    if any(p.name == GPU_PACKAGE and not p.optional for p in stack.pins):
+        return []
+    out: list[Pin] = []
+    for p in stack.pins:
+        if p.optional or p.name == GPU_PACKAGE:
+            continue
+        spec = gpu_spec_of(p.name, p.extras, p.spec)
+        if spec is not None:
+            out.append(Pin(GPU_PACKAGE, spec, (), p.marker, p.where, p.requirement, None, False, p.requirement))
+    return out
 
 
 def _ort_side(stack: Stack) -> tuple[list[tuple[Pin, str]], list[tuple[Pin, str]]]:
@@ -323,7 +366,7 @@ def _unpinned(stack: Stack, matrix: Matrix, pin: Pin, admitted: list[str], sourc
         return []  # one major up to now; the matrix cannot say when the next one comes
     want = next((s.cuda for s in sources if s.cuda is not None), None)
     version = _pick(matrix, cuda=want, python=python) if want is not None else admitted[-1]
-    detail = (f"`{pin.requirement}` admits releases built for CUDA "
+    detail = (f"{_label(pin)} admits releases built for CUDA "
               f"{', '.join(str(m) for m in majors)}; today it installs {admitted[-1]}")
     why = f"the newest CUDA {want} release" if want is not None else "today's release, pinned"
     fix, line = _pin_fix(pin, version, matrix, why)
@@ -354,7 +397,7 @@ def _cuda(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[Ort
         elif s.cudnn is not None and cudnns and s.cudnn not in cudnns:
             cudnn_bad.setdefault(s.cudnn, []).append(s)
     for major, group in cuda_bad.items():
-        detail = (f"`{pin.requirement}` {installs}, built for CUDA {'/'.join(map(str, cudas))}; "
+        detail = (f"{_label(pin)} {installs}, built for CUDA {'/'.join(map(str, cudas))}; "
                   f"{' and '.join(x.what for x in group)} {'bring' if len(group) > 1 else 'brings'} CUDA {major}")
         want_cudnn = next((x.cudnn for x in sources if x.cudnn is not None and x.cuda in (None, major)), None)
         target = _pick(matrix, cuda=major, cudnn=want_cudnn, python=python) or _pick(
@@ -365,7 +408,7 @@ def _cuda(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[Ort
         out.append(LintFinding(make("lint-ort-cuda-mismatch", detail, fix), pin.where, line,
                                tuple(x.where for x in group), stack.name))
     for major, group in cudnn_bad.items():
-        detail = (f"`{pin.requirement}` {installs}, built for cuDNN {'/'.join(map(str, sorted(cudnns)))}; "
+        detail = (f"{_label(pin)} {installs}, built for cuDNN {'/'.join(map(str, sorted(cudnns)))}; "
                   f"{' and '.join(x.what for x in group)} {'bring' if len(group) > 1 else 'brings'} cuDNN {major}")
         stack_cuda = next((x.cuda for x in sources if x.cuda is not None), None)
         want_cuda = stack_cuda if stack_cuda is not None else cudas[0]
@@ -391,7 +434,7 @@ def _python(stack: Stack, matrix: Matrix, pin: Pin, admitted: list[str],
             continue
         versions = admitted[0] if len(admitted) == 1 else f"{admitted[0]}...{admitted[-1]}"
         supported = sorted({p for _, r in known for p in r.python}, key=_vkey)
-        detail = (f"`{pin.requirement}` ({versions}) has wheels for Python {', '.join(supported)}; "
+        detail = (f"{_label(pin)} ({versions}) has wheels for Python {', '.join(supported)}; "
                   f"{d.origin} ({_at(d.where)}) is Python {d.value}")
         cuda = builds[0].cuda_major
         target = _pick(matrix, cuda=cuda, python=d.value) or _pick(matrix, python=d.value)
@@ -412,7 +455,7 @@ def _driver(stack: Stack, matrix: Matrix, pin: Pin, builds: list[OrtBuild]) -> l
         return []
     b = builds[0]
     need = matrix.cuda_majors[b.cuda_major].min_driver_linux
-    detail = (f"`{pin.requirement}` is built for CUDA {b.cuda_major}, which needs driver {need} or newer; "
+    detail = (f"{_label(pin)} is built for CUDA {b.cuda_major}, which needs driver {need} or newer; "
               f"{floor.origin} ({_at(floor.where)}) declares {floor.value}")
     target = _pick(matrix, driver=floor.value, python=_one_python(stack))
     fix, line = _pin_fix(pin, target, matrix, f"the newest release driver {floor.value} runs")
@@ -460,7 +503,7 @@ def _kernels(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[
         cov = coverage(cc, k.archs, ptx_isa=k.ptx_isa, isolated=k.isolated)
         if cov.runs:
             continue
-        detail = (f"`{pin.requirement}` ({version}) carries {describe_archs(k.archs, k.ptx_isa)}; "
+        detail = (f"{_label(pin)} ({version}) carries {describe_archs(k.archs, k.ptx_isa)}; "
                   f"{d.origin} ({_at(d.where)}) names {sm_name(cc)}")
         cuda = next((s.cuda for s in sources if s.cuda is not None), None)
         target = (_pick(matrix, cuda=cuda, gpus=[cc], python=_one_python(stack)) if cuda is not None else None) \
