@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,12 @@ def test_lock_files(tmp_path: Path) -> None:
     pylock = ('lock-version = "1.0"\nrequires-python = ">=3.11"\n[[packages]]\nname = "onnxruntime-gpu"\n'
               'version = "1.26.0"\n[[packages]]\nname = "torch"\nversion = "2.15.0"\n')
     assert _ids(tmp_path / "b", {"pylock.toml": pylock}) == [("lint-ort-cuda-mismatch", "pylock.toml", 4)]
+
+
+def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "requirements.txt")
+    report = lint_paths([str(tmp_path)])
+    assert report.errors == (f"{tmp_path / 'requirements.txt'}: not a regular file",)
 
 
 def test_renderers_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -39,6 +39,7 @@ from ortdoctor.diagnose.lint_rules import LintFinding, image_declarations, lint_
 from ortdoctor.formats.compose import read_compose
 from ortdoctor.formats.conda_env import read_conda_env
 from ortdoctor.formats.dockerfile import read_dockerfile
+from ortdoctor.formats.regular_file import NotRegularFile, open_regular
 from ortdoctor.formats.requirements_txt import read_requirements
 from ortdoctor.formats.toml_lines import LocatedStr, TomlError, read_toml
 
@@ -126,7 +127,8 @@ def _sniff(path: Path) -> str | None:
 
 
 def _read(path: Path) -> str:
-    with open(path, "rb") as fh:
+    # a FIFO or a device named like a requirements file would block or never end: refused
+    with open_regular(path) as fh:
         data = fh.read(_MAX_FILE_BYTES + 1)
     if len(data) > _MAX_FILE_BYTES:
         raise ValueError(f"larger than {_MAX_FILE_BYTES // (1024 * 1024)} MiB")
@@ -147,6 +149,9 @@ class _Reader:
         if key not in self.texts:
             try:
                 text: str | None = _read(path)
+            except NotRegularFile:
+                self.errors.append(f"{shown}: not a regular file")
+                text = None
             except (OSError, ValueError) as e:
                 self.errors.append(f"{shown}: {getattr(e, 'strerror', None) or e}")
                 text = None
