@@ -58,6 +58,8 @@ def test_conda_and_dockerfile_readers() -> None:
     stages = read_dockerfile("ARG V=1.20.2\nFROM nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04 AS b\n"
                              "RUN apt-get update && pip install \\\n    onnxruntime-gpu==${V} torch\n")
     assert stages[0].name == "b"
+    conda = read_dockerfile("FROM nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04\nRUN conda create -y -n x python=3.10\n")
+    assert [(p.line, p.value) for p in conda[0].pythons] == [(2, "3.10")]
     assert [(w.line, w.word) for w in stages[0].pip_installs[0].words] == [(4, "onnxruntime-gpu==1.20.2"),
                                                                           (4, "torch")]
 

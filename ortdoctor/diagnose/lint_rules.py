@@ -111,7 +111,7 @@ def _pick(matrix: Matrix, *, cuda: int | None = None, cudnn: int | None = None, 
         if match is None or not match.exact:
             continue
         r = match.release
-        if not r.pypi or r.bad(v) is not None:
+        if not r.pypi or _bad_here(r, v, gpus):
             continue
         if cuda is not None and r.cuda_major != cuda:
             continue
@@ -125,6 +125,17 @@ def _pick(matrix: Matrix, *, cuda: int | None = None, cudnn: int | None = None, 
             continue
         return v
     return None
+
+
+def _bad_here(release: Release, version: str, gpus: Sequence[tuple[int, int]]) -> bool:
+    """A known-bad release is never picked, unless its fault is one GPU's (``affects: sm_120``) and that GPU
+    is not declared."""
+    bad = release.bad(version)
+    if bad is None:
+        return False
+    if bad.affects and bad.affects.startswith("sm_"):
+        return any(sm_name(cc) == bad.affects for cc in gpus)
+    return True
 
 
 def _driver_ok(matrix: Matrix, cuda_major: int, floor: str) -> bool:

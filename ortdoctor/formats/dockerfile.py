@@ -43,12 +43,14 @@ class DockerStage:
     name: str | None  # FROM ... AS name
     pip_installs: tuple[PipInstall, ...]
     env: tuple[EnvValue, ...]  # ENV and ARG values of the stage, in order
-    pythons: tuple[EnvValue, ...] = ()  # CPython versions a RUN installs (apt python3.11, uv python install)
+    pythons: tuple[EnvValue, ...] = ()  # CPython versions a RUN installs (apt python3.11, uv python install,
+    # conda create python=3.10)
 
 
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+]([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 _PYTHON_INSTALL = re.compile(r"(?:\bapt(?:-get)?\s+(?:-\S+\s+)*install\b[^&;|]*?\bpython(3\.\d+)\b"
-                             r"|\buv\s+python\s+install\s+(?:cpython-)?(3\.\d+))")
+                             r"|\buv\s+python\s+install\s+(?:cpython-)?(3\.\d+)"
+                             r"|\b(?:conda|mamba|micromamba)\s+(?:create|install)\b[^&;|]*?\bpython==?(3\.\d+))")
 _SPLIT = re.compile(r"&&|\|\||;|\|")
 _PIP = re.compile(r"(?:^|\s)(?:\S*/)?(?:(?:python[0-9.]*\s+-m\s+pip)|pip[0-9.]*|uv\s+pip)\s+install(?=\s|$)")
 
@@ -194,7 +196,7 @@ def read_dockerfile(text: str, build_args: dict[str, str] | None = None) -> tupl
             current["pip"].extend(_pip_installs(parts, values))  # type: ignore[attr-defined]
             for number, text in parts:
                 for m in _PYTHON_INSTALL.finditer(_substitute(text, values)):
-                    version = m.group(1) or m.group(2)
+                    version = m.group(1) or m.group(2) or m.group(3)
                     current["pythons"].append(EnvValue(number, "python", version))  # type: ignore[attr-defined]
     close()
     return tuple(stages)
