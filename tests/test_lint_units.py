@@ -155,7 +155,16 @@ def test_renderers_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as e:
         main(["lint", str(tmp_path / "missing.txt")])
     assert e.value.code == 2
-    (tmp_path / "requirements.txt").write_text("onnxruntime-gpu==1.20.2\n", encoding="utf-8")
+    out = tmp_path / "out" / "lint.sarif"
+    out.parent.mkdir()
     with pytest.raises(SystemExit) as e:
-        main(["lint", str(tmp_path)])
-    assert e.value.code == 0
+        main(["lint", "--format", "sarif", "--output", str(out), str(tmp_path / "requirements.txt")])
+    assert e.value.code == 1
+    assert json.loads(out.read_text(encoding="utf-8"))["runs"][0]["results"]
+    (tmp_path / "requirements.txt").write_text("onnxruntime-gpu>=1.17\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as e:
+        main(["lint", str(tmp_path / "requirements.txt")])
+    assert e.value.code == 0  # a warning passes
+    with pytest.raises(SystemExit) as e:
+        main(["lint", "--strict", str(tmp_path / "requirements.txt")])
+    assert e.value.code == 1

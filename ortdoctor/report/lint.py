@@ -43,7 +43,9 @@ def to_text(files: Sequence[str], findings: Sequence[LintFinding], errors: Seque
         if f.replacement == "":
             lines.append("    fix: delete this line")
         elif f.replacement is not None:
-            lines.append(f"    fix: replace the line with: {f.replacement.strip()}")
+            # a replacement of two lines (a pin added below a requirement) keeps its second line aligned
+            shown = "\n          ".join(part.strip() for part in f.replacement.strip().split("\n"))
+            lines.append(f"    fix: replace the line with: {shown}")
         elif x.fix:
             lines.append(f"    fix: {x.fix}")
     for e in errors:
