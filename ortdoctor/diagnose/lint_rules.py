@@ -206,10 +206,19 @@ def _add_after(pin: Pin, new_requirement: str) -> str | None:
     return None
 
 
+def _is_lock(file: str) -> bool:
+    name = file.replace("\\", "/").rsplit("/", 1)[-1]
+    return name in ("uv.lock", "poetry.lock") or (name.startswith("pylock.") and name.endswith(".toml"))
+
+
 def _pin_fix(pin: Pin, version: str | None, matrix: Matrix, why: str) -> tuple[str, str | None]:
     """(fix text, replacement line) pinning ``version``."""
     if version is None:
         return why, None
+    if _is_lock(pin.where.file):
+        # a lock file is written by its tool: the pin goes where the project declares its requirements
+        text = f"pin {GPU_PACKAGE}=={version} in the project's requirements and lock again"
+        return (f"{text}  ({why})" if why else text), None
     new = _new_requirement(pin, version, matrix)
     if pin.via is not None:
         new = f"{GPU_PACKAGE}=={version}"
@@ -253,6 +262,15 @@ def _sources(stack: Stack, matrix: Matrix) -> list[_Source]:
     return out
 
 
+def _pin_python(stack: Stack, pin: Pin) -> str | None:
+    """The Python a pin is installed under: the stack's, else the lowest its marker (``python_full_version
+    >= '3.11'``, as a lock file writes it) and the declared floor admit."""
+    one = _one_python(stack)
+    if one is None or not pin.marker or any(d.exact for d in _pythons(stack)):
+        return one
+    return next((p for p in PYTHONS if _vkey(p) >= _vkey(one) and applies(pin, p)), one)
+
+
 def _pythons(stack: Stack) -> list[Declared]:
     return [d for d in stack.declared if d.kind == "python" and d.value in PYTHONS]
 
@@ -271,11 +289,13 @@ def lint_stack(stack: Stack, matrix: Matrix) -> list[LintFinding]:
     """Every finding of one stack, in file order."""
     out: list[LintFinding] = []
     out += _both_flavours(stack)
-    python = _one_python(stack)
     sources = _sources(stack, matrix)
     feeds = [(kind, url) for kind, url, _ in stack.feeds]
     for pin in [*stack.pins, *_implied(stack)]:
-        if pin.name != GPU_PACKAGE or pin.optional or not applies(pin, python):
+        if pin.name != GPU_PACKAGE or pin.optional:
+            continue
+        python = _pin_python(stack, pin)
+        if not applies(pin, python):
             continue
         version, admitted = _resolved(matrix, pin, python)
         if version is None:
@@ -337,7 +357,7 @@ def _ort_side(stack: Stack) -> tuple[list[tuple[Pin, str]], list[tuple[Pin, str]
 def _both_flavours(stack: Stack) -> list[LintFinding]:
     gpu, cpu = _ort_side(stack)
     exact = [d.value for d in _pythons(stack) if d.exact]
-    pythons: Iterable[str | None] = exact or [None, *PYTHONS]
+    pythons: Iterable[str | None] = exact or PYTHONS
     out: list[LintFinding] = []
     for pin, how in cpu:
         together = [g for g, _ in gpu if any(applies(g, p) and applies(pin, p) for p in pythons)]
@@ -357,6 +377,10 @@ def _both_flavours(stack: Stack) -> list[LintFinding]:
             line = None
             fix = (f"{pin.name} has no GPU variant: install it in a later step with `--no-deps`, after "
                    f"onnxruntime-gpu, and list its other requirements yourself")
+        elif _is_lock(pin.where.file):
+            line = None
+            fix = (f"remove {pin.name} from the project's requirements (or what pulls it in) and lock again "
+                   f"(onnxruntime-gpu has the CPU execution provider too)")
         else:
             line = _delete(pin)
             fix = f"{_at(pin.where)}: remove `{pin.requirement}` (onnxruntime-gpu has the CPU execution provider too)"
@@ -414,8 +438,9 @@ def _cuda(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[Ort
         target = _pick(matrix, cuda=major, cudnn=want_cudnn, python=python) or _pick(
             matrix, cuda=major, python=python)
         fix, line = _pin_fix(pin, target, matrix, f"the newest release built for CUDA {major}" if target else
-                             f"no onnxruntime-gpu release on PyPI is built for CUDA {major}: "
-                             f"move the stack to CUDA {'/'.join(map(str, cudas))}")
+                             f"no onnxruntime-gpu release on PyPI is built for CUDA {major}"
+                             + (f" with wheels for Python {python}" if python else "")
+                             + f": move the stack to CUDA {'/'.join(map(str, cudas))}")
         out.append(LintFinding(make("lint-ort-cuda-mismatch", detail, fix), pin.where, line,
                                tuple(x.where for x in group), stack.name))
     for major, group in cudnn_bad.items():
@@ -440,7 +465,9 @@ def _python(stack: Stack, matrix: Matrix, pin: Pin, admitted: list[str],
         if d.value in seen or not applies(pin, d.value):
             continue
         seen.add(d.value)
-        known = [(v, r) for v in admitted for r in [_release(matrix, v)] if r is not None and r.python]
+        # only releases whose patch the matrix lists: another patch of the line may have other wheels
+        known = [(v, m.release) for v in admitted for m in [_match(matrix, v)]
+                 if m is not None and m.exact and m.release.python]
         if not known or any(d.value in r.python for _, r in known):
             continue
         versions = admitted[0] if len(admitted) == 1 else f"{admitted[0]}...{admitted[-1]}"

@@ -577,6 +577,8 @@ def _uv_lock(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> li
     roots = [p for p in packages if isinstance(p.get("source"), dict)
              and any(k in p["source"] for k in ("editable", "virtual", "directory"))]
 
+    markers: dict[int, str | None] = {}  # package -> the marker of the edges that reach it (None: any)
+
     def reach(start: Iterable[Any]) -> list[dict[str, Any]]:
         seen: set[int] = set()
         order: list[dict[str, Any]] = []
@@ -585,7 +587,12 @@ def _uv_lock(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> li
             dep = todo.pop()
             if not isinstance(dep, dict) or not _marker_linux(dep.get("marker")):
                 continue
+            version = dep.get("version")
             for p in by_name.get(str(dep.get("name", "")), []):
+                if version is not None and str(p.get("version")) != str(version):
+                    continue  # an edge that names the version reaches that entry only
+                edge = str(dep["marker"]) if isinstance(dep.get("marker"), str) else None
+                markers[id(p)] = edge if markers.get(id(p), edge) == edge else None
                 if id(p) in seen:
                     continue
                 seen.add(id(p))
@@ -596,9 +603,14 @@ def _uv_lock(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> li
         return order
 
     def stack(label: str, members: list[dict[str, Any]]) -> Stack:
-        pins = [pin for p in members if p not in roots
-                for pin in [_lock_pin(p.get("name"), p.get("version"), shown, reader, path,
-                                      _registry(p.get("source")))] if pin is not None]
+        pins: list[Pin] = []
+        for p in members:
+            pin = None if p in roots else _lock_pin(p.get("name"), p.get("version"), shown, reader, path,
+                                                    _registry(p.get("source")))
+            if pin is not None:
+                marker = markers.get(id(p))
+                pins.append(Pin(pin.name, pin.spec, pin.extras, marker, pin.where, pin.requirement, pin.index)
+                            if marker else pin)
         return Stack(label, tuple(pins), (), tuple(declared), locked=True)
 
     if not roots:
