@@ -25,6 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from ortdoctor.core.record import record
 from ortdoctor.decide.matrix.model import Feed, Matrix, Release, ReleaseMatch
+from ortdoctor.decide.ort_dependents import dependents
 
 __all__ = [
     "CPU_FLAVOURS",
@@ -115,7 +116,6 @@ _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 def relevant(name: str) -> bool:
     """Whether any rule reads a requirement of this (canonical) name: the onnxruntime flavours, torch,
     NVIDIA wheels and the packages whose metadata requires onnxruntime."""
-    from ortdoctor.decide.ort_dependents import dependents
     return (name == GPU_PACKAGE or name in CPU_FLAVOURS or name == "torch" or name.startswith("nvidia-")
             or name in dependents())
 

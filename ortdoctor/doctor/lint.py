@@ -312,6 +312,8 @@ class _Reader:
         return [Stack(shown, tuple(pins), tuple(feeds), tuple(declared))]
 
 
+_UNREAD_TABLES = {"uv.lock": ("[package.metadata",), "poetry.lock": ("[package.dependencies]", "[package.extras]"),
+                  "pylock": ("[[packages.wheels]]", "[packages.sdist]")}
 _BLOCK_NAME = re.compile(r'^name = "([^"]+)"', re.MULTILINE)
 
 
@@ -341,11 +343,18 @@ def _lock_subset(text: str, kind: str) -> str:
         root = kind == "uv.lock" and re.search(r"^source = \{ *(editable|virtual|directory) *=", body, re.MULTILINE)
         if relevant(name) or root:
             inside = False
+            skipped_table = False
             for i in range(a, b):
+                line = lines[i]
+                if line.startswith("["):
+                    # tables no rule reads: the metadata uv keeps, Poetry's dependencies and extras
+                    skipped_table = line.startswith(_UNREAD_TABLES[kind])
+                if skipped_table:
+                    continue
                 # the list of every wheel file with its hash: most of a lock, read by no rule
-                if not inside and lines[i].startswith(("files = [", "wheels = [")) and not lines[i].rstrip().endswith("]"):
+                if not inside and line.startswith(("files = [", "wheels = [")) and not line.rstrip().endswith("]"):
                     inside = True
-                elif inside and lines[i].strip() == "]":
+                elif inside and line.strip() == "]":
                     inside = False
                 else:
                     keep[i] = not inside

@@ -80,9 +80,11 @@ def split_logical_lines(text: str) -> list[tuple[int, str]]:
 def _strip_comment(line: str) -> str:
     if line.lstrip().startswith("#"):
         return ""
-    for i, ch in enumerate(line):
-        if ch == "#" and i > 0 and line[i - 1] in " \t":
+    i = line.find("#")
+    while i > 0:
+        if line[i - 1] in " \t":
             return line[:i].rstrip()
+        i = line.find("#", i + 1)
     return line.rstrip()
 
 
