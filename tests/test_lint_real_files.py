@@ -86,3 +86,16 @@ def test_failure_classes_are_found_in_real_files(monkeypatch: pytest.MonkeyPatch
     assert ("lint-cuda-needs-newer-driver", "docker/onnxruntime-cuda-python.Dockerfile", 1) in got
     assert ("lint-cuda-needs-newer-driver", "docker/onnxruntime-cuda-python.Dockerfile", 40) in got
     assert ("lint-gpu-arch-unsupported", "docker/onnxruntime-cuda-python.Dockerfile", 40) in got
+
+
+def test_the_fix_is_what_upstream_did_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CosyVoice 2511a49 pinned onnxruntime-gpu==1.18.0 (CUDA 11 on PyPI) beside torch from the cu121 index;
+    its next change to requirements.txt (6b9cebe) added the onnxruntime CUDA 12 feed, which has 1.18.0
+    for CUDA 12 with cuDNN 8, as torch 2.3 has. lint's replacement says the same."""
+    report = _run("FunAudioLLM__CosyVoice@2511a49a72af", monkeypatch)
+    (finding,) = report.findings  # type: ignore[attr-defined]
+    assert finding.replacement is not None
+    upstream = (DATA / "FunAudioLLM__CosyVoice@6b9cebea1403" / "requirements.txt").read_text(encoding="utf-8")
+    lines = [line.split(" #", 1)[0].strip() for line in upstream.splitlines()]
+    for line in finding.replacement.splitlines():
+        assert line.strip() in lines

@@ -138,6 +138,30 @@ def _bad_here(release: Release, version: str, gpus: Sequence[tuple[int, int]]) -
     return True
 
 
+def _pick_feed(matrix: Matrix, cuda: int, cudnn: int, python: str | None) -> tuple[str, str] | None:
+    """(version, index URL): the newest build on an onnxruntime feed for these majors, where PyPI has none
+    (CUDA 12 with cuDNN 8: 1.17 and 1.18 on the CUDA 12 feed)."""
+    for release in matrix.releases:  # newest first
+        if python and release.python and python not in release.python:
+            continue
+        for feed in release.feeds:
+            if feed.cuda_major != cuda or feed.cudnn_major != cudnn or not feed.index_url:
+                continue
+            candidates = [v for v in (feed.versions or release.versions) if not _bad_here(release, v, ())]
+            if candidates:
+                return max(candidates, key=_vkey), matrix.feeds.get(feed.index_url, feed.index_url)
+    return None
+
+
+def _feed_fix(pin: Pin, version: str, url: str, matrix: Matrix, what: str) -> tuple[str, str | None]:
+    """The fix that takes a feed's build: in a requirements file the feed line goes above the pin."""
+    fix, line = _pin_fix(pin, version, matrix, "")
+    why = f"no PyPI wheel is built for {what}; the onnxruntime feed has {version}"
+    if line is not None and not pin.where.file.endswith((".toml", ".lock")) and pin.where.text.strip() == pin.requirement:
+        return f"{fix}  ({why}: the line `--extra-index-url {url}` goes above it)", f"--extra-index-url {url}\n{line}"
+    return f"{fix}  ({why}, from --extra-index-url {url})", line
+
+
 def _driver_ok(matrix: Matrix, cuda_major: int, floor: str) -> bool:
     need = matrix.cuda_majors.get(cuda_major)
     return need is None or _vkey(need.min_driver_linux) <= _vkey(floor)
@@ -435,12 +459,16 @@ def _cuda(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[Ort
         detail = (f"{_label(pin)} {installs}, built for CUDA {'/'.join(map(str, cudas))}; "
                   f"{' and '.join(x.what for x in group)} {'bring' if len(group) > 1 else 'brings'} CUDA {major}")
         want_cudnn = next((x.cudnn for x in sources if x.cudnn is not None and x.cuda in (None, major)), None)
-        target = _pick(matrix, cuda=major, cudnn=want_cudnn, python=python) or _pick(
-            matrix, cuda=major, python=python)
-        fix, line = _pin_fix(pin, target, matrix, f"the newest release built for CUDA {major}" if target else
-                             f"no onnxruntime-gpu release on PyPI is built for CUDA {major}"
-                             + (f" with wheels for Python {python}" if python else "")
-                             + f": move the stack to CUDA {'/'.join(map(str, cudas))}")
+        target = _pick(matrix, cuda=major, cudnn=want_cudnn, python=python)
+        feed = None if target is not None or want_cudnn is None else _pick_feed(matrix, major, want_cudnn, python)
+        if feed is not None:
+            fix, line = _feed_fix(pin, feed[0], feed[1], matrix, f"CUDA {major} and cuDNN {want_cudnn}")
+        else:
+            target = target or _pick(matrix, cuda=major, python=python)
+            fix, line = _pin_fix(pin, target, matrix, f"the newest release built for CUDA {major}" if target else
+                                 f"no onnxruntime-gpu release on PyPI is built for CUDA {major}"
+                                 + (f" with wheels for Python {python}" if python else "")
+                                 + f": move the stack to CUDA {'/'.join(map(str, cudas))}")
         out.append(LintFinding(make("lint-ort-cuda-mismatch", detail, fix), pin.where, line,
                                tuple(x.where for x in group), stack.name))
     for major, group in cudnn_bad.items():
@@ -449,9 +477,13 @@ def _cuda(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[Ort
         stack_cuda = next((x.cuda for x in sources if x.cuda is not None), None)
         want_cuda = stack_cuda if stack_cuda is not None else cudas[0]
         target = _pick(matrix, cuda=want_cuda, cudnn=major, python=python)
-        fix, line = _pin_fix(pin, target, matrix, f"the newest CUDA {want_cuda} release built for cuDNN "
-                             f"{major}" if target else f"no onnxruntime-gpu release for CUDA {want_cuda} "
-                             f"is built for cuDNN {major}: change {group[0].what}")
+        feed = None if target is not None else _pick_feed(matrix, want_cuda, major, python)
+        if feed is not None:
+            fix, line = _feed_fix(pin, feed[0], feed[1], matrix, f"CUDA {want_cuda} and cuDNN {major}")
+        else:
+            fix, line = _pin_fix(pin, target, matrix, f"the newest CUDA {want_cuda} release built for cuDNN "
+                                 f"{major}" if target else f"no onnxruntime-gpu release for CUDA {want_cuda} "
+                                 f"is built for cuDNN {major}: change {group[0].what}")
         out.append(LintFinding(make("lint-ort-cudnn-mismatch", detail, fix), pin.where, line,
                                tuple(x.where for x in group), stack.name))
     return out
