@@ -69,7 +69,7 @@ class _Source:
 
 
 def _at(where: Where) -> str:
-    return f"{where.file}:{where.line}"
+    return f"{where.file}:{where.line}" if where.line else "the command line"
 
 
 def _vkey(v: str) -> tuple[int, ...]:
