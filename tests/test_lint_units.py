@@ -97,6 +97,12 @@ def test_a_dependency_that_pulls_onnxruntime_gpu(tmp_path: Path) -> None:
     assert fix.replacement == "silero-vad[onnx-gpu]\nonnxruntime-gpu==1.18.1"
 
 
+def test_a_direct_reference_is_not_unpinned(tmp_path: Path) -> None:
+    url = "https://example.org/onnxruntime_gpu-1.20.2-cp311-cp311-manylinux_2_28_x86_64.whl"
+    assert _ids(tmp_path, {"requirements.txt": f"onnxruntime-gpu @ {url}\nonnxruntime\n"}) == [
+        ("lint-ort-cpu-and-gpu", "requirements.txt", 2)]
+
+
 def test_python_driver_and_pinning(tmp_path: Path) -> None:
     assert _ids(tmp_path / "a", {"pyproject.toml": '[project]\nname = "x"\nrequires-python = ">=3.10"\n'
                                                    'dependencies = [\n  "onnxruntime-gpu==1.24.1",\n]\n'}) == [

@@ -70,7 +70,7 @@ class Where:
 @record
 class Pin:
     name: str  # canonical: "onnxruntime-gpu"
-    spec: str  # "==1.18.0", ">=1.17", "" (any)
+    spec: str  # "==1.18.0", ">=1.17", "" (any), "@ URL" (a direct reference)
     extras: tuple[str, ...]
     marker: str | None
     where: Where
@@ -128,7 +128,9 @@ def _parsed(text: str) -> tuple[str, str, tuple[str, ...], str | None] | None:
         return None
     # the marker as written (packaging re-quotes it), for a replacement line that changes nothing else
     marker = text.split(";", 1)[1].strip() if req.marker and ";" in text else (str(req.marker) if req.marker else None)
-    return canonicalize_name(req.name), str(req.specifier), tuple(sorted(req.extras)), marker
+    # a direct reference (`name @ URL`) installs that one file: no range of versions to judge
+    spec = f"@ {req.url}" if req.url else str(req.specifier)
+    return canonicalize_name(req.name), spec, tuple(sorted(req.extras)), marker
 
 
 def parse_pin(text: str, where: Where, *, index: str | None = None, optional: bool = False,
