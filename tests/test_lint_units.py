@@ -103,6 +103,15 @@ def test_a_direct_reference_is_not_unpinned(tmp_path: Path) -> None:
         ("lint-ort-cpu-and-gpu", "requirements.txt", 2)]
 
 
+def test_an_unpinned_torch_takes_the_pytorch_index_only_when_it_is_the_only_one(tmp_path: Path) -> None:
+    ort = "onnxruntime-gpu==1.31.1\n"
+    assert _ids(tmp_path / "a", {"requirements.txt": "--extra-index-url https://download.pytorch.org/whl/cu121\n"
+                                                     "torch\n" + ort}) == []
+    assert _ids(tmp_path / "b", {"requirements.txt": "--index-url https://download.pytorch.org/whl/cu121\n"
+                                                     "torch\n" + ort}) == [
+        ("lint-ort-cuda-mismatch", "requirements.txt", 3)]
+
+
 def test_python_driver_and_pinning(tmp_path: Path) -> None:
     assert _ids(tmp_path / "a", {"pyproject.toml": '[project]\nname = "x"\nrequires-python = ">=3.10"\n'
                                                    'dependencies = [\n  "onnxruntime-gpu==1.24.1",\n]\n'}) == [

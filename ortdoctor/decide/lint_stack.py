@@ -313,7 +313,11 @@ def torch_majors(matrix: Matrix, pin: Pin, feeds: Sequence[tuple[str, str]]) -> 
     tag: str | None = local.group(1).lower() if local else None
     how = f"`{pin.requirement}`"
     if tag is None:
-        for _kind, url in ([("index-url", pin.index)] if pin.index else []) + list(feeds):
+        for kind, url in ([("index-url", pin.index)] if pin.index else []) + list(feeds):
+            if version is None and kind != "index-url":
+                # an unpinned torch with the PyTorch index as an extra one: pip takes the highest version
+                # of either index, and PyPI's newest is higher than anything on an old cuXYZ index
+                continue
             hit = torch_index_major(url)
             if hit is not None:
                 tag, how = hit[0], f"`{pin.requirement}` from {url}"
