@@ -26,6 +26,7 @@ _COMMANDS = {
     "hook": ("hook", "Install or remove the pre-session hook (.pth)."),
     "completion": ("completion", "Print the bash, zsh or fish completion script."),
     "fleet": ("fleet", "Check every node of a cluster (Ray), or merge nodes' reports."),
+    "lint": ("lint", "Find onnxruntime-gpu misconfigurations in requirements, locks and Dockerfiles."),
 }
 
 _HELP = """Why is my ONNX Runtime session not using the GPU?

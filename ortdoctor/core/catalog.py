@@ -34,7 +34,8 @@ class CatalogEntry:
     fix: str
     modes: tuple[int, ...] = ()  # numbers in the failure-mode research the finding stands for
     docs: tuple[str, ...] = ()  # upstream reports and documentation
-    # "check" (inspection), "smoke" (the child session), "explain" (error text), "model" (check --model)
+    # "check" (inspection), "smoke" (the child session), "explain" (error text), "model" (check --model),
+    # "lint" (declared files, before anything is installed)
     produced_by: str = "check"
 
 
@@ -1379,6 +1380,118 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "to onnxruntime.",
         docs=(_CUDA_EP_DOCS,),
         produced_by="model",
+    ),
+    # ---------------------------------------------------------------------------------- lint
+    # `ortdoctor lint`: the same problems read from requirement files, lock files, pyproject.toml,
+    # environment.yml and Dockerfiles before anything is installed. Each finding names a file and a line;
+    # its fix is a replacement for that line.
+    CatalogEntry(
+        id="lint-ort-cpu-and-gpu",
+        severity="error",
+        title="the files install both the CPU onnxruntime and onnxruntime-gpu",
+        cause="onnxruntime and onnxruntime-gpu (and -directml, -openvino) install into the same "
+        "`onnxruntime/` directory; whichever pip installs last overwrites the other's files, and the CPU "
+        "build has no CUDA execution provider. The CPU package often comes in through another "
+        "requirement whose own metadata requires it (optimum[onnxruntime], fastembed, faster-whisper).",
+        evidence="The requirements of one environment (a requirements file and what it includes, a "
+        "pyproject's dependencies with one optional group, a Dockerfile stage, a lock file), their "
+        "markers read for Linux x86_64, and the table of packages whose metadata requires onnxruntime "
+        "(`ortdoctor/decide/ort_dependents.json`, read from their wheels on PyPI).",
+        fix="Remove the CPU package's line, or replace the requirement that pulls it in with its GPU "
+        "variant (optimum[onnxruntime-gpu], fastembed-gpu); where none exists, install that package in a "
+        "later step with --no-deps.",
+        modes=(1,),
+        docs=(_ORT_ISSUES + "4809", "https://github.com/huggingface/optimum/issues/1064"),
+        produced_by="lint",
+    ),
+    CatalogEntry(
+        id="lint-ort-cuda-mismatch",
+        severity="error",
+        title="the onnxruntime-gpu the files pin is built for another CUDA major",
+        cause="An onnxruntime-gpu wheel links one CUDA major (`libcublasLt.so.12`, `.so.13`); CUDA's "
+        "compatibility holds only within a major. torch's build (`+cu121`, a PyTorch index URL, the PyPI "
+        "default of its version), the base image (`nvidia/cuda:12.4.1-...`), conda's CUDA or pinned "
+        "`nvidia-*-cu12` wheels bring another major's libraries, so the CUDA EP cannot load.",
+        evidence="The pinned onnxruntime-gpu version's CUDA major in the compatibility matrix (its PyPI "
+        "wheel, or the feed an --index-url/--extra-index-url names) against each other CUDA major the "
+        "files declare, with the line that declares it.",
+        fix="Pin the newest onnxruntime-gpu release built for the stack's CUDA major (the finding gives "
+        "the line), or move the rest of the stack to the build's major.",
+        modes=(3,),
+        docs=(_ORT_ISSUES + "21684", _INSTALL_DOCS),
+        produced_by="lint",
+    ),
+    CatalogEntry(
+        id="lint-ort-cudnn-mismatch",
+        severity="error",
+        title="the onnxruntime-gpu the files pin needs another cuDNN major",
+        cause="An onnxruntime-gpu build links one cuDNN major (`libcudnn.so.8` or `.so.9`). The base "
+        "image's `cudnnN` tag, torch's build or a pinned `nvidia-cudnn-cu*` wheel brings another one.",
+        evidence="The pinned version's cuDNN major in the matrix against the cuDNN majors the files "
+        "declare, with their lines.",
+        fix="Pin an onnxruntime-gpu release built for the stack's cuDNN major (the finding gives the "
+        "line), or change the base image or cuDNN pin.",
+        modes=(7,),
+        docs=(_INSTALL_DOCS,),
+        produced_by="lint",
+    ),
+    CatalogEntry(
+        id="lint-ort-python-unsupported",
+        severity="error",
+        title="the pinned onnxruntime-gpu has no wheel for the declared Python",
+        cause="onnxruntime-gpu ships binary wheels only, each release for a few CPython versions. pip "
+        "then stops with `No matching distribution found for onnxruntime-gpu==...`, and uv cannot lock.",
+        evidence="The Python the files declare (requires-python's lowest version, the base image's "
+        "Python, conda's `python=`) against the CPython versions the matrix lists for the release.",
+        fix="Pin a release with wheels for that Python (the finding gives the line), or declare a Python "
+        "the pinned release supports.",
+        produced_by="lint",
+    ),
+    CatalogEntry(
+        id="lint-cuda-needs-newer-driver",
+        severity="error",
+        title="the declared CUDA needs a newer driver than the declared floor",
+        cause="Every CUDA major needs a minimum driver (CUDA 12: 525.60.13, CUDA 13: 580 on Linux). A "
+        "base image or an onnxruntime-gpu build of a newer CUDA does not run on the driver floor the "
+        "project declares for its machines.",
+        evidence="The base image's CUDA version, or the pinned onnxruntime-gpu's CUDA major, against "
+        "`min-driver` in `[tool.ortdoctor]` of pyproject.toml (or `--min-driver`), with the matrix's "
+        "driver minimums.",
+        fix="Use a base image and an onnxruntime-gpu build of a CUDA the driver floor runs (the finding "
+        "gives the newest such release), or raise the floor.",
+        modes=(8,),
+        docs=("https://docs.nvidia.com/deploy/cuda-compatibility/",),
+        produced_by="lint",
+    ),
+    CatalogEntry(
+        id="lint-gpu-arch-unsupported",
+        severity="error",
+        title="the pinned onnxruntime-gpu carries no kernels for a declared GPU",
+        cause="Each onnxruntime-gpu wheel carries kernels for a list of GPU architectures; 1.27 and "
+        "later have none for V100 (sm_70), 1.29-1.31 none for B200 (sm_100). On such a GPU the first "
+        "kernel fails with `no kernel image is available for execution on the device`.",
+        evidence="The GPUs the files declare (`gpus` in `[tool.ortdoctor]`, `--gpu`, a Dockerfile's "
+        "`TORCH_CUDA_ARCH_LIST`) against the kernel targets the matrix read from the release's wheel.",
+        fix="Pin a release whose wheel carries kernels for the GPU (the finding gives the newest one), "
+        "or drop the GPU from the targets.",
+        modes=(10,),
+        produced_by="lint",
+    ),
+    CatalogEntry(
+        id="lint-ort-unpinned",
+        severity="warning",
+        title="onnxruntime-gpu is not pinned to one CUDA major",
+        cause="onnxruntime-gpu's PyPI wheel changed CUDA major between releases (CUDA 11 up to 1.18, "
+        "CUDA 12 from 1.19, CUDA 13 from 1.27). A requirement that admits releases of more than one "
+        "major installs whatever is newest on the day: a rebuild of the same files moves to the next "
+        "CUDA major and the CUDA EP stops loading.",
+        evidence="The versions of onnxruntime-gpu PyPI has that the requirement admits, and their CUDA "
+        "majors in the matrix.",
+        fix="Pin the release (the finding gives the line), or bound it below the next major's first "
+        "release.",
+        modes=(3,),
+        docs=(_ORT_ISSUES + "21684",),
+        produced_by="lint",
     ),
     # ---------------------------------------------------------------------------------- smoke
     CatalogEntry(

@@ -1,0 +1,101 @@
+"""`ortdoctor lint` on real files from public repositories that use onnxruntime-gpu.
+
+Each directory of tests/data/lint/ holds files as one repository had them at one commit (`source.json`:
+repository, commit, paths) and `expected.json`: every file lint reads there and every finding it must
+report, as [id, file, line, replacement line]. Nothing more may be reported: a finding not listed is a
+false alarm. Some commits are the ones before a fix upstream (roop 2165394, CosyVoice 2511a49), whose
+next commit shows the problem happened.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ortdoctor.doctor.lint import lint_paths
+
+DATA = Path(__file__).parent / "data" / "lint"
+CASES = sorted(p.name for p in DATA.iterdir() if p.is_dir())
+
+
+def _run(case: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path | None = None, **kw: object) -> object:
+    """lint in the case's directory; a case with a gzip'd file (a lock of a megabyte) runs in a copy with
+    it expanded."""
+    where = DATA / case
+    if any(where.rglob("*.gz")):
+        assert tmp_path is not None
+        where = tmp_path / case
+        shutil.copytree(DATA / case, where)
+        for packed in where.rglob("*.gz"):
+            packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
+            packed.unlink()
+    monkeypatch.chdir(where)
+    return lint_paths(["."], **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_real_files(case: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    expected = json.loads((DATA / case / "expected.json").read_text(encoding="utf-8"))
+    report = _run(case, monkeypatch, tmp_path)
+    assert not report.errors  # type: ignore[attr-defined]
+    assert sorted(report.files) == expected["files"]  # type: ignore[attr-defined]
+    got = [[f.finding.id, f.where.file, f.where.line, f.replacement] for f in report.findings]  # type: ignore[attr-defined]
+    assert got == expected["findings"]
+
+
+def test_every_case_names_its_source() -> None:
+    files = 0
+    for case in CASES:
+        source = json.loads((DATA / case / "source.json").read_text(encoding="utf-8"))
+        assert source["repository"].startswith("https://github.com/")
+        assert len(source["commit"]) == 40
+        assert case.endswith("@" + source["commit"][:12])
+        for path in source["paths"]:
+            assert (DATA / case / path).is_file() or (DATA / case / (path + ".gz")).is_file()
+        files += len(source["paths"])
+    assert files >= 40
+
+
+def test_failure_classes_are_found_in_real_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every finding class, each on a real file; the driver floor and the GPUs given as the command line
+    would give them (a real repository that declares them was not found)."""
+    ids = set()
+    for case in CASES:
+        expected = json.loads((DATA / case / "expected.json").read_text(encoding="utf-8"))
+        ids |= {f[0] for f in expected["findings"]}
+    assert {"lint-ort-cpu-and-gpu", "lint-ort-cuda-mismatch", "lint-ort-cudnn-mismatch",
+            "lint-ort-unpinned"} <= ids
+    # the CUDA major against each kind of source, on real files: torch (hallo), a base image (the
+    # onnxruntime-gpu that audio-separator[gpu] pulls onto nvidia/cuda:11.8.0), pinned NVIDIA wheels
+    # (Step-Audio-EditX's nvidia-cuda-nvrtc-cu12 beside torch)
+    report = _run("nomadkaraoke__python-audio-separator@0a644dbb07d9", monkeypatch)
+    base = [f for f in report.findings if f.finding.id == "lint-ort-cuda-mismatch"]  # type: ignore[attr-defined]
+    assert [(f.where.file, [(r.file, r.line) for r in f.related]) for f in base] == [
+        ("Dockerfile.cuda11", [("Dockerfile.cuda11", 2)])]
+    report = _run("stepfun-ai__Step-Audio-EditX@aacb90a2a4f4", monkeypatch)
+    wheels = [f for f in report.findings if f.finding.id == "lint-ort-cuda-mismatch"]  # type: ignore[attr-defined]
+    assert [(r.file, r.line) for r in wheels[0].related] == [("requirements.txt", 1), ("requirements.txt", 22)]
+    # leimao's image: CUDA 12.8.1 with cuDNN, onnxruntime-gpu==1.21.0 (CUDA 12, cuDNN 9): healthy as it is
+    case = "leimao__ONNX-Runtime-Inference@45c11d029447"
+    report = _run(case, monkeypatch, min_driver="520.61.05", gpus=("3.7",))
+    got = {(f.finding.id, f.where.file, f.where.line) for f in report.findings}  # type: ignore[attr-defined]
+    assert ("lint-cuda-needs-newer-driver", "docker/onnxruntime-cuda-python.Dockerfile", 1) in got
+    assert ("lint-cuda-needs-newer-driver", "docker/onnxruntime-cuda-python.Dockerfile", 40) in got
+    assert ("lint-gpu-arch-unsupported", "docker/onnxruntime-cuda-python.Dockerfile", 40) in got
+
+
+def test_the_fix_is_what_upstream_did_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CosyVoice 2511a49 pinned onnxruntime-gpu==1.18.0 (CUDA 11 on PyPI) beside torch from the cu121 index;
+    its next change to requirements.txt (6b9cebe) added the onnxruntime CUDA 12 feed, which has 1.18.0
+    for CUDA 12 with cuDNN 8, as torch 2.3 has. lint's replacement says the same."""
+    report = _run("FunAudioLLM__CosyVoice@2511a49a72af", monkeypatch)
+    (finding,) = report.findings  # type: ignore[attr-defined]
+    assert finding.replacement is not None
+    upstream = (DATA / "FunAudioLLM__CosyVoice@6b9cebea1403" / "requirements.txt").read_text(encoding="utf-8")
+    lines = [line.split(" #", 1)[0].strip() for line in upstream.splitlines()]
+    for line in finding.replacement.splitlines():
+        assert line.strip() in lines

@@ -1,0 +1,185 @@
+"""`ortdoctor lint`'s readers, rules and renderers on small inputs written for each rule."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from ortdoctor.cli.main import main
+from ortdoctor.doctor.lint import lint_paths
+from ortdoctor.formats.conda_env import read_conda_env
+from ortdoctor.formats.dockerfile import read_dockerfile
+from ortdoctor.formats.requirements_txt import read_requirements
+from ortdoctor.formats.toml_lines import TomlError, read_toml
+from ortdoctor.report.lint import to_github, to_sarif
+
+
+def _ids(tmp_path: Path, files: dict[str, str], **kw: object) -> list[tuple[str, str, int]]:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    report = lint_paths([str(tmp_path)], **kw)  # type: ignore[arg-type]
+    assert not report.errors
+    return [(f.finding.id, Path(f.where.file).name, f.where.line) for f in report.findings]
+
+
+def test_requirements_reader_lines_includes_feeds() -> None:
+    text = "# c\n-r base.txt\n--extra-index-url https://x/simple\nonnxruntime-gpu==1.20.2 \\\n  --hash=sha256:aa\ntorch  # t\n"
+    r = read_requirements(text)
+    assert [(x.line, x.text) for x in r.requirements] == [(4, "onnxruntime-gpu==1.20.2"), (6, "torch")]
+    assert [(i.line, i.kind, i.target) for i in r.includes] == [(2, "r", "base.txt")]
+    assert [(f.line, f.kind, f.url) for f in r.feeds] == [(3, "extra-index-url", "https://x/simple")]
+
+
+def test_toml_reader_matches_tomllib_and_keeps_lines() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    text = Path(__file__).parents[1].joinpath("pyproject.toml").read_text(encoding="utf-8")
+    # numbers and booleans come back as their text
+    def plain(v: object) -> object:
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        return v if isinstance(v, str) else str(v).lower()
+    assert plain(read_toml(text)) == plain(tomllib.loads(text))
+    doc = read_toml('[[package]]\nname = "a"\ndeps = [\n  { name = "b" },\n  "c",\n]\n')
+    assert doc["package"][0]["deps"][1].line == 5
+    with pytest.raises(TomlError):
+        read_toml('a = "unterminated\n')
+
+
+def test_conda_and_dockerfile_readers() -> None:
+    env = read_conda_env("name: x\ndependencies:\n  - python=3.10\n  - pip\n  - pip:\n    - onnxruntime-gpu==1.18.0\n")
+    assert [(i.line, i.text, i.pip) for i in env.items] == [(3, "python=3.10", False), (4, "pip", False),
+                                                            (6, "onnxruntime-gpu==1.18.0", True)]
+    stages = read_dockerfile("ARG V=1.20.2\nFROM nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04 AS b\n"
+                             "RUN apt-get update && pip install \\\n    onnxruntime-gpu==${V} torch\n")
+    assert stages[0].name == "b"
+    conda = read_dockerfile("FROM nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04\nRUN conda create -y -n x python=3.10\n")
+    assert [(p.line, p.value) for p in conda[0].pythons] == [(2, "3.10")]
+    assert [(w.line, w.word) for w in stages[0].pip_installs[0].words] == [(4, "onnxruntime-gpu==1.20.2"),
+                                                                          (4, "torch")]
+
+
+def test_both_flavours_markers_and_dependents(tmp_path: Path) -> None:
+    assert _ids(tmp_path / "a", {"requirements.txt": "onnxruntime-gpu==1.20.2\noptimum[onnxruntime]\n"}) == [
+        ("lint-ort-cpu-and-gpu", "requirements.txt", 2)]
+    # exclusive markers: never both on one machine
+    assert _ids(tmp_path / "b", {"requirements.txt": "onnxruntime-gpu==1.20.2; sys_platform == 'linux'\n"
+                                                     "onnxruntime==1.20.1; sys_platform == 'darwin'\n"}) == []
+    # a CPU requirements file beside a GPU one is no conflict
+    assert _ids(tmp_path / "c", {"requirements-gpu.txt": "onnxruntime-gpu==1.20.2\n",
+                                 "requirements-cpu.txt": "onnxruntime==1.20.1\n"}) == []
+
+
+def test_cuda_sources_image_wheels_conda(tmp_path: Path) -> None:
+    assert _ids(tmp_path / "a", {"Dockerfile": "FROM nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04\n"
+                                               "RUN pip install onnxruntime-gpu==1.20.2\n"}) == [
+        ("lint-ort-cuda-mismatch", "Dockerfile", 2)]
+    assert _ids(tmp_path / "b", {"requirements.txt": "onnxruntime-gpu==1.31.1\nnvidia-cublas-cu12==12.4.5.8\n"}) == [
+        ("lint-ort-cuda-mismatch", "requirements.txt", 1)]
+    assert _ids(tmp_path / "c", {"environment.yml": "dependencies:\n  - python=3.10\n  - cudatoolkit=11.8\n"
+                                                    "  - pip:\n    - onnxruntime-gpu==1.20.2\n"}) == [
+        ("lint-ort-cuda-mismatch", "environment.yml", 5)]
+    assert _ids(tmp_path / "d", {"requirements.txt": "--index-url https://aiinfra.pkgs.visualstudio.com/PublicPackages"
+                                                     "/_packaging/onnxruntime-cuda-12/pypi/simple/\n"
+                                                     "onnxruntime-gpu==1.31.1\ntorch==2.5.1+cu124\n"}) == []
+
+
+def test_a_dependency_that_pulls_onnxruntime_gpu(tmp_path: Path) -> None:
+    report_dir = tmp_path / "a"
+    assert _ids(report_dir, {"requirements.txt": "torch==2.0.1+cu118\nsilero-vad[onnx-gpu]\n"}) == [
+        ("lint-ort-cuda-mismatch", "requirements.txt", 2), ("lint-ort-unpinned", "requirements.txt", 2)]
+    fix = lint_paths([str(report_dir)]).findings[0]
+    assert fix.replacement == "silero-vad[onnx-gpu]\nonnxruntime-gpu==1.18.1"
+
+
+def test_a_direct_reference_is_not_unpinned(tmp_path: Path) -> None:
+    url = "https://example.org/onnxruntime_gpu-1.20.2-cp311-cp311-manylinux_2_28_x86_64.whl"
+    assert _ids(tmp_path, {"requirements.txt": f"onnxruntime-gpu @ {url}\nonnxruntime\n"}) == [
+        ("lint-ort-cpu-and-gpu", "requirements.txt", 2)]
+
+
+def test_an_unpinned_torch_takes_the_pytorch_index_only_when_it_is_the_only_one(tmp_path: Path) -> None:
+    ort = "onnxruntime-gpu==1.31.1\n"
+    assert _ids(tmp_path / "a", {"requirements.txt": "--extra-index-url https://download.pytorch.org/whl/cu121\n"
+                                                     "torch\n" + ort}) == []
+    assert _ids(tmp_path / "b", {"requirements.txt": "--index-url https://download.pytorch.org/whl/cu121\n"
+                                                     "torch\n" + ort}) == [
+        ("lint-ort-cuda-mismatch", "requirements.txt", 3)]
+
+
+def test_python_driver_and_pinning(tmp_path: Path) -> None:
+    assert _ids(tmp_path / "a", {"pyproject.toml": '[project]\nname = "x"\nrequires-python = ">=3.10"\n'
+                                                   'dependencies = [\n  "onnxruntime-gpu==1.24.1",\n]\n'}) == [
+        ("lint-ort-python-unsupported", "pyproject.toml", 5)]
+    assert _ids(tmp_path / "b", {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["onnxruntime-gpu==1.31.1"]\n'
+                                                   '[tool.ortdoctor]\nmin-driver = "535.104.05"\ngpus = ["sm_70"]\n'}) == [
+        ("lint-cuda-needs-newer-driver", "pyproject.toml", 3), ("lint-gpu-arch-unsupported", "pyproject.toml", 3)]
+    assert _ids(tmp_path / "c", {"requirements.txt": "onnxruntime-gpu>=1.17\n"}) == [
+        ("lint-ort-unpinned", "requirements.txt", 1)]
+
+
+def test_compose_gpu_service_image_against_the_driver_floor(tmp_path: Path) -> None:
+    compose = ("services:\n  app:\n    image: nvidia/cuda:13.0.1-runtime-ubuntu24.04\n    deploy:\n"
+               "      resources:\n        reservations:\n          devices:\n            - driver: nvidia\n"
+               "              capabilities: [gpu]\n  db:\n    image: nvidia/cuda:13.0.1-runtime-ubuntu24.04\n")
+    assert _ids(tmp_path / "a", {"compose.yaml": compose}, min_driver="535.104.05") == [
+        ("lint-cuda-needs-newer-driver", "compose.yaml", 3)]
+    assert _ids(tmp_path / "b", {"compose.yaml": compose}) == []
+
+
+def test_lock_files(tmp_path: Path) -> None:
+    uv = ('version = 1\nrequires-python = ">=3.11"\n\n[[package]]\nname = "app"\nversion = "0.1"\n'
+          'source = { virtual = "." }\ndependencies = [\n  { name = "onnxruntime-gpu" },\n  { name = "optimum" },\n]\n\n'
+          '[package.optional-dependencies]\ncpu = [{ name = "onnxruntime" }]\n\n'
+          '[[package]]\nname = "onnxruntime-gpu"\nversion = "1.31.1"\nsource = { registry = "https://pypi.org/simple" }\n\n'
+          '[[package]]\nname = "optimum"\nversion = "2.3.0"\nsource = { registry = "https://pypi.org/simple" }\n\n'
+          '[[package]]\nname = "onnxruntime"\nversion = "1.31.1"\nsource = { registry = "https://pypi.org/simple" }\n')
+    assert _ids(tmp_path / "a", {"uv.lock": uv}) == [("lint-ort-cpu-and-gpu", "uv.lock", 27)]
+    pylock = ('lock-version = "1.0"\nrequires-python = ">=3.11"\n[[packages]]\nname = "onnxruntime-gpu"\n'
+              'version = "1.26.0"\n[[packages]]\nname = "torch"\nversion = "2.15.0"\n')
+    assert _ids(tmp_path / "b", {"pylock.toml": pylock}) == [("lint-ort-cuda-mismatch", "pylock.toml", 4)]
+
+
+def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "requirements.txt")
+    report = lint_paths([str(tmp_path)])
+    assert report.errors == (f"{tmp_path / 'requirements.txt'}: not a regular file",)
+
+
+def test_renderers_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "requirements.txt").write_text("onnxruntime-gpu==1.20.2\nonnxruntime\n", encoding="utf-8")
+    report = lint_paths([str(tmp_path)])
+    gh = to_github(report.files, report.findings)
+    assert gh.startswith("::error file=")
+    assert ",line=2," in gh
+    sarif = json.loads(to_sarif(report.files, report.findings))
+    result = sarif["runs"][0]["results"][0]
+    assert sarif["version"] == "2.1.0"
+    assert result["ruleId"] == "lint-ort-cpu-and-gpu"
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+    assert "insertedContent" not in result["fixes"][0]["artifactChanges"][0]["replacements"][0]
+    with pytest.raises(SystemExit) as e:
+        main(["lint", "--json", str(tmp_path)])
+    assert e.value.code == 1
+    assert json.loads(capsys.readouterr().out)["verdict"] == "fail"
+    with pytest.raises(SystemExit) as e:
+        main(["lint", str(tmp_path / "missing.txt")])
+    assert e.value.code == 2
+    out = tmp_path / "out" / "lint.sarif"
+    out.parent.mkdir()
+    with pytest.raises(SystemExit) as e:
+        main(["lint", "--format", "sarif", "--output", str(out), str(tmp_path / "requirements.txt")])
+    assert e.value.code == 1
+    assert json.loads(out.read_text(encoding="utf-8"))["runs"][0]["results"]
+    (tmp_path / "requirements.txt").write_text("onnxruntime-gpu>=1.17\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as e:
+        main(["lint", str(tmp_path / "requirements.txt")])
+    assert e.value.code == 0  # a warning passes
+    with pytest.raises(SystemExit) as e:
+        main(["lint", "--strict", str(tmp_path / "requirements.txt")])
+    assert e.value.code == 1
