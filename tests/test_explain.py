@@ -138,3 +138,17 @@ def test_here_says_something_about_this_environment() -> None:
     code, out, _ = _run("CUDA failure 100: no CUDA-capable device is detected")
     assert code == 0
     assert "This environment" in out
+
+
+def test_a_hostile_log_line_is_shown_not_obeyed() -> None:
+    # a pasted log whose matched line carries a clipboard write (OSC 52), a window title (OSC 0, ended by
+    # BEL and by ST), a DCS string, a bidi override, a lone ESC, a carriage return and a bell
+    line = ("libcudnn.so.9: cannot open shared object file \x1b]52;c;ZWNobyBoaQ==\x07 \x1b]0;title\x1b\\ "
+            "\x1bP1$r\x1b\\ \u202eelif\x1b\x1b \x07 no such file\r\n")
+    code, out, _ = _run("-", "--no-here", stdin=line)
+    assert code == 0
+    seen = next(ln for ln in out.splitlines() if ln.startswith("  Seen: "))
+    assert "libcudnn.so.9" in seen
+    bad = [c for c in out if (ord(c) < 0x20 and c not in "\n") or 0x7f <= ord(c) < 0xa0
+           or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"]
+    assert bad == [], repr(seen)
