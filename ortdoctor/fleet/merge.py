@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ortdoctor.fleet import lines
 from ortdoctor.fleet.lines import LineReader, read_stream
 from ortdoctor.fleet.model import FleetReport, NodeResult, node_from_report, node_without_report
 
@@ -142,13 +143,17 @@ def read_nodes(paths: Sequence[str], *, stdin: IO[bytes] | None = None) -> ReadR
     for path, named in _expand(paths):
         name, text, owned = _open_text(path, stdin)
         try:
-            reader = read_stream(name, text, on_report=on_report, on_broken=on_broken)
+            reader = read_stream(name, text, on_report=on_report, on_broken=on_broken,
+                                 compressed=isinstance(getattr(text, "buffer", None), gzip.GzipFile))
         except (OSError, EOFError) as exc:  # EOFError: a gzip file cut short
             raise InputError(f"{name}: cannot be read: {exc}") from None
         finally:
             if owned is not None:
                 text.close()
                 owned.close()
+        if reader.stopped_at is not None:
+            result.notes.append(f"{name}: not read past line {reader.stopped_at}, a line longer than "
+                                f"{lines.MAX_REPORT_BYTES // (1024 * 1024)} MiB unpacked")
         if reader.reports == 0 and reader.broken == 0:
             why = _why_nothing(reader)
             if named:

@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ortdoctor.core.record import replace
+from ortdoctor.fleet.lines import loads
 from ortdoctor.fleet.model import NodeResult, NotAReport, Status, node_from_report, node_without_report
 
 __all__ = ["INSTALL_HINT", "FleetRunError", "RayNotInstalled", "RunResult", "run_on_ray"]
@@ -288,7 +290,7 @@ def _checked(info: Mapping[str, Any], answer: Mapping[str, Any], reports_dir: st
     rc = answer.get("returncode")
     stdout = str(answer.get("stdout") or "")
     try:
-        data = json.loads(stdout)
+        data = loads(stdout)
         if rc not in (0, 1):
             raise ValueError(f"exit status {rc}")
         node = node_from_report(data, source)
@@ -299,10 +301,10 @@ def _checked(info: Mapping[str, Any], answer: Mapping[str, Any], reports_dir: st
     for key, value in host.items():
         node_host.setdefault(key, value)
     if reports_dir is not None:
-        data["host"] = {**(data.get("host") or {}), **node_host}
+        data["host"] = {**(data.get("host") if isinstance(data.get("host"), dict) else {}), **node_host}
         _save(reports_dir, node_host, data)
-    return NodeResult(source=node.source, status=node.status, findings=node.findings, versions=node.versions,
-                      host=node_host, smoke=node.smoke, schema_version=node.schema_version, ray=ray_info)
+    # an invalid report is a node in error: its reason stays
+    return replace(node, host=node_host, ray=ray_info)
 
 
 def _why_no_report(answer: Mapping[str, Any], rc: Any, exc: BaseException) -> str:
