@@ -296,3 +296,65 @@ def test_one_node_never_supplies_the_fix_of_another(reports: dict[str, str]) -> 
     md = render_markdown(fleet)
     assert "on gpu-z: curl" in md
     assert "on gpu-f: " in md
+
+
+# --------------------------------------------------------------------------------------------------
+# Nothing lost, nothing mislabelled (what a cluster hands back)
+# --------------------------------------------------------------------------------------------------
+def test_invalid_json_in_a_pretty_report_is_called_invalid(tmp_path: Path, reports: dict[str, str]) -> None:
+    text = reports["gpu-b"].replace('"verdict": "fail"', '"verdict": fail', 1)
+    assert text != reports["gpu-b"]
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    fleet = merge([str(path)])
+    assert [n.status for n in fleet.nodes] == ["error"]
+    reason = fleet.nodes[0].reason or ""
+    assert "is not valid JSON (Expecting value" in reason
+    assert "cut off" not in reason
+    # a report really cut off is still called so
+    path.write_text("\n".join(reports["gpu-b"].splitlines()[:40]) + "\n")
+    assert "cut off at the end of the input" in (merge([str(path)]).nodes[0].reason or "")
+
+
+def test_a_bom_utf16_and_gzip(tmp_path: Path, reports: dict[str, str]) -> None:
+    # a UTF-8 byte order mark (some editors), UTF-16 as Windows PowerShell 5.1's `>` writes it, gzip
+    (tmp_path / "bom.json").write_text(reports["gpu-a"], encoding="utf-8-sig")
+    (tmp_path / "u16.json").write_text(reports["gpu-b"], encoding="utf-16")
+    with gzip.open(tmp_path / "c.json.gz", "wt", encoding="utf-8") as f:
+        f.write(reports["gpu-c"])
+    for name in ("bom.json", "u16.json", "c.json.gz"):
+        fleet = merge([str(tmp_path / name)])
+        assert [n.status for n in fleet.nodes] in (["warn"], ["fail"]), (name, fleet.nodes[0].reason)
+        assert fleet.notes == ()
+    fleet = merge([str(tmp_path)])
+    assert sorted(n.label for n in fleet.nodes) == ["gpu-a", "gpu-b", "gpu-c"]
+
+
+def test_a_pod_that_printed_an_error_instead_of_a_report(reports: dict[str, str]) -> None:
+    # `kubectl logs --prefix`: pod b's container had no ortdoctor; it must not vanish, and the fleet fails
+    log = (f"[pod/ortdoctor-ax7k2/ortdoctor] {compact(reports['gpu-a'])}\n"
+           "[pod/ortdoctor-bx7k2/ortdoctor] sh: 1: ortdoctor: not found\n")
+    proc = ortdoctor("fleet", "merge", "--json", "-", stdin=log)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    bad = next(n for n in data["nodes"] if n["status"] == "error")
+    assert bad["label"] == "ortdoctor-bx7k2"
+    assert bad["reason"] == "no report: its output was 'sh: 1: ortdoctor: not found'"
+    assert data["counts"]["nodes"] == 2
+    # `srun --label`: task 1 printed a traceback's last line only
+    srun = "".join(f"0: {line}\n" for line in reports["gpu-c"].splitlines()) + "1: ModuleNotFoundError: x\n"
+    read = read_nodes(["-"], stdin=stdin(srun))
+    assert sorted((n.status, n.hint) for n in read.nodes) == [("error", "task 1"), ("fail", None)]
+
+
+def test_nodes_without_a_report_keep_their_own_reason(tmp_path: Path, reports: dict[str, str]) -> None:
+    (tmp_path / "cut.json").write_text("\n".join(reports["gpu-a"].splitlines()[:40]) + "\n")
+    (tmp_path / "invalid.json").write_text(reports["gpu-b"].replace('"verdict": "fail"', '"verdict": fail', 1))
+    (tmp_path / "ok.json").write_text(reports["gpu-c"])
+    fleet = merge([str(tmp_path)])
+    errors = [g for g in fleet.groups if g.status == "error"]
+    assert len(errors) == 2
+    for g in errors:
+        (node,) = g.nodes
+        assert g.reason == next(n.reason for n in fleet.nodes if n.label == node)
+    assert {"cut off" in (g.reason or "") for g in errors} == {True, False}

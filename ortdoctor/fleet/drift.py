@@ -163,12 +163,13 @@ def _finding_groups(nodes: Sequence[NodeResult]) -> list[FindingGroup]:
 
 
 def _outcome_groups(nodes: Sequence[NodeResult]) -> list[OutcomeGroup]:
-    by_key: dict[tuple[Status, tuple[str, ...]], list[NodeResult]] = defaultdict(list)
+    # nodes without a report are together only with nodes that have the same reason: a group never
+    # speaks for a node with another one
+    by_key: dict[tuple[Status, tuple[str, ...], str | None], list[NodeResult]] = defaultdict(list)
     for n in nodes:
-        by_key[(n.status, n.problem_ids)].append(n)
-    groups = [OutcomeGroup(status=status, problem_ids=ids, nodes=tuple(n.label for n in members),
-                           reason=members[0].reason)
-              for (status, ids), members in by_key.items()]
+        by_key[(n.status, n.problem_ids, n.reason)].append(n)
+    groups = [OutcomeGroup(status=status, problem_ids=ids, nodes=tuple(n.label for n in members), reason=reason)
+              for (status, ids, reason), members in by_key.items()]
     groups.sort(key=lambda g: (_STATUS_ORDER[g.status], -len(g.nodes), g.problem_ids))
     return groups
 

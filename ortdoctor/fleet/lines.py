@@ -57,6 +57,7 @@ class _Open:
     parts: list[str] = field(default_factory=list)
     size: int = 0
     confirmed: bool = False  # its second line is a report's first field, not some other JSON or code
+    invalid: str | None = None  # why the text up to its last "}" in column 0 is not JSON (then it is not cut off)
 
 
 class LineReader:
@@ -76,6 +77,10 @@ class LineReader:
         self.first_other: str | None = None
         self.why_not: str | None = None  # why the first JSON object that is not a report is not one
         self.stopped_at: int | None = None  # the line of compressed input where reading stopped (too long)
+        # streams that name a node (a pod, a Slurm task): the first line each printed, and those that
+        # gave a report (or a broken one); one that printed only other lines is a node without a report
+        self.said: dict[str, tuple[int, str]] = {}
+        self.answered: set[str] = set()
 
     # -- one line ------------------------------------------------------------------------------
     def line(self, lineno: int, raw: str) -> None:
@@ -172,7 +177,7 @@ class LineReader:
         if text.endswith("{") and text.strip() != "{":
             self._begin(lineno, key, text[:-1])
             return
-        self._other(text)
+        self._other(text, lineno, key)
 
     def too_long(self, lineno: int, head: str, key: str | None = None) -> None:
         """A line longer than :data:`MAX_REPORT_BYTES` (``head``: its start): a report it belongs to, or
@@ -191,7 +196,7 @@ class LineReader:
         elif "{" in head:
             self._broken_at(lineno, key, why)
         else:
-            self._other(head)
+            self._other(head, lineno, key)
 
     @staticmethod
     def _key(line: str) -> str:
@@ -206,11 +211,15 @@ class LineReader:
         pod, task, stream, _tag = m.groups()
         return (pod or "") + (f"task {task}" if task is not None else "") + (f":{stream}" if stream else "")
 
-    def _other(self, text: str) -> None:
+    def _other(self, text: str, lineno: int = 0, key: str = "") -> None:
         if text.strip():
             self.other += 1
             if self.first_other is None:
                 self.first_other = text.strip()[:120]
+            if key:
+                node = _node_stream(key)
+                if node not in self.said and _stream_name(node) is not None:
+                    self.said[node] = (lineno, text.strip()[:200])
 
     def _begin(self, lineno: int, key: str, prefix: str) -> None:
         self.open.setdefault(key, {})[prefix] = _Open(start=lineno, prefix=prefix, parts=["{"], size=1)
@@ -233,9 +242,10 @@ class LineReader:
                 self.content(lineno, key, rep.prefix + text if rep.prefix else text, partial=False)
                 return
         elif text[:1] == "{" and text.rstrip() == "{":
-            # a new report began where the last one was still open: that one was cut off
+            # a new report began where the last one was still open: that one was cut off (or invalid)
             self._close(key, rep)
-            self._broken(key, rep, f"cut off after line {lineno - 1} (a new report starts at line {lineno})")
+            self._broken(key, rep, _invalid(rep) or
+                         f"cut off after line {lineno - 1} (a new report starts at line {lineno})")
             self._begin(lineno, key, rep.prefix)
             return
         rep.parts.append(text)
@@ -248,8 +258,11 @@ class LineReader:
         if text[:1] == "}" and text.rstrip() == "}":
             try:
                 data = loads("\n".join(rep.parts))
-            except ValueError:
-                return  # not the end after all: keep collecting (a cut-off report is named at the end)
+            except ValueError as exc:
+                # not the end after all, or not JSON: keep collecting; at the end of the input it is named
+                # invalid (with this error) rather than cut off
+                rep.invalid = str(exc)
+                return
             self._close(key, rep)
             self.report(rep.start, key, data)
 
@@ -260,11 +273,12 @@ class LineReader:
             if '"schema_version"' in text[:64]:
                 self._broken_at(lineno, key, f"not valid JSON ({exc})")
             else:
-                self._other(text)
+                self._other(text, lineno, key)
             return
         self.report(lineno, key, data)
 
     def report(self, lineno: int, key: str, data: Any) -> None:
+        self.answered.add(_node_stream(key))
         where = f"{self.name}:{lineno}" + (f" [{key}]" if key else "")
         try:
             self.on_report(data, where, pod_name(key))
@@ -279,6 +293,7 @@ class LineReader:
         self._broken_at(rep.start, key, why)
 
     def _broken_at(self, lineno: int, key: str, why: str) -> None:
+        self.answered.add(_node_stream(key))
         where = f"{self.name}:{lineno}" + (f" [{key}]" if key else "")
         self.broken += 1
         self.on_broken(where, f"the report starting at line {lineno} is {why}", pod_name(key))
@@ -290,10 +305,32 @@ class LineReader:
         for key, reps in list(self.open.items()):
             for rep in list(reps.values()):
                 if rep.confirmed:
-                    self._broken(key, rep, f"cut off at the end of the input (line {last_line})")
+                    self._broken(key, rep, _invalid(rep) or f"cut off at the end of the input (line {last_line})")
                 else:
                     self._other(rep.prefix + "{")
         self.open.clear()
+        for key, (lineno, text) in self.said.items():
+            if key not in self.answered:
+                self.broken += 1
+                self.on_broken(f"{self.name}:{lineno} [{key}]",
+                               f"no report: its output was {text!r}" if text else "no report", _stream_name(key))
+
+
+def _invalid(rep: _Open) -> str | None:
+    return f"not valid JSON ({rep.invalid})" if rep.invalid is not None else None
+
+
+def _node_stream(key: str) -> str:
+    """The node's stream of a line's stream: a pod's or a task's stdout and stderr are one."""
+    return key.removesuffix(":stdout").removesuffix(":stderr")
+
+
+def _stream_name(key: str) -> str | None:
+    """What names the node of a stream: the pod of a kubectl prefix, the task of ``srun --label``."""
+    if key.startswith("pod/"):
+        return pod_name(key)
+    at = key.find("task ")
+    return key[at:] if at >= 0 else None
 
 
 def pod_name(key: str) -> str | None:

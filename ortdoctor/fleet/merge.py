@@ -81,13 +81,20 @@ def _open_text(path: str, stdin: IO[bytes] | None) -> tuple[str, IO[str], IO[byt
                 raise InputError(f"{name}: a broken gzip file: {exc}") from None
         else:
             stream = buffered
-        if b"\0" in head:
-            raise InputError(f"{name}: a binary file, not ortdoctor reports or a log holding them")
+        # Windows PowerShell's `>` writes UTF-16 with a byte order mark, some editors UTF-8 with one
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            encoding = "utf-16"
+        elif head[:3] == b"\xef\xbb\xbf":
+            encoding = "utf-8-sig"
+        else:
+            encoding = "utf-8"
+            if b"\0" in head:
+                raise InputError(f"{name}: a binary file, not ortdoctor reports or a log holding them")
     except BaseException:
         if owned is not None:
             owned.close()
         raise
-    return name, io.TextIOWrapper(stream, encoding="utf-8", errors="replace"), owned
+    return name, io.TextIOWrapper(stream, encoding=encoding, errors="replace"), owned
 
 
 def _expand(paths: Sequence[str]) -> Iterator[tuple[str, bool]]:

@@ -149,7 +149,7 @@ class OutcomeGroup:
     status: Status
     problem_ids: tuple[str, ...]
     nodes: tuple[str, ...]
-    reason: str | None = None  # for nodes without a report: the (first) reason
+    reason: str | None = None  # for nodes without a report: their reason (the same for every node of the group)
 
 
 @record
