@@ -358,3 +358,25 @@ def test_nodes_without_a_report_keep_their_own_reason(tmp_path: Path, reports: d
         (node,) = g.nodes
         assert g.reason == next(n.reason for n in fleet.nodes if n.label == node)
     assert {"cut off" in (g.reason or "") for g in errors} == {True, False}
+
+
+def test_the_same_node_checked_twice_keeps_its_latest_report(tmp_path: Path, reports: dict[str, str]) -> None:
+    # a pod restarted, a job rerun: the same node's second real report, taken after the first
+    node = fleet_reports.NODES[0]
+    first = reports[node.name]
+    second = fleet_reports.run_check(node, {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "NODE_NAME": node.name,
+                                            "POD_NAME": "ortdoctor-ay9q1"})
+    t1, t2 = json.loads(first)["taken_at"], json.loads(second)["taken_at"]
+    assert t1 < t2
+    (tmp_path / "b-first.json").write_text(first)  # read after the second one: order does not decide
+    (tmp_path / "a-second.json").write_text(second)
+    (tmp_path / "other.json").write_text(reports["gpu-b"])  # another node on the same machine stays
+    fleet = merge([str(tmp_path)])
+    assert sorted(n.label for n in fleet.nodes) == ["gpu-a", "gpu-b"]
+    kept = next(n for n in fleet.nodes if n.label == "gpu-a")
+    assert kept.taken_at == t2
+    assert kept.host["k8s_pod_name"] == "ortdoctor-ay9q1"
+    (note,) = fleet.notes
+    assert note.startswith(f"left out 1 older report of the same node, keeping each node's latest: gpu-a taken {t1}")
+    assert "b-first.json" in note
+    assert to_json(fleet)["nodes"][0]["taken_at"] in (t1, t2)

@@ -90,6 +90,7 @@ class NodeResult:
     ray: Mapping[str, Any] | None = field(default=None, compare=False)  # node id, address, GPUs Ray counts
     label: str = ""  # the node's unique name in its fleet (given by :func:`ortdoctor.fleet.drift.summarize`)
     hint: str | None = None  # a name to fall back on when the report has no host section (a log prefix)
+    taken_at: str | None = None  # when the report was taken (UTC, ISO 8601); None for older reports
 
     @property
     def problem_ids(self) -> tuple[str, ...]:
@@ -222,6 +223,7 @@ def node_from_report(data: Any, source: str, *, intern: Intern = _same, hint: st
         findings = tuple(_finding(f, f"findings[{i}]", intern) for i, f in enumerate(data["findings"]))
         versions = versions_of(data, intern)
         smoke = _smoke(_get(data, "smoke", dict, ""))
+        taken_at = _get(data, "taken_at", str, "")
     except InvalidReport as exc:
         return node_without_report(source, "error", f"invalid report: {exc}", host=host, hint=hint)
     return NodeResult(
@@ -233,6 +235,7 @@ def node_from_report(data: Any, source: str, *, intern: Intern = _same, hint: st
         smoke=smoke,
         schema_version=schema,
         hint=hint,
+        taken_at=taken_at,
     )
 
 

@@ -66,6 +66,7 @@ def _node_json(n: NodeResult) -> dict[str, Any]:
         "host": dict(n.host),
         "ray": dict(n.ray) if n.ray is not None else None,
         "schema_version": n.schema_version,
+        "taken_at": n.taken_at,
         "smoke": n.smoke,
         "versions": dict(n.versions.items()),
         "findings": [{"id": f.id, "severity": f.severity, "detail": f.detail} for f in n.findings],
