@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,3 +98,79 @@ def test_which_ray_nodes_are_checked() -> None:
     targets, notes, _ = _targets(nodes, gpu_nodes_only=True)
     assert [t["NodeID"][0] for t in targets] == ["a"]
     assert notes[0].startswith("--gpu-nodes-only: left out 1 node where Ray counts no GPU (vm)")
+
+
+# --------------------------------------------------------------------------------------------------
+# --ray ADDRESS that cannot be used: a clear error within the connect limit, nothing on stdout
+# (ray is installed in the test environment; every address is on loopback)
+# --------------------------------------------------------------------------------------------------
+def _fleet_ray(*args: str) -> subprocess.CompletedProcess[str]:
+    # the timeout only guards the test run: before the connect limit, Ray retried such addresses for ever
+    return subprocess.run([sys.executable, "-m", "ortdoctor", "fleet", "--json", *args], capture_output=True,
+                          text=True, timeout=90, cwd=ROOT)
+
+
+def test_a_refused_address_is_named_with_the_cause() -> None:
+    pytest.importorskip("ray")
+    proc = _fleet_ray("--ray", "127.0.0.1:1")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "cannot connect to the Ray cluster at '127.0.0.1:1': connection refused" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_unresolvable_host_is_named_with_the_cause() -> None:
+    pytest.importorskip("ray")
+    proc = _fleet_ray("--ray", "nosuchhost.invalid:6379")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "cannot connect to the Ray cluster at 'nosuchhost.invalid:6379': the host name does not resolve" in proc.stderr
+
+
+def test_an_address_that_accepts_but_never_answers_ends_at_the_limit() -> None:
+    # a listener on loopback that takes the connection and says nothing, as a wrong service would
+    pytest.importorskip("ray")
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        port = listener.getsockname()[1]
+        held: list[socket.socket] = []
+        stop = threading.Event()
+
+        def accept() -> None:
+            listener.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    held.append(listener.accept()[0])
+                except OSError:
+                    pass
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        try:
+            proc = _fleet_ray("--ray", f"127.0.0.1:{port}", "--connect-timeout", "3")
+        finally:
+            stop.set()
+            thread.join()
+            for conn in held:
+                conn.close()
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    assert f"cannot connect to the Ray cluster at '127.0.0.1:{port}' within 3 s" in proc.stderr
+    assert "--connect-timeout sets the limit" in proc.stderr
+
+
+def test_what_ray_prints_never_reaches_stdout() -> None:
+    # Ray's threads print with print() and its processes write to the inherited descriptor 1 (the raylet's
+    # state dump when a node dies): while the run lasts, both go to stderr
+    code = ("import os, sys\n"
+            "from ortdoctor.fleet.ray_runner import _stdout_to_stderr\n"
+            "with _stdout_to_stderr():\n"
+            "    print('(raylet) state dump')\n"
+            "    os.write(1, b'[state-dump] from a child\\n')\n"
+            "print('{\"the\": \"report\"}')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == '{"the": "report"}\n'
+    assert "(raylet) state dump" in proc.stderr
+    assert "[state-dump] from a child" in proc.stderr

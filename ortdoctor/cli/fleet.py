@@ -9,6 +9,7 @@ the worst node's. Progress and errors go to stderr, the report alone to stdout.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -96,6 +97,8 @@ class _Progress:
               "one here), or ray://HOST:10001 (Ray Client).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
               help="Seconds one node's check may take; past it the node is reported as timed out.")
+@click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+              help="Seconds Ray has to connect to the cluster; past it the command ends with Ray's reason.")
 @click.option("--start-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Seconds a node has to start a first no-op task (runtime_env setup counts); past it the node "
               "is reported as unreachable.")
@@ -113,7 +116,8 @@ class _Progress:
               help="Also write each node's full report into this directory (for `fleet merge` later).")
 @_output_options
 @click.pass_context
-def command(ctx: click.Context, ray_address: str | None, timeout: float, start_timeout: float, all_devices: bool,
+def command(ctx: click.Context, ray_address: str | None, connect_timeout: float, timeout: float,
+            start_timeout: float, all_devices: bool,
             no_smoke: bool, python: str | None, gpu_nodes_only: bool, runtime_env: str | None,
             reports_dir: str | None, as_json: bool, fmt: str | None, strict: bool) -> None:
     if ctx.invoked_subcommand is not None:
@@ -136,15 +140,21 @@ def command(ctx: click.Context, ray_address: str | None, timeout: float, start_t
             _usage_error("--runtime-env must be a JSON object")
 
     from ortdoctor.fleet.drift import summarize
-    from ortdoctor.fleet.ray_runner import FleetRunError, RayNotInstalled, run_on_ray
+    from ortdoctor.fleet.ray_runner import ConnectTimeout, FleetRunError, RayNotInstalled, run_on_ray
 
     try:
         result = run_on_ray(ray_address, timeout=timeout, start_timeout=start_timeout, all_devices=all_devices,
                             no_smoke=no_smoke, python=python, gpu_nodes_only=gpu_nodes_only, runtime_env=env,
-                            progress=_Progress(), reports_dir=reports_dir)
+                            progress=_Progress(), reports_dir=reports_dir, connect_timeout=connect_timeout)
     except RayNotInstalled as exc:
         _usage_error(str(exc))
         return
+    except ConnectTimeout as exc:
+        # Ray's connecting thread cannot be stopped, and its exit handlers would wait for it: end here
+        click.echo(f"ortdoctor: error: {exc}", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exitcodes.USAGE)
     except FleetRunError as exc:
         _usage_error(str(exc))
         return
