@@ -146,3 +146,30 @@ def test_text_from_child_processes_and_paths_is_shown_not_obeyed() -> None:
                                                          "\x1b[33m"}
     assert "\x07" not in coloured
     assert "\x1b]" not in coloured
+
+
+def test_preload_and_short_reports_show_paths_not_obey_them() -> None:
+    from ortdoctor.preloading.preloader import FailedLib, LoadedLib, PreloadResult
+    from ortdoctor.report import short
+    from ortdoctor.report.preload import render_text as render_preload
+
+    hostile = "\x1b]0;pwned\x07\u202e\r"
+    result = PreloadResult(directory=f"/srv/{hostile}", dry_run=False, cuda_major=13, cudnn_major=9,
+                           loaded=[LoadedLib("cudart", "libcudart.so.13", f"/srv/{hostile}/libcudart.so.13",
+                                             "directory", "13.0.96", mapped=f"/srv/{hostile}/libcudart.so.13")],
+                           failed=[FailedLib("cudnn", "libcudnn.so.9", f"/srv/{hostile}/libcudnn.so.9: invalid ELF header",
+                                             searched=(f"/srv/{hostile}",))])
+    text = render_preload(result)
+    assert "/srv/\\x1b]0;pwned\\x07" in text
+    assert not _UNSAFE & set(text)
+    from ortdoctor.core.record import replace
+
+    rep = make_report(healthy_env(driver=driver_none()), full_plan())
+    rep = replace(rep, findings=tuple(replace(f, fix=f"{f.fix}{hostile}") for f in rep.findings))
+    out = short.render(rep)
+    assert "\\x1b]0;pwned" in out
+    assert not _UNSAFE & set(out)
+
+
+_UNSAFE = set(map(chr, [*range(0x00, 0x0a), *range(0x0b, 0x20), *range(0x7f, 0xa0)])) | set(
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
