@@ -152,3 +152,23 @@ def test_a_hostile_log_line_is_shown_not_obeyed() -> None:
     bad = [c for c in out if (ord(c) < 0x20 and c not in "\n") or 0x7f <= ord(c) < 0xa0
            or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"]
     assert bad == [], repr(seen)
+
+
+def test_this_environments_paths_are_shown_not_obeyed() -> None:
+    # `explain` says whether this machine has the problem now, with the finding's detail and fix: both
+    # name paths, which another user may have chosen
+    from ortdoctor.cli.explain import _here_lines
+    from ortdoctor.core.record import replace
+    from tests.test_diagnose import driver_none, full_plan, healthy_env
+    from tests.test_report import make_report
+
+    rep = make_report(healthy_env(driver=driver_none()), full_plan())
+    hostile = "\x1b]0;pwned\x07\u202e\r"
+    rep = replace(rep, findings=tuple(replace(f, detail=f.detail + hostile, fix=f"{f.fix}{hostile}")
+                                      for f in rep.findings))
+    lines, data = _here_lines(["driver-missing"], rep, None)
+    text = "\n".join(lines)
+    assert "YES" in text
+    assert "\\x1b]0;pwned\\x07" in text
+    assert not any((ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) < 0xa0 or c == "\u202e" for c in text)
+    assert data["driver-missing"]["detail"].endswith(hostile)  # the JSON keeps it as it was
