@@ -26,7 +26,7 @@ def test_without_ray_it_says_how_to_install_it() -> None:
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert "ortdoctor fleet --ray needs Ray" in proc.stderr
-    assert "pip install 'ortdoctor[fleet]'" in proc.stderr
+    assert "pip install 'ray[default]==<the cluster's Ray version>'" in proc.stderr  # ortdoctor is there
     assert "Traceback" not in proc.stderr
 
 
@@ -95,9 +95,47 @@ def test_which_ray_nodes_are_checked() -> None:
     assert dead[0].host["ray_node_id"] == "d" * 56
     assert notes == ["left out 2 nodes that Ray lists as stopped on purpose, drained or preempted"]
 
-    targets, notes, _ = _targets(nodes, gpu_nodes_only=True)
+    # --gpu-nodes-only leaves out dead nodes without GPUs too (they are not asked for), each named with its id
+    targets, notes, dead = _targets(nodes, gpu_nodes_only=True)
     assert [t["NodeID"][0] for t in targets] == ["a"]
-    assert notes[0].startswith("--gpu-nodes-only: left out 1 node where Ray counts no GPU (vm)")
+    assert dead == []
+    assert notes[0].startswith("--gpu-nodes-only: left out 2 nodes where Ray counts no GPU "
+                               "(vm (bbbbbbbb), vm (dddddddd, dead))")
+
+
+def test_a_runtime_env_that_cannot_be_set_up_keeps_pip_s_reason() -> None:
+    # the node answers: it is in error (not unreachable), with pip's own words, in the form Ray raises them
+    ray_exceptions = pytest.importorskip("ray.exceptions")
+    from ortdoctor.fleet.ray_runner import _task_failed
+
+    exc = ray_exceptions.RuntimeEnvSetupError(error_message=(
+        "Failed to install pip requirements:\nLooking in indexes: https://pypi.org/simple\nERROR: Could not find a "
+        "version that satisfies the requirement ortdoctor (from versions: none)\nERROR: No matching distribution "
+        "found for ortdoctor"))
+    node = _task_failed(_ray_node("f" * 56, True), "ping", exc)
+    assert node.status == "error"
+    assert node.reason == ("the first task could not start: the --runtime-env could not be set up on the node: "
+                           "ERROR: Could not find a version that satisfies the requirement ortdoctor (from versions: "
+                           "none) ERROR: No matching distribution found for ortdoctor")
+
+
+def test_saved_records_of_nodes_without_a_report_merge_back(tmp_path: Path) -> None:
+    # `fleet --ray --save-reports`: a node that gave no report gets a record, so a later merge has every node
+    from ortdoctor.fleet.merge import merge
+    from ortdoctor.fleet.model import node_without_report
+    from ortdoctor.fleet.ray_runner import _ray_host, _ray_info, _save_no_report
+
+    info = _ray_node("d" * 56, False, 2, "health check failed due to missing too many heartbeats")
+    node = node_without_report("ray:dddddddddddd", "unreachable", "dead: health check failed", host=_ray_host(info),
+                               ray=_ray_info(info))
+    _save_no_report(str(tmp_path), node)
+    (saved,) = tmp_path.iterdir()
+    assert saved.name == "vm-dddddddd.json"
+    fleet = merge([str(tmp_path)])
+    assert [(n.label, n.status, n.reason) for n in fleet.nodes] == [
+        ("vm", "unreachable", "dead: health check failed")]
+    assert fleet.nodes[0].ray is not None
+    assert fleet.nodes[0].ray["node_id"] == "d" * 56
 
 
 # --------------------------------------------------------------------------------------------------

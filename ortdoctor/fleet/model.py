@@ -17,6 +17,7 @@ from ortdoctor.core.record import field, record
 
 __all__ = [
     "FAILING",
+    "NO_REPORT_KEY",
     "Drift",
     "DriftValue",
     "FindingGroup",
@@ -210,6 +211,9 @@ def node_from_report(data: Any, source: str, *, intern: Intern = _same, hint: st
         raise NotAReport(f"a JSON {_kind(data)}, not an object")
     if "fleet_schema_version" in data:
         raise NotAReport("a fleet report (ortdoctor fleet --json), not one node's report")
+    record = data.get(NO_REPORT_KEY)
+    if record is not None:  # `fleet --ray --save-reports` for a node that gave no report
+        return _without_report(record, data, source, hint)
     schema = data.get("schema_version")
     verdict = data.get("verdict")
     if (not isinstance(schema, int) or isinstance(schema, bool) or verdict not in _VERDICTS
@@ -237,6 +241,24 @@ def node_from_report(data: Any, source: str, *, intern: Intern = _same, hint: st
         hint=hint,
         taken_at=taken_at,
     )
+
+
+NO_REPORT_KEY = "no_report"  # {"status": "unreachable" | "timeout" | "error", "reason": "..."}
+
+
+def _without_report(record: Any, data: Mapping[str, Any], source: str, hint: str | None) -> NodeResult:
+    try:
+        host = host_of(data)
+        status = _get(record, "status", str, f"{NO_REPORT_KEY}.") if isinstance(record, dict) else None
+        reason = _get(record, "reason", str, f"{NO_REPORT_KEY}.") if isinstance(record, dict) else None
+    except InvalidReport as exc:
+        return node_without_report(source, "error", f"invalid report: {exc}", hint=hint)
+    if status not in ("unreachable", "timeout", "error") or reason is None:
+        return node_without_report(source, "error", f"invalid report: {NO_REPORT_KEY}: not a status and a reason",
+                                   host=host, hint=hint)
+    ray = data.get("ray")
+    return node_without_report(source, status, reason, host=host, hint=hint,
+                               ray=dict(ray) if isinstance(ray, dict) and ray else None)
 
 
 def node_without_report(source: str, status: Status, reason: str, *, host: Mapping[str, Any] | None = None,

@@ -37,7 +37,8 @@ from ortdoctor.fleet.model import NodeResult, NotAReport, Status, node_from_repo
 __all__ = ["CONNECT_TIMEOUT_S", "INSTALL_HINT", "ConnectTimeout", "FleetRunError", "RayNotInstalled", "RunResult",
            "run_on_ray"]
 
-INSTALL_HINT = "pip install 'ortdoctor[fleet]'  (or: pip install 'ray[default]'; 'ray[client]' for ray://)"
+# ortdoctor is there already (it prints this): only Ray is missing, in the version the cluster runs
+INSTALL_HINT = "pip install 'ray[default]==<the cluster's Ray version>'  ('ray[client]' for ray:// addresses)"
 DRIVER_GRACE_S = 30.0  # beyond the check's own limit, before the driver gives up on a task and cancels it
 CONNECT_TIMEOUT_S = 30.0  # for Ray to connect to a cluster (it retries an address that never answers for ever)
 
@@ -294,6 +295,8 @@ def _run(ray: Any, address: str, *, timeout: float, all_devices: bool, no_smoke:
 
         def done(node: NodeResult) -> None:
             result.nodes.append(node)
+            if reports_dir is not None and node.reason is not None:
+                _save_no_report(reports_dir, node)  # so a later `fleet merge` of the directory has every node
             if progress is not None:
                 progress(len(result.nodes), total, node)
 
@@ -370,6 +373,13 @@ def _targets(nodes: Sequence[Mapping[str, Any]], *, gpu_nodes_only: bool
     scaled_down = 0
     for n in nodes:
         info = dict(n)
+        if gpu_nodes_only and not (info.get("Resources") or {}).get("GPU"):  # dead or alive: not asked for
+            if not info.get("Alive") and info.get("DeathReason") in _EXPECTED_DEATHS:
+                scaled_down += 1
+            else:
+                no_gpu.append(f"{info.get('NodeManagerHostname') or '?'} ({str(info.get('NodeID', '?'))[:8]}"
+                              + ("" if info.get("Alive") else ", dead") + ")")
+            continue
         if not info.get("Alive"):
             reason = info.get("DeathReason")
             if reason in _EXPECTED_DEATHS:
@@ -378,9 +388,6 @@ def _targets(nodes: Sequence[Mapping[str, Any]], *, gpu_nodes_only: bool
             why = info.get("DeathReasonMessage") or "Ray lists the node as dead"
             dead.append(node_without_report(f"ray:{info.get('NodeID', '?')[:12]}", "unreachable",
                                             f"dead: {why}", host=_ray_host(info), ray=_ray_info(info)))
-            continue
-        if gpu_nodes_only and not (info.get("Resources") or {}).get("GPU"):
-            no_gpu.append(str(info.get("NodeManagerHostname") or info.get("NodeID", "?")[:12]))
             continue
         targets.append(info)
     if no_gpu:
@@ -423,10 +430,23 @@ def _task_failed(info: Mapping[str, Any], phase: str, exc: BaseException) -> Nod
     what = "the first task" if phase == "ping" else "the check task"
     if kind == "TaskUnschedulableError":  # soft=False on a node Ray no longer has
         why = f"{what} cannot be placed on the node: Ray no longer has it ({kind})"
+    elif kind == "RuntimeEnvSetupError":  # the node answers; the environment asked for cannot be built there
+        status = "error"
+        why = f"{what} could not start: the --runtime-env could not be set up on the node: {_setup_cause(exc)}"
     else:
         why = f"{what} failed: {kind}: {_first_line(exc)}"
     return node_without_report(_source(info), status, why,
                                host=_ray_host(info, info.get("_facts")), ray=_ray_info(info))
+
+
+def _setup_cause(exc: BaseException) -> str:
+    """Why a runtime_env could not be set up, from Ray's message: pip's (or conda's) own ERROR lines,
+    else its last line. Ray's first line says only "Failed to set up runtime environment."."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if ln != "Failed to set up runtime environment."]
+    errors = [ln for ln in lines if ln.startswith("ERROR:") or "Error:" in ln]
+    chosen = errors[-2:] if errors else lines[-1:]
+    return " ".join(chosen)[:600] if chosen else f"{type(exc).__name__} (Ray gave no reason)"
 
 
 def _late(info: Mapping[str, Any], phase: str, limit: float) -> NodeResult:
@@ -466,7 +486,7 @@ def _checked(info: Mapping[str, Any], answer: Mapping[str, Any], reports_dir: st
     node_host["ray_node_id"] = info.get("NodeID")  # also when the node's ortdoctor is older than the field
     for key, value in host.items():
         node_host.setdefault(key, value)
-    if reports_dir is not None:
+    if reports_dir is not None and node.reason is None:  # an invalid report gets the record of its reason
         data["host"] = {**(data.get("host") if isinstance(data.get("host"), dict) else {}), **node_host}
         _save(reports_dir, node_host, data)
     # an invalid report is a node in error: its reason stays
@@ -483,11 +503,21 @@ def _why_no_report(answer: Mapping[str, Any], rc: Any, exc: BaseException) -> st
     return f"no report from `{python} -m ortdoctor check --json` (exit status {rc}; {exc}): {last}"
 
 
+def _save_no_report(directory: str, node: NodeResult) -> None:
+    """A record for a node without a report, which `fleet merge` reads back as that node with its reason."""
+    from ortdoctor.fleet.model import NO_REPORT_KEY
+    from ortdoctor.report.json_report import SCHEMA_VERSION, utc_now
+
+    _save(directory, node.host, {"schema_version": SCHEMA_VERSION,
+                                 NO_REPORT_KEY: {"status": node.status, "reason": node.reason},
+                                 "host": dict(node.host), "ray": dict(node.ray or {}), "taken_at": utc_now()})
+
+
 def _save(directory: str, host: Mapping[str, Any], data: Any) -> None:
     os.makedirs(directory, exist_ok=True)
     name = str(host.get("name") or host.get("hostname") or "node")
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80]
-    node = str(host.get("ray_node_id") or "")[:8]
+    node = re.sub(r"[^A-Za-z0-9]+", "", str(host.get("ray_node_id") or ""))[:8]
     path = os.path.join(directory, f"{safe}-{node}.json" if node else f"{safe}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2, ensure_ascii=False)
