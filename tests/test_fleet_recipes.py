@@ -11,9 +11,11 @@ run once per task with the variables Slurm sets, its output labelled and interle
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,7 +43,24 @@ def recipes() -> dict[str, str]:
 
 
 def test_every_recipe_is_found() -> None:
-    assert set(recipes()) == {"daemonset", "daemonset-collect", "slurm"}
+    assert set(recipes()) == {"daemonset", "daemonset-collect", "slurm", "slurm-healthcheck"}
+
+
+@pytest.mark.parametrize("name", ["slurm", "slurm-healthcheck", "daemonset-collect"])
+def test_each_script_runs_as_printed(name: str, tmp_path: Path) -> None:
+    # sbatch and slurmd run a script only when its first line is its "#!" (sbatch: "This does not look
+    # like a batch script"); bash must parse it; shellcheck, where installed, must find nothing
+    script = recipes()[name]
+    if name != "daemonset-collect":
+        assert script.startswith("#!/bin/bash\n"), script.splitlines()[0]
+    path = tmp_path / f"{name}.sh"
+    path.write_text(script)
+    proc = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    shellcheck = shutil.which("shellcheck") or shutil.which("shellcheck", path=str(Path(sys.executable).parent))
+    if shellcheck is not None:
+        proc = subprocess.run([shellcheck, "--shell=bash", str(path)], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stdout
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +197,30 @@ def test_the_slurm_script_run_as_srun_would(bin_dir: Path, tmp_path: Path) -> No
     assert "1 node on driver 535.x while onnxruntime-gpu 1.31.1 (CUDA 13.0) needs >= 580: gpu-b" in proc.stdout
     nodes = proc.stdout.split("\nNodes\n", 1)[1]
     assert [line.split()[0] for line in nodes.splitlines() if line.startswith("  ")] == [n.name for n in NODES]
+
+
+def test_the_slurm_health_check_drains_a_failing_node_with_a_short_reason(bin_dir: Path, tmp_path: Path) -> None:
+    # slurmd runs it as HealthCheckProgram; `scontrol` here records what it was asked to do
+    script = tmp_path / "ortdoctor-health.sh"
+    script.write_text(recipes()["slurm-healthcheck"])
+    script.chmod(0o755)
+    fake = tmp_path / "sbin"
+    fake.mkdir()
+    calls = tmp_path / "scontrol.calls"
+    (fake / "scontrol").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {shlex.quote(str(calls))}\n')
+    (fake / "scontrol").chmod(0o755)
+
+    def run(node_name: str) -> list[str]:
+        node = next(n for n in NODES if n.name == node_name)
+        env = node_env(bin_dir, node, {"NODE_NAME": node_name})
+        env["PATH"] = f"{fake}{os.pathsep}{env['PATH']}"
+        calls.unlink(missing_ok=True)
+        proc = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr  # a health check that fails itself would drain every node
+        return calls.read_text().splitlines() if calls.exists() else []
+
+    assert run("gpu-a") == []  # warnings only: the node stays in service
+    (call,) = run("gpu-b")
+    why = json.loads(fleet_reports.run_check(next(n for n in NODES if n.name == "gpu-b")))
+    first = next(f["id"] for f in why["findings"] if f["severity"] == "error")
+    assert call == f"update NodeName=gpu-b State=DRAIN Reason=ortdoctor: {first}"
