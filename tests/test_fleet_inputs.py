@@ -380,3 +380,12 @@ def test_the_same_node_checked_twice_keeps_its_latest_report(tmp_path: Path, rep
     assert note.startswith(f"left out 1 older report of the same node, keeping each node's latest: gpu-a taken {t1}")
     assert "b-first.json" in note
     assert to_json(fleet)["nodes"][0]["taken_at"] in (t1, t2)
+
+
+def test_an_invalid_copy_of_a_report_is_not_taken_for_a_duplicate(tmp_path: Path, reports: dict[str, str]) -> None:
+    # the same run's report, once broken (same host, same timings): both are shown, in either order
+    good = json.loads(reports["gpu-b"])
+    bad = _broken(good, ("libraries",), 1)
+    for first, second in ((good, bad), (bad, good)):
+        read = read_nodes(["-"], stdin=stdin(json.dumps(first) + "\n" + json.dumps(second) + "\n"))
+        assert sorted(n.status for n in read.nodes) == ["error", "fail"]

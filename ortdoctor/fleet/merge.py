@@ -137,7 +137,8 @@ def read_nodes(paths: Sequence[str], *, stdin: IO[bytes] | None = None) -> ReadR
     def on_report(data: Any, where: str, hint: str | None) -> None:
         nonlocal duplicates
         node = node_from_report(data, where, intern=intern, hint=hint)
-        fingerprint = _fingerprint(data)
+        # an invalid report is shown as it is, never taken for a copy of a valid one (or the other way)
+        fingerprint = _fingerprint(data) if node.reason is None else None
         if fingerprint is not None:
             if fingerprint in seen:
                 duplicates += 1
