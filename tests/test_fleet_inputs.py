@@ -389,3 +389,61 @@ def test_an_invalid_copy_of_a_report_is_not_taken_for_a_duplicate(tmp_path: Path
     for first, second in ((good, bad), (bad, good)):
         read = read_nodes(["-"], stdin=stdin(json.dumps(first) + "\n" + json.dumps(second) + "\n"))
         assert sorted(n.status for n in read.nodes) == ["error", "fail"]
+
+
+# --------------------------------------------------------------------------------------------------
+# The fleet report's JSON Schema, and Prometheus' text format
+# --------------------------------------------------------------------------------------------------
+def validate_fleet(data: dict[str, Any]) -> None:
+    from importlib import resources
+
+    import jsonschema
+
+    schema = json.loads(resources.files("ortdoctor.fleet").joinpath("fleet.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+    assert not errors, "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors)
+
+
+def test_every_fleet_report_matches_the_shipped_schema(tmp_path: Path, reports: dict[str, str]) -> None:
+    for name, text in reports.items():
+        (tmp_path / f"{name}.json").write_text(text)
+    (tmp_path / "cut.json").write_text("\n".join(reports["gpu-a"].splitlines()[:40]) + "\n")
+    (tmp_path / "invalid.json").write_text(json.dumps(_broken(json.loads(reports["gpu-b"]), ("libraries",), 1)))
+    (tmp_path / "hostile.json").write_text(json.dumps(_hostile(reports)))
+    from ortdoctor.fleet.model import node_without_report
+    from ortdoctor.fleet.ray_runner import _save_no_report
+
+    _save_no_report(str(tmp_path), node_without_report("ray:dddddddddddd", "unreachable", "dead: gone",
+                                                       host={"name": "gpu-z", "hostname": "gpu-z"},
+                                                       ray={"node_id": "d" * 56}))
+    data = json.loads(dumps(merge([str(tmp_path)])))
+    assert data["counts"]["nodes"] == 10
+    validate_fleet(data)
+    with pytest.raises(AssertionError, match="status"):
+        validate_fleet({**data, "status": "fine"})
+
+
+def test_prometheus_text_format(tmp_path: Path, reports: dict[str, str]) -> None:
+    for name in ("gpu-a", "gpu-b"):
+        (tmp_path / f"{name}.json").write_text(reports[name])
+    evil = _hostile(reports)
+    evil["host"]["name"] = evil["host"]["k8s_node_name"] = 'gpu-"z"\\\n{x="1"}'
+    (tmp_path / "z.json").write_text(json.dumps(evil))
+    proc = ortdoctor("fleet", "merge", "--format", "prometheus", str(tmp_path))
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout
+    assert 'ortdoctor_fleet_node_status{node="gpu-a",status="warn"} 1\n' in out
+    assert 'ortdoctor_fleet_node_status{node="gpu-b",status="fail"} 2\n' in out
+    assert 'ortdoctor_fleet_node_finding{node="gpu-b",id="driver-too-old",severity="error"} 1\n' in out
+    assert 'ortdoctor_fleet_nodes{status="fail"} 2\n' in out
+    assert not UNSAFE & set(out)
+    # a node's name cannot add a label or a sample: quotes, backslashes and newlines are escaped
+    assert 'node="gpu-\\"z\\"\\\\\\n{x=\\"1\\"}' in out
+    parser = pytest.importorskip("prometheus_client.parser")
+    samples = [s for family in parser.text_string_to_metric_families(out) for s in family.samples]
+    status = {s.labels["node"]: s.value for s in samples if s.name == "ortdoctor_fleet_node_status"}
+    assert status["gpu-a"] == 1
+    assert status["gpu-b"] == 2
+    assert any(name.startswith('gpu-"z"\\') for name in status)
+    assert len(status) == 3

@@ -19,7 +19,7 @@ import click
 
 from ortdoctor.core import exitcodes
 
-_FORMATS = ["text", "json", "markdown"]
+_FORMATS = ["text", "json", "markdown", "prometheus"]
 
 
 def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -27,8 +27,8 @@ def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--debug", is_flag=True, expose_value=False, help="Show the traceback of an internal error.")(f)
     f = click.option("--strict", is_flag=True, help="Exit 1 when a node warns, too.")(f)
     f = click.option("--format", "fmt", type=click.Choice(_FORMATS), default=None,
-                     help="text (default), json (docs/fleet.md describes it), or markdown for an issue or "
-                     "a job summary.")(f)
+                     help="text (default), json (docs/fleet.md describes it), markdown for an issue or "
+                     "a job summary, or prometheus (one gauge per node and finding, for a textfile collector).")(f)
     f = click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(f)
     return f
 
@@ -58,6 +58,10 @@ def _emit(fleet: Any, fmt: str, strict: bool) -> None:
         from ortdoctor.fleet.render import render_markdown
 
         click.echo(render_markdown(fleet), nl=False)
+    elif fmt == "prometheus":
+        from ortdoctor.fleet.render import render_prometheus
+
+        click.echo(render_prometheus(fleet), nl=False)
     else:
         from ortdoctor.fleet.render import render_text
 

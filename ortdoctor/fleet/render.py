@@ -1,4 +1,4 @@
-"""A fleet report as text, JSON or markdown; each renderer returns a string.
+"""A fleet report as text, JSON, markdown or Prometheus' text format; each renderer returns a string.
 
 Everything a node's report supplies (names, titles, fixes, versions, paths, reasons) is another machine's
 text: the text and markdown views show its control characters and escape sequences as visible escapes
@@ -21,7 +21,7 @@ from ortdoctor._version import __version__
 from ortdoctor.core.terminal import terminal_safe
 from ortdoctor.fleet.model import FindingGroup, FleetReport, NodeResult
 
-__all__ = ["FLEET_SCHEMA_VERSION", "dumps", "render_markdown", "render_text", "to_json"]
+__all__ = ["FLEET_SCHEMA_VERSION", "dumps", "render_markdown", "render_prometheus", "render_text", "to_json"]
 
 FLEET_SCHEMA_VERSION = 1
 NAMES_SHOWN = 8  # node names listed in one line before "and N more"
@@ -256,3 +256,43 @@ def _markdown_fix(f: FindingGroup) -> str:
     if len(variants) > FIXES_SHOWN:
         shown.append(f"({len(variants) - FIXES_SHOWN} more)")
     return "<br>".join(shown)
+
+
+# --------------------------------------------------------------------------------------------------
+# Prometheus
+# --------------------------------------------------------------------------------------------------
+_STATUS_CODE = {"ok": 0, "warn": 1, "fail": 2, "error": 3, "timeout": 4, "unreachable": 5}
+
+
+def _label(value: object) -> str:
+    """A label value in Prometheus' text format: backslash, double quote and newline escaped (the only
+    three it knows); other control characters shown, as everywhere else a node's text is printed."""
+    text = terminal_safe(value, multiline=True)
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def render_prometheus(fleet: FleetReport) -> str:
+    """Prometheus' text exposition format (for the node exporter's textfile collector or a push gateway):
+    one ``ortdoctor_fleet_node_status`` gauge per node (0 ok, 1 warn, 2 fail, 3 error, 4 timeout,
+    5 unreachable, the status also as a label), one ``ortdoctor_fleet_node_finding`` per node and
+    error or warning id, and the counts per status."""
+    out = [
+        "# HELP ortdoctor_fleet_node_status A node's outcome: 0 ok, 1 warn, 2 fail, 3 error (no report), "
+        "4 timeout, 5 unreachable.",
+        "# TYPE ortdoctor_fleet_node_status gauge",
+    ]
+    for n in fleet.nodes:
+        out.append(f'ortdoctor_fleet_node_status{{node="{_label(n.label)}",status="{n.status}"}} '
+                   f"{_STATUS_CODE[n.status]}")
+    out += ["# HELP ortdoctor_fleet_node_finding 1 for each error or warning a node reported, by finding id.",
+            "# TYPE ortdoctor_fleet_node_finding gauge"]
+    for n in fleet.nodes:
+        seen: set[str] = set()
+        for f in n.findings:
+            if f.severity in ("error", "warning") and f.id not in seen:
+                seen.add(f.id)
+                out.append(f'ortdoctor_fleet_node_finding{{node="{_label(n.label)}",id="{_label(f.id)}",'
+                           f'severity="{f.severity}"}} 1')
+    out += ["# HELP ortdoctor_fleet_nodes Nodes of the fleet by outcome.", "# TYPE ortdoctor_fleet_nodes gauge"]
+    out += [f'ortdoctor_fleet_nodes{{status="{status}"}} {count}' for status, count in fleet.counts().items()]
+    return "\n".join(out) + "\n"
