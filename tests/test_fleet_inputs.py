@@ -447,3 +447,13 @@ def test_prometheus_text_format(tmp_path: Path, reports: dict[str, str]) -> None
     assert status["gpu-b"] == 2
     assert any(name.startswith('gpu-"z"\\') for name in status)
     assert len(status) == 3
+
+
+def test_a_pod_that_printed_only_structured_log_lines(reports: dict[str, str]) -> None:
+    # JSON that is not a report does not count as the pod's report
+    log = (f"[pod/ortdoctor-ax7k2/ortdoctor] {compact(reports['gpu-a'])}\n"
+           '[pod/ortdoctor-bx7k2/ortdoctor] {"level": "info", "msg": "starting"}\n')
+    read = read_nodes(["-"], stdin=stdin(log))
+    bad = next(n for n in read.nodes if n.status == "error")
+    assert bad.hint == "ortdoctor-bx7k2"
+    assert (bad.reason or "").startswith("no report: its output was 'JSON that is not a report (")

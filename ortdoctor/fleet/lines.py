@@ -149,7 +149,7 @@ class LineReader:
             joined = self.partial.get(key, "") + text
             if len(joined) > MAX_REPORT_BYTES:  # "P" parts that never end: a runaway line, not a report
                 del self.partial[key]
-                self.too_long(lineno, joined[:4096], key)
+                self.too_long(lineno, joined[:_HEAD], key)
                 return
             self.partial[key] = joined
             return
@@ -217,9 +217,13 @@ class LineReader:
             if self.first_other is None:
                 self.first_other = text.strip()[:120]
             if key:
-                node = _node_stream(key)
-                if node not in self.said and _stream_name(node) is not None:
-                    self.said[node] = (lineno, text.strip()[:200])
+                self._said(key, lineno, text.strip()[:200])
+
+    def _said(self, key: str, lineno: int, what: str) -> None:
+        """Remember the first thing a named stream (a pod, a task) printed that is not a report."""
+        node = _node_stream(key)
+        if node not in self.said and _stream_name(node) is not None:
+            self.said[node] = (lineno, what)
 
     def _begin(self, lineno: int, key: str, prefix: str) -> None:
         self.open.setdefault(key, {})[prefix] = _Open(start=lineno, prefix=prefix, parts=["{"], size=1)
@@ -278,7 +282,6 @@ class LineReader:
         self.report(lineno, key, data)
 
     def report(self, lineno: int, key: str, data: Any) -> None:
-        self.answered.add(_node_stream(key))
         where = f"{self.name}:{lineno}" + (f" [{key}]" if key else "")
         try:
             self.on_report(data, where, pod_name(key))
@@ -286,7 +289,9 @@ class LineReader:
             self.not_reports += 1
             if self.why_not is None:
                 self.why_not = f"line {lineno}: {exc}"
+            self._said(key, lineno, f"JSON that is not a report ({exc})")
             return
+        self.answered.add(_node_stream(key))
         self.reports += 1
 
     def _broken(self, key: str, rep: _Open, why: str) -> None:
@@ -312,8 +317,8 @@ class LineReader:
         for key, (lineno, text) in self.said.items():
             if key not in self.answered:
                 self.broken += 1
-                self.on_broken(f"{self.name}:{lineno} [{key}]",
-                               f"no report: its output was {text!r}" if text else "no report", _stream_name(key))
+                self.on_broken(f"{self.name}:{lineno} [{key}]", f"no report: its output was {text!r}",
+                               _stream_name(key))
 
 
 def _invalid(rep: _Open) -> str | None:
