@@ -268,9 +268,11 @@ def test_a_hostile_report_is_shown_not_obeyed(reports: dict[str, str]) -> None:
     for out in (render_text(fleet), render_markdown(fleet)):
         assert not UNSAFE & set(out), sorted(UNSAFE & set(out))
         assert "gpu-z\\x1b]52;c;" in out
-    # the JSON keeps each value as the node gave it
-    data = to_json(fleet)
-    assert any(n["host"]["name"] == f"gpu-z{OSC}" for n in data["nodes"])
+    # the JSON keeps each value as the node gave it, every control character \u-escaped
+    text = dumps(fleet)
+    assert not UNSAFE & set(text)
+    assert any(n["host"]["name"] == f"gpu-z{OSC}" for n in json.loads(text)["nodes"])
+    assert any(n["host"]["name"] == f"gpu-z{OSC}" for n in to_json(fleet)["nodes"])
 
 
 def test_one_node_never_supplies_the_fix_of_another(reports: dict[str, str]) -> None:

@@ -74,7 +74,9 @@ def _node_json(n: NodeResult) -> dict[str, Any]:
 
 
 def dumps(fleet: FleetReport) -> str:
-    return json.dumps(to_json(fleet), indent=2, ensure_ascii=False)
+    # ASCII with \u escapes, as `check --json`: a node's C1 controls and bidi overrides (which JSON lets
+    # through raw) never reach a terminal, and the text is valid on any console encoding
+    return json.dumps(to_json(fleet), indent=2)
 
 
 # --------------------------------------------------------------------------------------------------
