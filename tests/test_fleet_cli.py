@@ -212,3 +212,12 @@ def test_what_ray_prints_never_reaches_stdout() -> None:
     assert proc.stdout == '{"the": "report"}\n'
     assert "(raylet) state dump" in proc.stderr
     assert "[state-dump] from a child" in proc.stderr
+
+
+def test_an_input_error_shows_a_file_name_not_obeys_it(tmp_path: Path) -> None:
+    # a directory holding a file whose name carries an escape sequence, and no report
+    (tmp_path / "notes\x1b]0;pwned\x07.txt").write_text("node-1 looks fine\n")
+    proc = fleet("fleet", "merge", str(tmp_path / "notes\x1b]0;pwned\x07.txt"))
+    assert proc.returncode == 2
+    assert "notes\\x1b]0;pwned\\x07.txt: no ortdoctor report found" in proc.stderr
+    assert "\x1b" not in proc.stderr

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from ortdoctor.core import exitcodes
+from ortdoctor.core.terminal import terminal_safe
 
 _FORMATS = ["text", "json", "markdown", "prometheus"]
 
@@ -34,7 +35,8 @@ def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _usage_error(message: str) -> None:
-    click.echo(f"ortdoctor: error: {message}", err=True)
+    # it names files (a directory's, chosen by whoever wrote them) and quotes Ray and the input: shown, not obeyed
+    click.echo(f"ortdoctor: error: {terminal_safe(message)}", err=True)
     sys.exit(exitcodes.USAGE)
 
 
@@ -155,7 +157,7 @@ def command(ctx: click.Context, ray_address: str | None, connect_timeout: float,
         return
     except ConnectTimeout as exc:
         # Ray's connecting thread cannot be stopped, and its exit handlers would wait for it: end here
-        click.echo(f"ortdoctor: error: {exc}", err=True)
+        click.echo(f"ortdoctor: error: {terminal_safe(exc)}", err=True)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(exitcodes.USAGE)
