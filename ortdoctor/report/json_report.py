@@ -24,12 +24,21 @@ __all__ = ["SCHEMA_VERSION", "dumps", "to_json"]
 SCHEMA_VERSION = 2  # 2: the "host" object
 
 
-def dumps(report: Report) -> str:
+def dumps(report: Report, *, taken_at: str | None = None) -> str:
     # ASCII with \u escapes: valid JSON on any console encoding (cp1252, latin-1), decoded by every parser
-    return json.dumps(to_json(report), indent=2)
+    return json.dumps(to_json(report, taken_at=taken_at), indent=2)
 
 
-def to_json(report: Report) -> dict[str, Any]:
+def utc_now() -> str:
+    """Now, as ``taken_at`` says it: UTC, ISO 8601 to the millisecond (``2026-12-03T17:59:01.123Z``)."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def to_json(report: Report, *, taken_at: str | None = None) -> dict[str, Any]:
+    """The contract's JSON of ``report``; ``taken_at`` (default: now, as the report is written right
+    after the check) tells a node's runs apart when reports of many nodes are merged."""
     env = report.env
     return {
         "schema_version": SCHEMA_VERSION,
@@ -44,6 +53,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "libraries": _libraries(report),
         "smoke": _smoke(report),
         "host": _host(report),
+        "taken_at": taken_at or utc_now(),
         # additions beyond the contract's minimum
         # `check --all-devices`: one entry per CUDA ordinal (null when only one device was checked)
         "smoke_devices": [d.to_json() for d in report.device_smokes] if report.all_devices else None,

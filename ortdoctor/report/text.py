@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from ortdoctor._version import __version__
 from ortdoctor.core.facts import ElfInfo, Finding
+from ortdoctor.core.terminal import terminal_safe
 from ortdoctor.decide.loader_view import SOURCE_WORDS, LibraryRow
 from ortdoctor.report.model import Report
 from ortdoctor.report.wrap import fill, wrap
@@ -66,7 +67,7 @@ def render(report: Report, *, color: bool = False, debug: bool = False) -> str:
         lines += ["", s.bold("Timings (ms)"),
                   "  " + ", ".join(f"{k} {v:g}" for k, v in report.timings_ms.items())]
         if report.matrix_path:
-            lines.append(f"  matrix: {report.matrix_path}")
+            lines.append(f"  matrix: {_home(report.matrix_path)}")
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -111,12 +112,13 @@ def _row(label: str, mark: str, text: str, s: _Style) -> str:
 
 
 def _home(path: str | None) -> str:
+    """A path as printed: ``~`` for the home directory, control characters in a file name shown, not obeyed."""
     if not path:
         return ""
     home = os.path.expanduser("~")
     if home not in ("", "/") and path.startswith(home + os.sep):
-        return "~" + path[len(home):]
-    return path
+        return terminal_safe("~" + path[len(home):])
+    return terminal_safe(path)
 
 
 def _short(path: str, report: Report, debug: bool) -> str:
@@ -125,7 +127,7 @@ def _short(path: str, report: Report, debug: bool) -> str:
         return _home(path)
     for site in report.env.python.site_dirs:
         if site and path.startswith(site.rstrip(os.sep) + os.sep):
-            return "…/" + path[len(site.rstrip(os.sep)) + 1:]
+            return terminal_safe("…/" + path[len(site.rstrip(os.sep)) + 1:])
     return _home(path)
 
 
@@ -306,7 +308,7 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
             out.append(" " * _LABEL + s.dim(t))
         return out + _smoke_extra(report) + _placement(sm)
     if not getattr(sm, "ran", False):
-        return [_row("Smoke", WARN, f"did not run: {getattr(sm, 'error', None) or 'unknown reason'}", s)]
+        return [_row("Smoke", WARN, f"did not run: {terminal_safe(getattr(sm, 'error', None) or 'unknown reason')}", s)]
     where = f" (ran on {providers})" if providers else ""
     out = [_row("Smoke", FAIL, f"failed{where}", s)]
     # The classified cause, not a slice of ORT's message: the finding below carries the raw text.
@@ -319,7 +321,7 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
         fid = getattr(sm, "finding_id", None) or "smoke-failed"
         out.append(" " * _LABEL + s.dim(f"ORT's error is under [{fid}] below"))
     if debug:
-        err = (getattr(sm, "error", None) or "").strip().splitlines()
+        err = terminal_safe(getattr(sm, "error", None) or "", multiline=True).strip().splitlines()
         out += [" " * _LABEL + s.dim(line) for line in err]
     if timings:
         out.append(" " * _LABEL + s.dim(format_timings(timings)))
@@ -399,7 +401,7 @@ def _devices(report: Report, s: _Style, debug: bool) -> list[str]:
             tail = "ok" + (" — " + format_timings({k: v for k, v in t.items() if k in ("session", "run")})
                            if t else "")
         elif ds.result == "not-run":
-            tail = f"not run: {getattr(sm, 'error', None) or '?'}"
+            tail = f"not run: {terminal_safe(getattr(sm, 'error', None) or '?')}"
         else:
             causes = [c for c in getattr(sm, "causes", ()) or () if not getattr(c, "consequence", False)]
             cid = getattr(causes[0], "finding_id", "") if causes else ""
@@ -414,7 +416,8 @@ def _model(report: Report) -> list[str]:
         return []
     from ortdoctor.report.model_check import render_model
 
-    return ["", *render_model(report.model).splitlines()]
+    # the model's names and the child's errors are the model file's and onnxruntime's text: shown, not obeyed
+    return ["", *terminal_safe(render_model(report.model), multiline=True).splitlines()]
 
 
 def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
@@ -448,10 +451,10 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
 def _finding(f: Finding, s: _Style) -> list[str]:
     mark = {"error": FAIL, "warning": WARN}.get(f.severity, INFO)
     out = ["", f"{s.mark(mark)} {s.bold(f.title)}  {s.dim('[' + f.id + ']')}"]
-    for para in f.detail.splitlines():
+    for para in terminal_safe(f.detail, multiline=True).splitlines():  # quotes child processes, paths
         out += wrap(para, _WIDTH, initial_indent="    ", subsequent_indent="      ") or [""]
     if f.fix:
-        fix_lines = f.fix.splitlines()
+        fix_lines = terminal_safe(f.fix, multiline=True).splitlines()
         out.append("    " + s.green("fix: ") + s.bold(fix_lines[0]))
         out += ["         " + s.bold(line) for line in fix_lines[1:]]
     return out
