@@ -53,11 +53,26 @@ def open_regular(path: str | os.PathLike[str]) -> BufferedReader:
     return open(fd, "rb")
 
 
+# Reads up to this size go straight to the file; a larger one is first compared with the file's size.
+_TRUSTED_READ = 64 * 1024
+
+
 def read_at(f: BinaryIO, offset: int, size: int, what: str, path: str, error: type[Exception]) -> bytes:
-    """Exactly ``size`` bytes at ``offset``, or ``error`` saying which structure was out of bounds."""
+    """Exactly ``size`` bytes at ``offset``, or ``error`` saying which structure was out of bounds.
+
+    The memory a read takes is bounded by the file's size: a header field that asks for gigabytes of a
+    small file (or of one that shrank) is refused before anything is allocated, as ``pread`` and
+    ``read`` allocate the whole request up front.
+    """
     if offset < 0 or size < 0:
         raise error(f"{path}: {what} has a negative offset or size")
-    fd = _fd(f) if _pread is not None else None
+    fd = _fd(f)
+    if size > _TRUSTED_READ:
+        end = os.fstat(fd).st_size if fd is not None else None
+        if end is not None and offset + size > end:
+            raise error(f"{path}: truncated ({what} at {offset}, wanted {size} bytes, the file has {end})")
+    if _pread is None:
+        fd = None
     if fd is not None:
         # One system call for exactly these bytes: seek() + read() on a buffered file reads a whole
         # buffer (8 KB) for each header, and the fatbin walk reads ~2,700 headers of a 280 MB library.
