@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from functools import cached_property
 
 from ortdoctor.core.record import field, record
-from ortdoctor.formats.regular_file import open_regular
+from ortdoctor.formats.regular_file import open_regular, read_capped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -185,7 +185,9 @@ class _Meta:
 
 def _read_text(path: str, limit: int) -> str:
     with open_regular(path) as f:
-        data = f.read(limit + 1)
+        if os.fstat(f.fileno()).st_size > limit:  # a 100 GB sparse file is refused without reading it
+            raise ValueError(f"larger than {limit} bytes")
+        data = read_capped(f, limit)
     if len(data) > limit:
         raise ValueError(f"larger than {limit} bytes")
     return data.decode("utf-8", "replace")

@@ -6,9 +6,10 @@ use it, so they agree on what the dynamic loader would find.
 
 from __future__ import annotations
 
+import os
 import struct
 
-from ortdoctor.formats.regular_file import NotRegularFile, open_regular
+from ortdoctor.formats.regular_file import NotRegularFile, open_regular, read_capped
 
 __all__ = ["LdCacheError", "parse_ld_cache", "read_ld_cache", "try_read_ld_cache"]
 
@@ -136,10 +137,11 @@ def read_ld_cache(path: str = "/etc/ld.so.cache", machine: str | None = None) ->
     """
     try:
         with open_regular(path) as f:  # a FIFO must not block the reader, nor a device feed it forever
-            data = f.read(_MAX_CACHE + 1)
+            too_big = os.fstat(f.fileno()).st_size > _MAX_CACHE  # a sparse 100 GB file: not read at all
+            data = b"" if too_big else read_capped(f, _MAX_CACHE)
     except ValueError as exc:  # NotRegularFile, or a path holding a NUL
         raise LdCacheError(str(exc) if isinstance(exc, NotRegularFile) else f"{path!r}: {exc}") from None
-    if len(data) > _MAX_CACHE:
+    if too_big or len(data) > _MAX_CACHE:
         raise LdCacheError(f"larger than {_MAX_CACHE} bytes")
     return parse_ld_cache(data, machine)
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from io import BufferedReader
     from typing import BinaryIO
 
-__all__ = ["NotRegularFile", "open_regular", "read_at"]
+__all__ = ["NotRegularFile", "open_regular", "read_at", "read_capped"]
 
 _pread: Callable[[int, int, int], bytes] | None = getattr(os, "pread", None)  # POSIX; Windows reads with seek() + read()
 
@@ -84,3 +84,30 @@ def read_at(f: BinaryIO, offset: int, size: int, what: str, path: str, error: ty
     if len(data) != size:
         raise error(f"{path}: truncated ({what} at {offset}, wanted {size} bytes, got {len(data)})")
     return data
+
+
+_GROW_CHUNK = 64 * 1024
+
+
+def read_capped(f: BinaryIO, limit: int) -> bytes:
+    """The file's bytes from its position, at most ``limit + 1`` of them (one more than ``limit`` says the
+    file is larger than the caller takes).
+
+    ``f.read(limit + 1)`` allocates the whole cap before reading, whatever the file holds: 64 MB for a
+    100-byte file. Here the memory follows the file: its size (``fstat``) is read in one call, and a file
+    whose size says less than it holds (``/proc`` files say 0) is read on a chunk at a time.
+    """
+    fd = _fd(f)
+    size = os.fstat(fd).st_size if fd is not None else limit
+    first = f.read(min(size, limit) + 1)
+    if len(first) <= min(size, limit):  # the end of the file
+        return first
+    parts = [first]
+    total = len(first)
+    while total <= limit:
+        chunk = f.read(min(_GROW_CHUNK, limit + 1 - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+    return b"".join(parts)

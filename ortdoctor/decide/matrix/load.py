@@ -27,7 +27,7 @@ from _thread import allocate_lock
 from ortdoctor.core.record import field_names, replace
 from ortdoctor.decide.matrix import model
 from ortdoctor.decide.matrix.model import MATRIX_ENV, Matrix, MatrixError
-from ortdoctor.formats.regular_file import NotRegularFile, open_regular
+from ortdoctor.formats.regular_file import NotRegularFile, open_regular, read_capped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def _read(name: str) -> bytes:
         with open_regular(name) as f:
             # the size first: a 100 GB sparse file is refused without reading 64 MB of it
             too_big = os.fstat(f.fileno()).st_size > _MAX_MATRIX_BYTES
-            raw = b"" if too_big else f.read(_MAX_MATRIX_BYTES + 1)  # /proc files say 0: read with a cap
+            raw = b"" if too_big else read_capped(f, _MAX_MATRIX_BYTES)
     except FileNotFoundError:
         raise MatrixError(name, "", "file not found") from None
     except NotRegularFile:
