@@ -12,7 +12,9 @@ from collections.abc import Sequence
 
 from ortdoctor._version import __version__
 from ortdoctor.core.facts import ElfInfo, Finding
+from ortdoctor.core.shell import split_fix
 from ortdoctor.decide.loader_view import SOURCE_WORDS, LibraryRow
+from ortdoctor.report.fix_block import first_fix
 from ortdoctor.report.model import Report
 from ortdoctor.report.wrap import fill, wrap
 
@@ -427,8 +429,15 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
         theirs = [f for f in model_findings if f.severity != "info"]
         more = f"; {_counts(theirs)} of the model's above" if theirs else ""
         out += ["", s.bold(f"Problems ({_counts(problems)}{more})")]
+        first = first_fix(report)
+        if first.shown:
+            ids = ", ".join(f.id for f in first.plan.fixed)
+            head = (f"Fix: paste these lines into a shell, as they are: they fix {ids} at once (what "
+                    "`ortdoctor fix --yes` runs).")
+            out += ["", *wrap(head, _WIDTH)]
+            out += ["    " + s.bold(line) for line in first.text().splitlines()]
         for f in problems:
-            out += _finding(f, s)
+            out += _finding(f, s, first.covers(f))
     elif model_findings and report.verdict != "ok":
         out += ["", s.bold("Problems: ") + "only the model's (listed under Model above)"]
     elif report.verdict == "ok":
@@ -436,7 +445,7 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     if notes and debug:
         out += ["", s.bold("Notes")]
         for f in notes:
-            out += _finding(f, s)
+            out += _finding(f, s, False)
     elif notes:
         # one line: notes explain, they do not block; -v (or `explain ID`) shows each in full
         ids = ", ".join(f.id for f in notes)
@@ -445,13 +454,25 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     return out
 
 
-def _finding(f: Finding, s: _Style) -> list[str]:
+def _finding(f: Finding, s: _Style, covered: bool) -> list[str]:
+    """A finding; its fix as a block of command lines (each one whole on its own line, to paste) and, apart
+    from it, the prose. ``covered``: its commands are part of the report's first fix block."""
     mark = {"error": FAIL, "warning": WARN}.get(f.severity, INFO)
     out = ["", f"{s.mark(mark)} {s.bold(f.title)}  {s.dim('[' + f.id + ']')}"]
     for para in f.detail.splitlines():
         out += wrap(para, _WIDTH, initial_indent="    ", subsequent_indent="      ") or [""]
-    if f.fix:
-        fix_lines = f.fix.splitlines()
-        out.append("    " + s.green("fix: ") + s.bold(fix_lines[0]))
-        out += ["         " + s.bold(line) for line in fix_lines[1:]]
+    if not f.fix:
+        return out
+    commands, prose = split_fix(f.fix, bool(f.commands))
+    if covered:
+        commands = []
+        out.append("    " + s.green("fix: ") + "in the Fix block above")
+    elif commands:
+        out.append("    " + s.green("fix:"))
+        out += ["        " + s.bold(line) for line in commands]
+    if commands or covered:
+        out += ["    " + s.dim(line) for line in prose]
+    elif prose:
+        out.append("    " + s.green("fix: ") + s.bold(prose[0]))
+        out += ["         " + s.bold(line) for line in prose[1:]]
     return out
