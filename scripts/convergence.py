@@ -42,7 +42,7 @@ def _cell(text: str | None) -> str:
 
 
 def table(outcomes: list[harness.Outcome]) -> str:
-    rows = ["| scenario | found | rounds | outcome | primary fix as printed (first line, pasted) | seconds |",
+    rows = ["| scenario | found | rounds | outcome | primary fix as printed (the first block, pasted) | seconds |",
             "|---|---|---|---|---|---|"]
     for o in outcomes:
         found = o.primary_id or "—"

@@ -58,7 +58,8 @@ def check_installer(ctx: Ctx) -> list[Finding]:
             f"`pip` on PATH ({py.pip_on_path}) installs into {py.pip_on_path_python}; the interpreter inspected "
             f"here is {py.executable}. A bare `pip install` changes the other Python's packages, not this one's.",
             f"Run pip through the interpreter, as every fix here does: {quote(py.executable, windows=ctx.os_name == 'windows')} -m pip ..."
-            + ("" if py.venv is None else f"\nor activate the environment first: source {py.venv}/bin/activate")))
+            + ("" if py.venv is None else "\nor activate the environment first: source "
+               + quote(os.path.join(py.venv, "bin", "activate")))))
     # --python names the environment: an activated venv beside it is the user's choice, not a mistake
     if py.virtual_env and py.prefix and not py.inspected_other and _real(py.virtual_env) != _real(py.prefix):
         other = os.path.join(py.virtual_env, "Scripts\\python.exe" if ctx.os_name == "windows" else "bin/python")

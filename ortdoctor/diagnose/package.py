@@ -124,13 +124,14 @@ def _same_dir(a: str | None, b: str | None) -> bool:
 def _removal(ctx: Ctx, d: OrtDistribution, family: Sequence[OrtDistribution]) -> _Removal:
     py = ctx.env.python
     same_name_elsewhere = any(o is not d and normalize(o.name) == normalize(d.name) for o in family)
-    if _same_dir(d.location, py.user_site) and py.venv and py.base_executable and not same_name_elsewhere:
+    in_user_site = _same_dir(d.location, py.user_site) and bool(py.venv)
+    if in_user_site and py.base_executable and not same_name_elsewhere:
         # A venv's pip refuses a copy outside the venv ("Not uninstalling ... outside environment", exit 0):
         # the interpreter the venv was made from owns the user site.
         return _Removal((step("uninstall", "-y", d.name, python=py.base_executable),),
                         notes=(f"removes {d.name} from the user site {d.location} with the interpreter the venv "
                                "was made from (the venv's pip does not touch it)",))
-    if _is_pip_site(d.location) and not same_name_elsewhere:
+    if _is_pip_site(d.location) and not same_name_elsewhere and not in_user_site:
         return _Removal((step("uninstall", "-y", d.name),), notes=(f"removes {d.name} from {d.location}",))
     pkg = os.path.join(d.location, "onnxruntime")
     return _Removal(moves=(move_aside((pkg, d.dist_info), d.location),),
