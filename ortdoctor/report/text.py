@@ -471,7 +471,9 @@ def _finding(f: Finding, s: _Style, covered: bool) -> list[str]:
         out.append("    " + s.green("fix:"))
         out += ["        " + s.bold(line) for line in commands]
     if commands or covered:
-        out += ["    " + s.dim(line) for line in prose]
+        # the prose apart from the commands (wrapped: nothing in it is pasted)
+        out += [s.dim(part) for line in prose
+                for part in wrap(line, _WIDTH, initial_indent="    ", subsequent_indent="      ")]
     elif prose:
         out.append("    " + s.green("fix: ") + s.bold(prose[0]))
         out += ["         " + s.bold(line) for line in prose[1:]]
