@@ -98,6 +98,9 @@ class Scenario:
     # welcome), which is then on PYTHONPATH for the check and the paste
     target_installs: tuple[str, ...] = ()
     target_dir: str = "target"
+    # the venv made by ``uv venv`` (no pip), every install by ``uv pip --python``; uv is where its installer
+    # puts it ($HOME/.local/bin), not on PATH, and reads only the wheel cache (UV_NO_INDEX)
+    uv_venv: bool = False
 
 
 @dataclass
@@ -287,6 +290,7 @@ class Workspace:
         self.userbase = self.root / "userbase"  # PYTHONUSERBASE: a --user install stays in the workspace
         self.target: Path | None = None  # a --target directory on PYTHONPATH
         self.sentinel = self.root / "proj" / "my" / "keep.txt"  # beside a target dir named "my dir ..."
+        self.home: Path | None = None  # $HOME for a uv scenario (uv in ~/.local/bin)
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -325,6 +329,9 @@ class Workspace:
         env["PYTHONUSERBASE"] = str(self.userbase)
         if self.target is not None:
             env["PYTHONPATH"] = str(self.target)
+        if self.home is not None:
+            env.update(HOME=str(self.home), UV_NO_INDEX="1", UV_FIND_LINKS=str(WHEELS),
+                       UV_CACHE_DIR=str(self.root / "uv-cache"), UV_PYTHON_DOWNLOADS="never", UV_LINK_MODE="copy")
         return env
 
     def damage(self) -> list[str]:
@@ -350,8 +357,31 @@ def _base_python() -> str:
     return str(getattr(sys, "_base_executable", None) or sys.executable)
 
 
+UV = ("uv==0.13.9",)
+
+
+def _build_uv(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
+    """A venv made by ``uv venv``, the packages installed with ``uv pip``, uv in ``$HOME/.local/bin``."""
+    fetch(UV)
+    ws.home = ws.root / "home"
+    tool = ws.root / "uv-tool"
+    _checked([sys.executable, "-m", "pip", "install", *PIP_QUIET, "--no-index", "--find-links", str(WHEELS),
+              "--target", str(tool), *UV], env=_pip_env())
+    uv = ws.home / ".local" / "bin" / "uv"
+    uv.parent.mkdir(parents=True)
+    uv.symlink_to(tool / "bin" / "uv")
+    env = ws.user_env()
+    _checked([str(uv), "venv", "--quiet", "--python", _base_python(), str(ws.venv)], env=env)
+    for reqs in (*s.installs, (str(ortdoctor_wheel),)):
+        _checked([str(uv), "pip", "install", "--quiet", "--python", ws.python, *reqs], env=env)
+
+
 def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
     """The broken venv, with ortdoctor installed into it."""
+    if s.uv_venv:
+        _build_uv(s, ws, ortdoctor_wheel)
+        ws.make_decoy()
+        return
     _checked([sys.executable, "-m", "venv", *(["--without-pip"] if s.without_pip else []),
               *(["--system-site-packages"] if s.system_site_packages else []), str(ws.venv)])
     env = _pip_env()

@@ -77,6 +77,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              "venv, the CPU onnxruntime 1.31.1 in the user site (pip install --user), shadowed",
              ((GPU,),), ("ort-multiple-packages", "cuda-lib-missing"), system_site_packages=True,
              user_installs=("--no-deps", CPU), fix_needs=(FIX_CUDA13,)),
+    Scenario("uv-venv-both-packages", "a venv made by uv venv (no pip), onnxruntime installed over onnxruntime-gpu "
+             "1.31.1 with uv pip; uv in ~/.local/bin, not on PATH", ((GPU,), (CPU,)), ("ort-multiple-packages",),
+             uv_venv=True, fix_needs=(FIX_CUDA13,)),
 )
 
 BY_NAME = {s.name: s for s in SCENARIOS}
