@@ -107,6 +107,9 @@ class Installer:
         A fix that already carries its commands, or that does not start with its steps, is left as it is."""
         if f.commands or not f.steps or not f.fix:
             return f
+        lines = self.lines(f.steps)
+        if f.fix.splitlines()[:len(lines)] == render_all(lines, windows=self.windows):
+            return replace(f, commands=lines)  # composed already (compose()), only the data was not passed
         joined = self.commands(f.steps)
         first, _, rest = f.fix.partition("\n")
         if not first.startswith(joined):
