@@ -121,3 +121,31 @@ def test_a_uv_venv_finds_uv_where_its_installer_puts_it(tmp_path: Path) -> None:
     py = probe_python(interpreter=it, environ={"PATH": str(tmp_path / "empty"), "HOME": str(home)}, sys_path=())
     assert py.venv_creator is None
     assert py.uv_on_path is None
+
+
+def test_a_pixi_or_poetry_environment_names_its_project_command_too(tmp_path: Path) -> None:
+    from ortdoctor.probes.interpreter import Interpreter
+
+    project = tmp_path / "proj"
+    for prefix, manager in ((project / ".pixi" / "envs" / "default", "pixi"), (project / ".venv", "poetry"),
+                            (tmp_path / "conda-env", "conda"), (tmp_path / "plain", None)):
+        prefix.mkdir(parents=True)
+        if manager == "poetry":
+            (project / "poetry.lock").write_text("")
+        if manager == "conda":
+            (prefix / "conda-meta").mkdir()
+        it = Interpreter(str(prefix / "bin" / "python"), "3.11.2", "CPython", "linux-x86_64", "x86_64", "linux",
+                         str(prefix), "/usr", (), other=True)
+        py = probe_python(interpreter=it, environ={"PATH": str(tmp_path / "empty")}, sys_path=())
+        assert py.env_manager == manager, prefix
+    steps = [step("uninstall", "-y", "onnxruntime"), step("install", "onnxruntime-gpu[cuda,cudnn]==1.31.1")]
+    text, commands = Installer("/p/.pixi/envs/default/bin/python", manager="pixi").fix(steps, "why")
+    # the pip commands work at once; the note names the project's own command, which keeps the change
+    assert [c.argv[:3] for c in commands] == [("/p/.pixi/envs/default/bin/python", "-m", "pip")] * 2
+    assert text.splitlines()[-1] == ("# this environment belongs to a pixi project: to keep the change there, run in "
+                                     "the project pixi remove --pypi onnxruntime && pixi add --pypi "
+                                     "'onnxruntime-gpu[cuda,cudnn]==1.31.1' instead (the next `pixi install` puts "
+                                     "back what the lock file says)")
+    assert "poetry add 'onnxruntime-gpu[cuda,cudnn]==1.31.1'" in Installer("/p/.venv/bin/python",
+                                                                          manager="poetry").fix(steps)[0]
+    assert "# " not in Installer("/v/bin/python").fix(steps)[0]  # no manager, no note

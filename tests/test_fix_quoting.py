@@ -134,14 +134,14 @@ _SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Heal
 
 @_SETTINGS
 @given(interp_dir=component, names=st.lists(dashed, min_size=1, max_size=3), ver=version,
-       base_dir=component, no_pip=st.booleans())
+       base_dir=component, no_pip=st.booleans(), manager=st.sampled_from([None, "pixi", "poetry"]))
 def test_package_commands(box: Sandbox, interp_dir: str, names: list[str], ver: str, base_dir: str,
-                          no_pip: bool) -> None:
+                          no_pip: bool, manager: str | None) -> None:
     python = box.program("venv " + interp_dir, "bin", "python")
     base = box.program(base_dir, "python3")
     steps = [step("uninstall", "-y", *names), step("uninstall", "-y", names[0], python=base),
              step("install", f"nvidia-cublas=={ver}", f"onnxruntime-gpu[cuda,cudnn]=={ver}", "numpy<2")]
-    installer = Installer(python, has_pip=False if no_pip else None)
+    installer = Installer(python, has_pip=False if no_pip else None, manager=manager)
     commands = installer.lines(steps)
     _check(box, commands, "\n".join(render_all(commands)))
     # the same as one `&&` line (the form a sentence quotes), and a fix text with prose as comments

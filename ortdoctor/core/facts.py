@@ -86,6 +86,7 @@ class PythonInfo:
     base_executable: str | None = None  # the interpreter a venv was made from (its pip reaches the user site)
     user_site: str | None = None  # the user site directory this interpreter reads (pip install --user)
     venv_creator: str | None = None  # "uv" for a venv `uv venv` made (its pyvenv.cfg says so)
+    env_manager: str | None = None  # "pixi", "poetry" or "conda": the tool whose project owns the environment
 
 
 # --------------------------------------------------------------------------------------------------

@@ -68,10 +68,29 @@ class Installer:
     has_pip: bool | None = None  # None: not known (assume pip, the normal case)
     uv: str | None = None
     windows: bool = False
+    manager: str | None = None  # "pixi" or "poetry": its project owns the package list (a note names its command)
 
     @classmethod
     def of(cls, python: PythonInfo) -> Installer:
-        return cls(python.executable, python.has_pip, python.uv_on_path, python.os == "windows")
+        manager = python.env_manager if python.env_manager in ("pixi", "poetry") else None
+        return cls(python.executable, python.has_pip, python.uv_on_path, python.os == "windows", manager)
+
+    def manager_note(self, steps: Sequence[PackageStep]) -> str:
+        """For a pixi or poetry environment: the same change as its project's command, which keeps it (the
+        next ``pixi install`` / ``poetry sync`` puts the environment back to the lock file)."""
+        if self.manager is None:
+            return ""
+        tool = ["pixi", "add", "--pypi"] if self.manager == "pixi" else ["poetry", "add"]
+        drop = ["pixi", "remove", "--pypi"] if self.manager == "pixi" else ["poetry", "remove"]
+        names = [a for s in steps if s.verb == "uninstall" for a in s.args if not a.startswith("-")]
+        specs = [a for s in steps if s.verb == "install" for a in s.args if not a.startswith("-")]
+        parts = [render(Command((*drop, *names)), windows=self.windows)] if names else []
+        parts += [render(Command((*tool, *specs)), windows=self.windows)] if specs else []
+        if not parts:
+            return ""
+        sync = "pixi install" if self.manager == "pixi" else "poetry sync"
+        return (f"this environment belongs to a {self.manager} project: to keep the change there, run in the project "
+                f"{' && '.join(parts)} instead (the next `{sync}` puts back what the lock file says)")
 
     def argv(self, s: PackageStep) -> list[str]:
         """The step as the argument vector ``ortdoctor fix --yes`` runs (no shell in between)."""
@@ -123,6 +142,8 @@ class Installer:
             extra: Sequence[Command] = ()) -> tuple[str, tuple[Command, ...]]:
         """A finding's fix text and its commands: the steps' lines, then ``extra``, then ``prose`` as comments."""
         commands = (*self.lines(steps), *extra)
+        note = self.manager_note(steps)
+        prose = "\n".join(x for x in (prose, note) if x)
         return compose(commands, prose, windows=self.windows), commands
 
 

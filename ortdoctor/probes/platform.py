@@ -166,8 +166,23 @@ def probe_python(
         base_executable=it.base_executable if venv else None,
         user_site=it.user_site,
         venv_creator=creator,
+        env_manager=_env_manager(it.prefix, creator),
     )
 
+
+def _env_manager(prefix: str, creator: str | None) -> str | None:
+    """The tool that owns this environment's package list, so that a fix can name its command too: a pixi
+    environment (``<project>/.pixi/envs/NAME``, a conda prefix), a poetry venv (its cache directory, or an
+    in-project ``.venv`` beside ``poetry.lock``), a conda environment (``conda-meta/``)."""
+    norm = prefix.replace("\\", "/")
+    if "/.pixi/envs/" in norm + "/":
+        return "pixi"
+    if "/pypoetry/virtualenvs/" in norm or (
+            os.path.basename(norm) == ".venv" and os.path.isfile(os.path.join(os.path.dirname(prefix), "poetry.lock"))):
+        return "poetry"
+    if os.path.isdir(os.path.join(prefix, "conda-meta")):
+        return "conda"
+    return None
 
 def _venv_creator(prefix: str) -> str | None:
     """``uv`` when ``uv venv`` made this venv (its ``pyvenv.cfg`` has a ``uv = VERSION`` line): such a venv
