@@ -119,7 +119,7 @@ class Outcome:
     first: Round | None = None
     primary_id: str | None = None
     fix: str | None = None  # the whole fix text of the primary finding
-    pasted: str | None = None  # its first line, as given to bash
+    pasted: str | None = None  # the first block the report prints for it, pasted into bash
     fix_rc: int | None = None
     fix_output: str = ""
     decoy_calls: list[str] = field(default_factory=list)
@@ -128,7 +128,7 @@ class Outcome:
     preload_failed: list[str] | None = None  # after the fix, where preload advice remains: what did not load
     # where the first round did not converge and more were allowed: (further rounds pasted, clean after them)
     later_rounds: tuple[int, bool] | None = None
-    later_fixes: list[str] = field(default_factory=list)  # the first line pasted in each further round
+    later_fixes: list[str] = field(default_factory=list)  # the block pasted in each further round
     missing_expected: list[str] = field(default_factory=list)
     damage: list[str] = field(default_factory=list)  # what the paste did beside its job (files made or lost)
     error: str | None = None  # the harness itself could not build the scenario
