@@ -267,3 +267,23 @@ def test_powershell_reads_each_quoted_word_back(tmp_path: Path) -> None:
     script = "; ".join(f"[Console]::Out.Write({powershell_quote(w)} + [char]0)" for w in words)
     out = subprocess.run(["pwsh", "-NoProfile", "-Command", script], capture_output=True, check=True, timeout=60)
     assert out.stdout.decode().split("\0")[:-1] == words
+
+
+@_SETTINGS
+@given(parts=st.lists(component, min_size=1, max_size=2), ver=st.sampled_from(["1.31.1", "1!1.31.1"]))
+def test_the_diagnosis_fix_for_a_target_copy(box: Sandbox, parts: list[str], ver: str) -> None:
+    """The whole fix text ``check`` prints for a --target copy on PYTHONPATH (diagnose/package.py), prose
+    with the same weird path included, pasted as it stands: the two moves, nothing else."""
+    from dataclasses import replace
+
+    from ortdoctor.core.facts import OrtDistribution
+    from tests.test_diagnose import healthy_env, ort_cpu, ort_gpu, run
+
+    target = str(box.root.joinpath("tgt", *parts))
+    cpu = OrtDistribution("onnxruntime", ver, target, f"{target}/onnxruntime-{ver}.dist-info")
+    env = healthy_env(ort=replace(ort_cpu(), distributions=(cpu, ort_gpu().distributions[0]),
+                                  package_dir=f"{target}/onnxruntime"))
+    f = next(f for f in run(env) if f.id == "ort-multiple-packages")
+    assert f.fix is not None
+    assert [c.kind for c in f.commands] == ["move"]
+    _check(box, f.commands, f.fix)
