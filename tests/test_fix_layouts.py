@@ -149,3 +149,19 @@ def test_a_pixi_or_poetry_environment_names_its_project_command_too(tmp_path: Pa
     assert "poetry add 'onnxruntime-gpu[cuda,cudnn]==1.31.1'" in Installer("/p/.venv/bin/python",
                                                                           manager="poetry").fix(steps)[0]
     assert "# " not in Installer("/v/bin/python").fix(steps)[0]  # no manager, no note
+
+
+def test_a_copy_in_the_base_site_packages_seen_through_system_site_packages() -> None:
+    """A venv made with --system-site-packages sees the base interpreter's site-packages; the venv's pip
+    does not remove what is there ("outside environment"), the base interpreter's does."""
+    system = "/usr/lib/python3/dist-packages"
+    gpu = ort_gpu().distributions[0]
+    cpu = OrtDistribution("onnxruntime", "1.31.1", system, f"{system}/onnxruntime-1.31.1.dist-info")
+    py = python_info(site_dirs=(SITE, system), prefix="/venv", base_executable=BASE)
+    f = one(run(healthy_env(python=py, ort=ort_gpu(distributions=(gpu, cpu)))), "ort-multiple-packages")
+    assert [(s.python, s.args) for s in f.steps] == [(BASE, ("-y", "onnxruntime"))]
+    # inside the venv's own prefix: its own pip, as before
+    cpu_in = OrtDistribution("onnxruntime", "1.31.1", "/venv/lib/python3.11/other/site-packages",
+                             "/venv/lib/python3.11/other/site-packages/onnxruntime-1.31.1.dist-info")
+    f = one(run(healthy_env(python=py, ort=ort_gpu(distributions=(gpu, cpu_in)))), "ort-multiple-packages")
+    assert [s.python for s in f.steps] == [None]

@@ -117,6 +117,14 @@ class _Removal:
         return _Removal(self.steps + other.steps, self.moves + other.moves, self.notes + other.notes)
 
 
+def _under(path: str, prefix: str | None) -> bool:
+    """``path`` is ``prefix`` or inside it (by text, normalised: the facts are paths as the interpreter gave them)."""
+    if not prefix:
+        return True  # not known: assume the inspected environment's own (the old answer)
+    p, root = os.path.normpath(path), os.path.normpath(prefix)
+    return p == root or p.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def _same_dir(a: str | None, b: str | None) -> bool:
     return bool(a and b) and os.path.normpath(str(a)) == os.path.normpath(str(b))
 
@@ -125,13 +133,16 @@ def _removal(ctx: Ctx, d: OrtDistribution, family: Sequence[OrtDistribution]) ->
     py = ctx.env.python
     same_name_elsewhere = any(o is not d and normalize(o.name) == normalize(d.name) for o in family)
     in_user_site = _same_dir(d.location, py.user_site) and bool(py.venv)
-    if in_user_site and py.base_executable and not same_name_elsewhere:
+    # a venv with system site packages also sees the base interpreter's site-packages
+    outside = in_user_site or (bool(py.venv) and _is_pip_site(d.location) and not _under(d.location, py.prefix))
+    if outside and py.base_executable and not same_name_elsewhere:
         # A venv's pip refuses a copy outside the venv ("Not uninstalling ... outside environment", exit 0):
-        # the interpreter the venv was made from owns the user site.
+        # the interpreter the venv was made from owns the user site and its own site-packages.
+        where = "the user site " if in_user_site else ""
         return _Removal((step("uninstall", "-y", d.name, python=py.base_executable),),
-                        notes=(f"removes {d.name} from the user site {d.location} with the interpreter the venv "
-                               "was made from (the venv's pip does not touch it)",))
-    if _is_pip_site(d.location) and not same_name_elsewhere and not in_user_site:
+                        notes=(f"removes {d.name} from {where}{d.location} with the interpreter the venv was made "
+                               "from (the venv's pip does not touch it)",))
+    if _is_pip_site(d.location) and not same_name_elsewhere and not outside:
         return _Removal((step("uninstall", "-y", d.name),), notes=(f"removes {d.name} from {d.location}",))
     pkg = os.path.join(d.location, "onnxruntime")
     return _Removal(moves=(move_aside((pkg, d.dist_info), d.location),),
