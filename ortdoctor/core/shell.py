@@ -26,14 +26,17 @@ shell comment, so a whole fix pasted into a shell runs the commands and nothing 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal
 
 from ortdoctor.core.record import record
 
-__all__ = ["Command", "add_note", "compose", "move_argvs", "posix_join", "posix_quote", "powershell_join",
-           "powershell_quote", "render", "render_all", "split_fix"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a check's start-up: only for the type checker
+    from typing import Literal
 
-Kind = Literal["run", "move", "path"]
+    Kind = Literal["run", "move", "path"]
+
+__all__ = ["BACKUP_DIR", "Command", "add_note", "compose", "move_argvs", "posix_join", "posix_quote",
+           "powershell_join", "powershell_quote", "powershell_string", "render", "render_all", "split_fix"]
 
 # shlex.quote's safe characters: a word made of these alone means itself in every POSIX shell
 _POSIX_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-")
