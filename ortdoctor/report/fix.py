@@ -38,7 +38,7 @@ def render_plan(report: Report, plan: FixPlan, installer: Installer, *, python_o
     else:
         lines.append(f"{len(plan.fixed)} finding{'s' if len(plan.fixed) != 1 else ''} fixed by package commands:")
         lines += [_line(f) for f in plan.fixed]
-        lines += ["", "Commands (the inspected interpreter's pip), one per line:"]
+        lines += ["", "Commands, one per line (each names the interpreter whose pip it runs):"]
         lines += [f"  {render(c, windows=installer.windows)}" for c in plan.lines(installer)]
     lines += _manual(plan.manual)
     if not plan.empty:
