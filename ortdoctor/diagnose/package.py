@@ -24,6 +24,7 @@ from ortdoctor.decide.loader_view import (
 from ortdoctor.decide.matrix.model import python_line, wheel_platform
 from ortdoctor.diagnose.context import Ctx, cuda_soname, ort_family
 from ortdoctor.formats.distinfo import normalize
+from ortdoctor.formats.realpath import real_path
 
 TYPE_CHECKING = False
 
@@ -118,11 +119,13 @@ class _Removal:
 
 
 def _under(path: str, prefix: str | None) -> bool:
-    """``path`` is ``prefix`` or inside it (by text, normalised: the facts are paths as the interpreter gave them)."""
+    """``path`` is ``prefix`` or inside it, by the paths as the interpreter gave them or by their real paths."""
     if not prefix:
         return True  # not known: assume the inspected environment's own (the old answer)
-    p, root = os.path.normpath(path), os.path.normpath(prefix)
-    return p == root or p.startswith(root.rstrip(os.sep) + os.sep)
+    for p, root in ((os.path.normpath(path), os.path.normpath(prefix)), (real_path(path), real_path(prefix))):
+        if p == root or p.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    return False
 
 
 def _same_dir(a: str | None, b: str | None) -> bool:
