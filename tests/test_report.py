@@ -41,7 +41,7 @@ def test_json_has_the_contract_fields() -> None:
     assert data["schema_version"] == 2
     assert data["verdict"] == "fail"
     assert data["findings"][0]["id"] == "driver-missing"
-    assert set(data["findings"][0]) == {"id", "severity", "title", "detail", "fix", "steps"}
+    assert set(data["findings"][0]) == {"id", "severity", "title", "detail", "fix", "steps", "commands"}
     assert data["ort"]["active"] == "onnxruntime-gpu"
     assert data["ort"]["distributions"][0] == {**data["ort"]["distributions"][0], "name": "onnxruntime-gpu",
                                               "version": "1.31.1"}

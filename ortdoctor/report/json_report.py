@@ -13,6 +13,7 @@ from ortdoctor._version import __version__
 from ortdoctor.core.facts import Candidate, Environment, Finding, to_jsonable
 from ortdoctor.decide.devices import DeviceMap
 from ortdoctor.decide.loader_view import LibraryRow
+from ortdoctor.report.fix_block import first_fix
 from ortdoctor.report.model import Report
 
 TYPE_CHECKING = False
@@ -45,7 +46,9 @@ def to_json(report: Report, *, taken_at: str | None = None) -> dict[str, Any]:
         "ortdoctor_version": __version__,
         "verdict": report.verdict,
         "outcome": report.outcome,
-        "findings": [finding_json(f) for f in report.findings],
+        "findings": [finding_json(f, windows=report.env.python.os == "windows") for f in report.findings],
+        # every package finding's steps merged as `ortdoctor fix` runs them: the first block to paste
+        "fix": first_fix(report).to_json(),
         "python": _python(env),
         "ort": _ort(env, report.recommendation),
         "torch": _torch(env),
@@ -92,9 +95,11 @@ def _system(env: Environment) -> dict[str, Any]:
     return data
 
 
-def finding_json(f: Finding) -> dict[str, Any]:
+def finding_json(f: Finding, *, windows: bool = False) -> dict[str, Any]:
     return {"id": f.id, "severity": f.severity, "title": f.title, "detail": f.detail, "fix": f.fix,
-            "steps": [{"verb": s.verb, "args": list(s.args)} for s in f.steps]}
+            "steps": [{"verb": s.verb, "args": list(s.args), **({"python": s.python} if s.python else {})}
+                      for s in f.steps],
+            "commands": [c.to_json(windows=windows) for c in f.commands]}
 
 
 def _python(env: Environment) -> dict[str, Any]:

@@ -6,7 +6,6 @@ Renderers return strings; the command prints them.
 from __future__ import annotations
 
 import os
-import shlex
 
 from ortdoctor.core.terminal import terminal_safe
 from ortdoctor.preloading.preloader import PreloadResult, SkippedLib
@@ -104,5 +103,6 @@ def render_env(result: PreloadResult) -> str:
     dirs = result.chosen_dirs()
     if not dirs:
         return "# ortdoctor: no directory to add to LD_LIBRARY_PATH\n"
-    joined = ":".join(shlex.quote(d) for d in dirs)
-    return f'export LD_LIBRARY_PATH={joined}"${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"\n'
+    from ortdoctor.core.shell import Command, render
+
+    return render(Command(("LD_LIBRARY_PATH", *dirs), "path")) + "\n"

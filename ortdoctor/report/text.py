@@ -12,8 +12,10 @@ from collections.abc import Sequence
 
 from ortdoctor._version import __version__
 from ortdoctor.core.facts import ElfInfo, Finding
+from ortdoctor.core.shell import split_fix
 from ortdoctor.core.terminal import terminal_safe
 from ortdoctor.decide.loader_view import SOURCE_WORDS, LibraryRow
+from ortdoctor.report.fix_block import first_fix
 from ortdoctor.report.model import Report
 from ortdoctor.report.wrap import fill, wrap
 
@@ -430,8 +432,15 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
         theirs = [f for f in model_findings if f.severity != "info"]
         more = f"; {_counts(theirs)} of the model's above" if theirs else ""
         out += ["", s.bold(f"Problems ({_counts(problems)}{more})")]
+        first = first_fix(report)
+        if first.shown:
+            ids = ", ".join(f.id for f in first.plan.fixed)
+            head = (f"Fix: paste these lines into a shell, as they are: they fix {ids} at once (what "
+                    "`ortdoctor fix --yes` runs).")
+            out += ["", *wrap(head, _WIDTH)]
+            out += ["    " + s.bold(line) for line in first.text().splitlines()]
         for f in problems:
-            out += _finding(f, s)
+            out += _finding(f, s, first.covers(f))
     elif model_findings and report.verdict != "ok":
         out += ["", s.bold("Problems: ") + "only the model's (listed under Model above)"]
     elif report.verdict == "ok":
@@ -439,7 +448,7 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     if notes and debug:
         out += ["", s.bold("Notes")]
         for f in notes:
-            out += _finding(f, s)
+            out += _finding(f, s, False)
     elif notes:
         # one line: notes explain, they do not block; -v (or `explain ID`) shows each in full
         ids = ", ".join(f.id for f in notes)
@@ -448,13 +457,28 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     return out
 
 
-def _finding(f: Finding, s: _Style) -> list[str]:
+def _finding(f: Finding, s: _Style, covered: bool) -> list[str]:
+    """A finding; its fix as a block of command lines (each one whole on its own line, to paste) and, apart
+    from it, the prose. ``covered``: its commands are part of the report's first fix block."""
     mark = {"error": FAIL, "warning": WARN}.get(f.severity, INFO)
     out = ["", f"{s.mark(mark)} {s.bold(f.title)}  {s.dim('[' + f.id + ']')}"]
     for para in terminal_safe(f.detail, multiline=True).splitlines():  # quotes child processes, paths
         out += wrap(para, _WIDTH, initial_indent="    ", subsequent_indent="      ") or [""]
-    if f.fix:
-        fix_lines = terminal_safe(f.fix, multiline=True).splitlines()
-        out.append("    " + s.green("fix: ") + s.bold(fix_lines[0]))
-        out += ["         " + s.bold(line) for line in fix_lines[1:]]
+    if not f.fix:
+        return out
+    # node, log and path text inside a fix is shown, not obeyed (quoting already escapes commands)
+    commands, prose = split_fix(terminal_safe(f.fix, multiline=True), bool(f.commands))
+    if covered:
+        commands = []
+        out.append("    " + s.green("fix: ") + "in the Fix block above")
+    elif commands:
+        out.append("    " + s.green("fix:"))
+        out += ["        " + s.bold(line) for line in commands]
+    if commands or covered:
+        # the prose apart from the commands (wrapped: nothing in it is pasted)
+        out += [s.dim(part) for line in prose
+                for part in wrap(line, _WIDTH, initial_indent="    ", subsequent_indent="      ")]
+    elif prose:
+        out.append("    " + s.green("fix: ") + s.bold(prose[0]))
+        out += ["         " + s.bold(line) for line in prose[1:]]
     return out
