@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -222,7 +223,8 @@ def test_cuda_home_under_a_world_writable_parent_is_refused(case: Case, built_li
     assert not marker.exists()
     unsafe = [f for f in res.data["findings"] if f["id"] == "unsafe-library-dir"]
     assert unsafe, res.data["findings"]
-    assert unsafe[0]["fix"].startswith(f"chmod o-w {shared} ")  # the parent is what to fix
+    # the parent is what to fix, and the command names it quoted, on a line of its own
+    assert unsafe[0]["fix"].splitlines()[0] == shlex.join(["chmod", "o-w", str(shared)])
 
 
 def test_cuda_home_swapped_by_another_user_while_the_hook_runs(case: Case, built_libs: dict[str, Path],
