@@ -78,8 +78,9 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
     cudnn_main = next((lp for lp in libs if lp.name.lower() == "cudnn"), None)
     # cuDNN loads its sub-libraries itself and only those of its own release: a sub-library the matrix
     # lists but this cuDNN does not ship is not a problem; with libcudnn itself missing they are
-    # covered by that one line.
-    libs_checked = [lp for lp in libs if not (_is_sublib(lp) and lp.chosen is None)]
+    # covered by that one line. A sub-library the CUDA provider itself lists in DT_NEEDED (1.20's) is
+    # required like any other library: the provider does not load without it.
+    libs_checked = [lp for lp in libs if not (_is_sublib(lp) and lp.chosen is None and not lp.required)]
     out: list[Finding] = []
     ort = ctx.env.ort
     build = f"{ort.active or 'onnxruntime-gpu'} {ort.version} (CUDA {ort.cuda_version or plan.cuda_major}"
@@ -87,7 +88,7 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
     preload_hint = "then `import ortdoctor.hook` (or onnxruntime.preload_dlls()) before the first session"
 
     # Everything a package fix must bring, for both findings below: one command covers the whole set.
-    wanted = [lp for lp in libs_checked if lp.chosen is None and not _is_sublib(lp)]
+    wanted = [lp for lp in libs_checked if lp.chosen is None and (lp.required or not _is_sublib(lp))]
 
     # --- present only for another major (modes 3, 7, 19); also wheels of another major that the
     # build cannot use even though its own major came from somewhere else.

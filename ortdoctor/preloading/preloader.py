@@ -335,14 +335,15 @@ def _check_msvc(result: PreloadResult) -> None:
 
 def _split_sublibraries(run: _Run, sublibraries: bool) -> list[LibraryPlan]:
     """The libraries to load; the cuDNN sub-libraries are left to cuDNN (it loads them from its own
-    directory on first use) unless asked for."""
+    directory on first use) unless asked for, or unless the plan marks one required: a CUDA provider that
+    lists it in DT_NEEDED (1.20's) cannot be loaded before it is."""
     to_load: list[LibraryPlan] = []
     main_cudnn_dir: str | None = None
     for lp in run.plan.libraries:
         spec = run.specs.get(lp.name)
         if lp.skipped:
             run.result.skipped.append(SkippedLib(lp.name, lp.skipped))
-        elif spec is not None and spec.sublibrary_of and not sublibraries:
+        elif spec is not None and spec.sublibrary_of and not sublibraries and not lp.required:
             where = os.path.dirname(lp.chosen.path) if lp.chosen else None
             if lp.chosen is not None and main_cudnn_dir and where != main_cudnn_dir:
                 steps = _reinstall_owner(run, os.path.join(main_cudnn_dir, "libcudnn.so"))
