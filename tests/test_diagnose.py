@@ -767,6 +767,77 @@ def test_smoke_without_a_classified_cause() -> None:
     assert "SIGSEGV" in f.detail
 
 
+# Without a driver the smoke session fails however the build fails; the report names one cause.
+_SIGSEGV = SmokeResult(ran=True, ok=False, finding_id="smoke-failed", exit_status="SIGSEGV", stage="session",
+                       error="the smoke child was killed by SIGSEGV while creating the CUDA session")
+
+
+def _error_text(name: str) -> str:
+    """The real text of a tests/data/errors sample (its last line; the others are its header)."""
+    from pathlib import Path
+
+    return (Path(__file__).parent / "data/errors" / name).read_text().splitlines()[-1]
+
+
+def _error_35() -> SmokeResult:
+    text = _error_text("mode08_cuda_failure_35.txt")
+    return SmokeResult(ran=True, ok=False, finding_id="smoke-failed", stage="session", error=text, message_text=text)
+
+
+@pytest.mark.parametrize("smoke", [_SIGSEGV, _error_35()], ids=["provider-crash", "cuda-error-35"])
+def test_without_a_driver_a_failed_smoke_is_the_missing_drivers_doing(smoke: SmokeResult) -> None:
+    """1.18/1.22 crash in the CUDA provider's initialisers without a driver, 1.17 reports CUDA error 35:
+    either way one error, driver-missing, which the smoke session confirms; no smoke-failed whose fix
+    points at itself, no "upgrade the driver" on a machine that has none."""
+    from ortdoctor.diagnose.smoke import classify_smoke
+
+    env = healthy_env(driver=driver_none())
+    found = run(env, smoke=smoke)
+    assert [f.id for f in found if f.severity == "error"] == ["driver-missing"], ids(found)
+    assert "Confirmed by the smoke session" in one(found, "driver-missing").detail
+    told = classify_smoke(smoke, no_driver=True)
+    assert told.cause_ids[0] == "driver-missing"
+    assert "driver-too-old" not in told.cause_ids
+
+
+def test_without_a_driver_the_smoke_row_says_it_could_not_run_and_why() -> None:
+    from ortdoctor.diagnose.smoke import classify_smoke
+    from ortdoctor.report.model import Report, verdict_of
+    from ortdoctor.report.text import render
+
+    env = healthy_env(driver=driver_none())
+    smoke = classify_smoke(_SIGSEGV, no_driver=True)
+    findings = run(env, smoke=smoke)
+    text = render(Report(verdict=verdict_of(findings), findings=tuple(findings), env=env, plan=full_plan(),
+                         matrix_path="<test>", smoke=smoke))
+    row = next(line for line in text.splitlines() if line.startswith("Smoke"))
+    assert "could not run on the GPU (no usable NVIDIA driver)" in row
+    assert "[driver-missing]" in text.split(row, 1)[1].splitlines()[1]  # the cause, under the row
+    assert "smoke-failed" not in text
+
+
+def test_with_a_driver_the_same_failures_are_what_they_say() -> None:
+    assert "smoke-failed" in ids(run(smoke=_SIGSEGV))
+    assert "driver-too-old" in ids(run(smoke=_error_35()))
+
+
+def test_without_a_driver_a_missing_library_stays_a_cause_of_its_own() -> None:
+    """What the files lack is not the driver's doing: the classified cause stays beside driver-missing."""
+    from ortdoctor.diagnose.smoke import classify_smoke
+
+    text = _error_text("mode02_cudnn_adv_missing.txt")
+    told = classify_smoke(smoke_result(text, stage="session"), no_driver=True)
+    assert told.cause_ids[0] == "driver-missing"
+    assert "cuda-lib-missing" in told.cause_ids
+
+
+def test_without_a_driver_an_import_failure_is_not_blamed_on_it() -> None:
+    from ortdoctor.diagnose.smoke import classify_smoke
+
+    smoke = replace(_SIGSEGV, stage="import")
+    assert classify_smoke(smoke, no_driver=True).cause_ids == ()
+
+
 def test_smoke_with_an_unknown_id_becomes_smoke_failed() -> None:
     smoke = SmokeResult(ran=True, ok=False, finding_id="no-such-id", error="Segmentation fault")
     assert "Segmentation fault" in one(run(smoke=smoke), "smoke-failed").detail

@@ -125,6 +125,12 @@ def test_check_calls_a_missing_required_sub_library_an_error(ort120: Path, tmp_p
     errors = [f for f in data["findings"] if f["severity"] == "error"]
     missing = next(f for f in errors if f["id"] == "cuda-lib-missing")
     assert "libcudnn_adv.so.9" in missing["detail"]
+    # nvidia-cudnn-cu12 is installed: `pip install "nvidia-cudnn-cu12==9.*"` would change nothing, so
+    # the finding says what blocks the file instead, and reinstalls the wheel that lacks it
+    assert "nvidia-cudnn-cu12 9.19.0.56 already installed, yet libcudnn_adv.so.9 is not in" in missing["detail"]
+    assert "==9.*" not in missing["fix"]
+    assert missing["steps"] == [{"verb": "install",
+                                 "args": ["--force-reinstall", "--no-deps", "nvidia-cudnn-cu12==9.19.0.56"]}]
 
 
 def test_the_stand_ins_load(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from ortdoctor.core.facts import (
 from ortdoctor.core.record import replace
 from ortdoctor.decide.build import is_cuda_build
 from ortdoctor.diagnose.context import SEVERITY_ORDER, Ctx, build_cuda_major
-from ortdoctor.diagnose.driver import check_driver
+from ortdoctor.diagnose.driver import check_driver, driver_absent
 from ortdoctor.diagnose.environment import (
     check_installer,
     check_multiprocessing,
@@ -71,8 +71,9 @@ def diagnose(
     """
     ort = env.ort
     os_name = os_name or env.python.os
-    smoke = classify_smoke(smoke) if smoke is not None else None
-    device_smokes = [replace(d, smoke=classify_smoke(d.smoke)) for d in device_smokes]
+    no_driver = driver_absent(env)  # then a failed smoke session failed for want of one, and says so
+    smoke = classify_smoke(smoke, no_driver=no_driver) if smoke is not None else None
+    device_smokes = [replace(d, smoke=classify_smoke(d.smoke, no_driver=no_driver)) for d in device_smokes]
     match = matrix.release_for(ort.version) if ort.installed and ort.version else None
     gpu_build = ort.installed and is_cuda_build(ort)
     ctx = Ctx(env, plan, matrix, os_name, device_id, match, gpu_build, build_cuda_major(env, plan, match),

@@ -27,7 +27,7 @@ from ortdoctor.decide.loader_view import (
     same_file,
 )
 from ortdoctor.decide.torch import torch_copies, torch_other_copy_finding
-from ortdoctor.diagnose.context import Ctx, ort_family, search_path_line
+from ortdoctor.diagnose.context import Ctx, ort_family, search_path_line, vtuple
 from ortdoctor.diagnose.driver import build_for_major
 from ortdoctor.formats.realpath import real_path
 
@@ -63,6 +63,44 @@ def package_fix(ctx: Ctx, wanted: Sequence[LibraryPlan]) -> tuple[PackageStep, .
     if ctx.plan is None:
         return ()
     return library_fix(ctx.matrix, ctx.env, ctx.plan, wanted)
+
+
+def _already_installed(ctx: Ctx, steps: Sequence[PackageStep]) -> list[NvidiaWheel]:
+    """The installed NVIDIA wheels that already satisfy every requirement of ``steps``, when those steps
+    are plain installs of such wheels: the command would change nothing (empty otherwise)."""
+    if not steps or any(s.verb != "install" for s in steps):
+        return []
+    wheels = {_norm(w.name): w for w in ctx.env.nvidia_wheels}
+    out: list[NvidiaWheel] = []
+    for st in steps:
+        for spec in st.args:
+            m = _PLAIN_SPEC.fullmatch(spec)
+            w = wheels.get(_norm(m.group(1))) if m else None
+            if m is None or w is None or not _satisfies(w.version, m.group(2), m.group(3)):
+                return []
+            out.append(w)
+    return list(dict.fromkeys(out))
+
+
+# a plain requirement: name, optionally ==X.*, ==X.Y.Z or ~=X.Y (what the fixes of the NVIDIA wheels write)
+_PLAIN_SPEC = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:(==|~=)([0-9][0-9.]*(?:\.\*)?))?")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _satisfies(version: str, op: str | None, want: str | None) -> bool:
+    if op is None or want is None:
+        return True
+    have = version.split(".")
+    if want.endswith(".*") or op == "~=":
+        # "==9.*": the same leading parts; "~=12.0": the same major, at least that release
+        parts = want.removesuffix(".*").split(".")
+        if op == "~=":
+            return have[:1] == parts[:1] and vtuple(version) >= vtuple(want)
+        return have[:len(parts)] == parts
+    return vtuple(version) == vtuple(want)
 
 
 def _is_sublib(lp: LibraryPlan) -> bool:
@@ -158,8 +196,26 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
             searched = (" (refused: " + "; ".join(f"{c.path}: {c.rejected}" for c in rejected) + ")") if rejected else ""
             lines.append(f"{lp.soname} ({kind}): not found{searched}")
         steps = package_fix(ctx, wanted)
-        fix = (ctx.run(*steps) if steps else "install the CUDA "
-               f"{plan.cuda_major} toolkit and cuDNN {plan.cudnn_major} libraries (no pip wheels exist for them)")
+        there = _already_installed(ctx, steps)
+        if there and any(c.rejected for lp in missing for c in lp.candidates):
+            # the files are there, and refused (the lines above say why): that refusal is what to change
+            lines.append("Installing the wheels again changes nothing: ortdoctor refuses the copies named above.")
+            steps = ()
+        elif there:
+            # the install would change nothing: say what stops the installed wheel from providing the file
+            where = ", ".join(dict.fromkeys(d for w in there for d in w.lib_dirs)) or (
+                "its library directory" if len(there) == 1 else "their library directories")
+            lines.append(f"{', '.join(f'{w.name} {w.version}' for w in there)} already installed, yet "
+                         f"{', '.join(lp.soname for lp in missing)} is not in {where}: that install is incomplete, "
+                         "and installing it again the same way changes nothing")
+            steps = (step("install", "--force-reinstall", "--no-deps", *(f"{w.name}=={w.version}" for w in there)),)
+        if steps:
+            fix = ctx.run(*steps)
+        elif there:
+            fix = "Make the refused directory safe (chmod o-w, owned by you or root), or pass --allow-unsafe-dirs"
+        else:
+            fix = (f"install the CUDA {plan.cuda_major} toolkit and cuDNN {plan.cudnn_major} libraries (no pip "
+                   "wheels exist for them)")
         fix += "\n" + preload_hint
         out.append(make("cuda-lib-missing", f"{build}:\n" + "\n".join(lines), fix, severity=sev, steps=steps))
 

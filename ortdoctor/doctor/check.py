@@ -162,7 +162,7 @@ class _Check:
             if self.early is not None:
                 self.early.cancel()  # nobody will read its result: do not leave it running
             raise
-        smoke_result, device_smokes = self._collect_smoke()
+        smoke_result, device_smokes = self._collect_smoke(env)
 
         from ortdoctor.diagnose.checklist import diagnose
 
@@ -250,23 +250,27 @@ class _Check:
             recommendation = recommended_install(env, matrix)
         return env, plan, matrix, device_map, skipped, recommendation
 
-    def _collect_smoke(self) -> tuple[SmokeResult | None, tuple[DeviceSmoke, ...]]:
+    def _collect_smoke(self, env: Any) -> tuple[SmokeResult | None, tuple[DeviceSmoke, ...]]:
         """The diagnosis needs the smoke result (it merges the child's evidence into the findings it
-        confirms), so it runs once the child is collected; it is pure and takes a few milliseconds."""
+        confirms), so it runs once the child is collected; it is pure and takes a few milliseconds.
+        Without a usable driver a failed session is read as failing for that reason (``no_driver``)."""
+        from ortdoctor.diagnose.driver import driver_absent
         from ortdoctor.diagnose.smoke import classify_smoke
+
+        no_driver = driver_absent(env)
 
         if self.early is None and self.devices_thread is None:
             return None, ()
         t = time.perf_counter()
         if self.devices_thread is not None:
-            device_smokes = tuple(replace(d, smoke=classify_smoke(d.smoke))
+            device_smokes = tuple(replace(d, smoke=classify_smoke(d.smoke, no_driver=no_driver))
                                   for d in self.devices_thread.result())
             smoke_result = next((d.smoke for d in device_smokes if d.ordinal == self.opts.device_id), None)
             started = self.devices_thread.started
         else:
             assert self.early is not None
             try:
-                smoke_result = classify_smoke(self.early.result())
+                smoke_result = classify_smoke(self.early.result(), no_driver=no_driver)
             except BaseException:  # Ctrl-C while waiting: the child runs in its own process group
                 self.early.cancel()
                 raise

@@ -308,9 +308,12 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
     if not getattr(sm, "ran", False):
         return [_row("Smoke", WARN, f"did not run: {getattr(sm, 'error', None) or 'unknown reason'}", s)]
     where = f" (ran on {providers})" if providers else ""
-    out = [_row("Smoke", FAIL, f"failed{where}", s)]
     # The classified cause, not a slice of ORT's message: the finding below carries the raw text.
     causes = [c for c in getattr(sm, "causes", ()) or () if not getattr(c, "consequence", False)]
+    # without a driver the session could not run, whatever the build's own failure looked like
+    no_driver = any(getattr(c, "finding_id", "") == "driver-missing" for c in causes)
+    out = [_row("Smoke", FAIL, "could not run on the GPU (no usable NVIDIA driver)" if no_driver else
+                f"failed{where}", s)]
     titles = {f.id: f.title for f in report.findings}
     if causes:
         for cid in dict.fromkeys(getattr(c, "finding_id", "") for c in causes):
