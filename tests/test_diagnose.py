@@ -724,6 +724,69 @@ def test_multiprocessing_fork_is_a_note() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
+# The layout first: an unreadable directory, an activated environment that is not the one inspected
+# ------------------------------------------------------------------------------------------------
+def test_an_unreadable_site_directory_is_named_first_and_nothing_there_is_called_missing() -> None:
+    env = healthy_env(python=python_info(unreadable=(SITE,)), ort=OrtInfo(installed=False),
+                      driver=driver_none())
+    found = run(env)
+    assert ids(found)[0] == "path-unreadable"
+    assert SITE in found[0].detail
+    assert "ort-not-installed" not in ids(found)
+    assert not any(f.steps for f in found)  # no ensurepip, no install of what may be there
+    assert "driver-missing" in ids(found)  # what the directory does not decide stays
+
+
+def test_an_unreadable_capi_directory_is_not_a_cpu_build() -> None:
+    capi = f"{SITE}/onnxruntime/capi"
+    env = healthy_env(python=python_info(unreadable=(capi,)), ort=ort_gpu(is_gpu_build=False, cuda_provider=None,
+                                                                          cuda_version=None))
+    found = run(env, plan=None)
+    assert ids(found)[0] == "path-unreadable"
+    assert "ort-cpu-only" not in ids(found)
+
+
+def test_an_activated_environment_that_is_not_inspected_comes_first_and_no_fix_installs_here() -> None:
+    """ortdoctor in its own venv, the user's venv activated: a package fix would fill ortdoctor's own
+    environment (1.5 GB of it), so the activated environment is said first and the fixes wait for it."""
+    py = python_info(virtual_env="/app-venv", prefix="/venv")
+    found = run(healthy_env(python=py, ort=OrtInfo(installed=False)))
+    assert ids(found)[0] == "virtual-env-not-inspected"
+    assert found[0].severity == "error"
+    assert "ortdoctor check --python /app-venv/bin/python" in (found[0].fix or "")
+    missing = one(found, "ort-not-installed")
+    assert missing.steps == ()
+    assert "pip" not in (missing.fix or "")
+
+
+@pytest.mark.parametrize(("version", "needed", "cuda"), [
+    ("1.20.2", ("libcudart.so.12", "libcudnn.so.9"), "12.2"),
+    ("1.18.0", ("libcudart.so.11.0", "libcudnn.so.8"), "11.8"),
+    ("1.17.1", ("libcudart.so.11.0", "libcudnn.so.8"), "11.8"),
+])
+def test_an_old_wheel_gets_the_cuda_version_the_matrix_knows(version: str, needed: tuple[str, ...],
+                                                              cuda: str) -> None:
+    """Wheels before 1.21 carry no build info: "CUDA ?" in the header and null in the JSON, though the
+    matrix has the release's CUDA version, read from its wheel."""
+    from ortdoctor.decide.build import with_known_cuda
+
+    pkg = f"{SITE}/onnxruntime"
+    old = ort_gpu(version=version, cuda_version=None, cudnn_major=None,
+                  cuda_provider=ElfInfo(f"{pkg}/capi/libonnxruntime_providers_cuda.so", "x86_64", 64, needed=needed))
+    assert with_known_cuda(old, load_matrix()).cuda_version == cuda
+    # a build for another CUDA major than the PyPI wheel's (a feed build) gets only a version the matrix has
+    cuda11_build_of_120 = replace(old, version="1.20.2", cuda_provider=ElfInfo(
+        f"{pkg}/capi/libonnxruntime_providers_cuda.so", "x86_64", 64, needed=("libcudart.so.11.0", "libcudnn.so.8")))
+    assert with_known_cuda(cuda11_build_of_120, load_matrix()).cuda_version == "11.8"  # the CUDA 11 feed's
+    assert with_known_cuda(ort_gpu(), load_matrix()).cuda_version == "13.0"  # the wheel's own word stands
+
+
+def test_an_activated_environment_named_with_python_is_no_finding() -> None:
+    py = python_info(virtual_env="/app-venv", prefix="/venv", inspected_other=True)
+    assert "virtual-env-not-inspected" not in ids(run(healthy_env(python=py)))
+
+
+# ------------------------------------------------------------------------------------------------
 # Smoke results
 # ------------------------------------------------------------------------------------------------
 LIBCUDA_MSG = ("[E:onnxruntime:Default, provider_bridge_ort.cc:1862 TryGetProviderInfo_CUDA] Failed to load library "

@@ -24,7 +24,9 @@ from ortdoctor.diagnose.environment import (
     check_installer,
     check_multiprocessing,
     check_nvidia_stubs,
+    check_readable,
     check_search_path,
+    lead_with_the_layout,
 )
 from ortdoctor.diagnose.libraries import check_libraries, check_torch_copies
 from ortdoctor.diagnose.merge import merge_device_smokes, merge_plan_findings, merge_smoke
@@ -79,7 +81,7 @@ def diagnose(
     ctx = Ctx(env, plan, matrix, os_name, device_id, match, gpu_build, build_cuda_major(env, plan, match),
                all_devices, device_order)
 
-    found: list[Finding] = []
+    found: list[Finding] = check_readable(ctx)
     found += check_platform(ctx)
     found += check_package(ctx)
     if gpu_build:
@@ -104,4 +106,5 @@ def diagnose(
     found = merge_plan_findings(found, plan)
     found = merge_smoke(found, smoke, ctx.installer)
     found = merge_device_smokes(found, ctx, smoke, device_smokes)
-    return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
+    found = sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
+    return lead_with_the_layout(found)

@@ -213,7 +213,7 @@ class _Check:
                                   maps_path=opts.maps_path, on_probe=self._on_probe, interpreter=opts.python)
         self.timings["probes"] = _ms(t)
 
-        from ortdoctor.decide.build import is_cuda_build
+        from ortdoctor.decide.build import is_cuda_build, with_known_cuda
         from ortdoctor.decide.devices import map_devices
         from ortdoctor.decide.matrix.load import load_matrix
         from ortdoctor.decide.resolve import resolve
@@ -223,6 +223,8 @@ class _Check:
         self.timings["matrix"] = _ms(t)
         t = time.perf_counter()
         gpu_build = env.ort.installed and is_cuda_build(env.ort)
+        if gpu_build and not env.ort.cuda_version:  # an old wheel: the CUDA version the matrix knows
+            env = replace(env, ort=with_known_cuda(env.ort, matrix))
         plan = resolve(env, matrix, directory=opts.directory,
                        cwd=opts.cwd if opts.cwd is not None else os.getcwd(),
                        allow_unsafe_dirs=opts.allow_unsafe_dirs) if gpu_build else None

@@ -63,7 +63,11 @@ PRELOAD_ADVICE = frozenset({"cuda-lib-not-loadable", "default-loader-picks-other
 PIP_QUIET = ("--disable-pip-version-check", "--no-input", "--progress-bar", "off")
 
 
-def excused(finding_id: str) -> bool:
+def excused(finding_id: str, *, smoke: bool = False) -> bool:
+    """A finding this machine causes. With the smoke session run (``smoke``), only ``driver-missing``: a
+    session that cannot run without a driver must say so through it, not through an error of its own."""
+    if smoke:
+        return finding_id in EXCUSED_IDS
     return finding_id in EXCUSED_IDS or finding_id.startswith(EXCUSED_PREFIXES)
 
 
@@ -77,6 +81,8 @@ class Scenario:
     ``expect``: finding ids the first check must raise (the diagnosis is right before the fix is tried).
     ``fix_needs``: requirement sets a right fix installs, fetched into the cache ahead of time so a
     rerun downloads nothing (a speed-up only: what the fix really asks for is fetched either way).
+    ``smoke``: the check after the fix runs the smoke session too (no driver here: it must end in
+    ``driver-missing`` alone, whatever the release does on the GPU without one).
     """
 
     name: str
@@ -87,6 +93,7 @@ class Scenario:
     truncate: str | None = None
     fix_needs: tuple[tuple[str, ...], ...] = ()
     ci: bool = False
+    smoke: bool = False
 
 
 @dataclass
@@ -106,7 +113,8 @@ class Outcome:
     fix: str | None = None  # the whole fix text of the primary finding
     pasted: str | None = None  # its first line, as given to bash
     fix_rc: int | None = None
-    fix_output: str = ""
+    fix_stdout: str = ""  # what the fix printed, whole: a check reads all of it, never a tail
+    fix_stderr: str = ""
     decoy_calls: list[str] = field(default_factory=list)
     after: Round | None = None
     printed: bool | None = None  # the pasted line is a whole line of the human report too
@@ -117,6 +125,12 @@ class Outcome:
     missing_expected: list[str] = field(default_factory=list)
     error: str | None = None  # the harness itself could not build the scenario
     seconds: float = 0.0
+
+    @property
+    def fix_output(self) -> str:
+        """stdout then stderr of the fix, whole (pip writes a line per wheel: a tail of a few thousand
+        characters lost what ``ortdoctor fix`` printed before pip ran)."""
+        return self.fix_stdout + self.fix_stderr
 
     @property
     def converged(self) -> bool:
@@ -336,15 +350,15 @@ def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
     ws.make_decoy()
 
 
-def check(ws: Workspace) -> Round:
-    proc = _run([str(ws.venv / "bin" / "ortdoctor"), "check", "--json", "--no-smoke"], env=ws.user_env(),
-                cwd=ws.cwd, timeout=300)
+def check(ws: Workspace, *, smoke: bool = False) -> Round:
+    proc = _run([str(ws.venv / "bin" / "ortdoctor"), "check", "--json", *([] if smoke else ["--no-smoke"])],
+                env=ws.user_env(), cwd=ws.cwd, timeout=300)
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError as e:
         raise HarnessError(f"check --json gave no JSON (rc {proc.returncode}): {e}\n{proc.stderr[-3000:]}") from e
     findings = list(report.get("findings", []))
-    serious = [f for f in findings if f["severity"] in ("error", "warning") and not excused(f["id"])]
+    serious = [f for f in findings if f["severity"] in ("error", "warning") and not excused(f["id"], smoke=smoke)]
     advice = [f["id"] for f in serious if f["id"] in PRELOAD_ADVICE and f["severity"] == "warning"]
     problems = [f"{f['id']} ({f['severity']})" for f in serious if f["id"] not in advice]
     return Round(proc.returncode, report.get("verdict"), findings, problems, advice)
@@ -367,7 +381,39 @@ def preload_failures(ws: Workspace) -> list[str]:
     failed = [f"{f.get('soname') or f.get('name')}: {f.get('error')}" for f in result.get("failed", [])]
     if not result.get("loaded"):
         failed.append(f"nothing loaded (exit {proc.returncode})")
-    return failed
+    return failed + provider_needs_unloaded(ws)
+
+
+# In the venv's Python: preload, then ask the loader (RTLD_NOLOAD: nothing new is mapped, the provider
+# itself is never loaded) for each library the CUDA provider lists in DT_NEEDED; print those it lacks.
+_NEEDS_PROBE = """
+import ctypes, os, sys, importlib.util
+import ortdoctor
+from ortdoctor.formats.elf import read_elf
+ortdoctor.preload()
+spec = importlib.util.find_spec("onnxruntime")
+prov = os.path.join(os.path.dirname(spec.origin), "capi", "libonnxruntime_providers_cuda.so")
+lacking = []
+for name in read_elf(prov).needed if os.path.exists(prov) else ():
+    if name == "libcuda.so.1":
+        continue  # the driver's: absent on this machine, never preloaded
+    try:
+        ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        lacking.append(name)
+print(" ".join(lacking))
+"""
+
+
+def provider_needs_unloaded(ws: Workspace) -> list[str]:
+    """After ``ortdoctor.preload()`` in the venv: each library the CUDA provider lists in ``DT_NEEDED``
+    that is not in the process (the provider would fail to load on it). Loading the provider itself is
+    left out on purpose: without a driver some releases crash in its initialisers."""
+    proc = _run([ws.python, "-c", _NEEDS_PROBE], env=ws.user_env(), cwd=ws.cwd, timeout=300)
+    if proc.returncode != 0:
+        return [f"the provider's DT_NEEDED could not be checked (exit {proc.returncode}): {proc.stderr[-500:]}"]
+    return [f"{name}: not in the process after the preload (the CUDA provider needs it)"
+            for name in proc.stdout.split()]
 
 
 def primary(findings: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -431,13 +477,18 @@ def _first_check(s: Scenario, ws: Workspace, ortdoctor_wheel: Path, out: Outcome
     return p
 
 
-def _fix_and_check(ws: Workspace, out: Outcome, argv: Sequence[str]) -> None:
-    """Run the fix as the user would (the decoy first on PATH), then check again."""
-    proc = _run(argv, env=ws.user_env(), cwd=ws.cwd, timeout=1800)
+def record_fix(out: Outcome, proc: subprocess.CompletedProcess[str]) -> None:
+    """What the fix did: its exit status and its whole output, each stream apart."""
     out.fix_rc = proc.returncode
-    out.fix_output = (proc.stdout + proc.stderr)[-4000:]
+    out.fix_stdout, out.fix_stderr = proc.stdout, proc.stderr
+
+
+def _fix_and_check(ws: Workspace, out: Outcome, argv: Sequence[str], *, smoke: bool = False) -> None:
+    """Run the fix as the user would (the decoy first on PATH), then check again (with the smoke
+    session where the scenario asks for it)."""
+    record_fix(out, _run(argv, env=ws.user_env(), cwd=ws.cwd, timeout=1800))
     out.decoy_calls = ws.decoy_calls()
-    out.after = check(ws)
+    out.after = check(ws, smoke=smoke)
     if out.after.preload_advice:
         out.preload_failed = preload_failures(ws)
 
@@ -453,7 +504,7 @@ def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False, extr
         out.fix = str(p["fix"])
         out.pasted = out.fix.splitlines()[0]
         out.printed = printed_in_text(ws, out.pasted)
-        _fix_and_check(ws, out, ["bash", "-c", out.pasted])
+        _fix_and_check(ws, out, ["bash", "-c", out.pasted], smoke=s.smoke)
         if not out.converged and extra_rounds:
             _later_rounds(ws, out, extra_rounds)
 
@@ -467,6 +518,6 @@ def run_fix_command(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False) -
         _first_check(s, ws, ortdoctor_wheel, out)
         command = [str(ws.venv / "bin" / "ortdoctor"), "fix", "--yes", "--no-smoke"]
         out.fix = out.pasted = " ".join(command)
-        _fix_and_check(ws, out, command)
+        _fix_and_check(ws, out, command, smoke=s.smoke)
 
     return _in_workspace(s, keep, body)

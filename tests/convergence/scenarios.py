@@ -3,7 +3,8 @@
 The old releases (1.16-1.20) are paired with every kind of wrong major their users meet: 1.16-1.18 are
 CUDA 11.8 / cuDNN 8 builds on PyPI, 1.19-1.20 CUDA 12 / cuDNN 9 (compat_matrix.yaml, read from the
 wheels). ``ci=True`` marks the scenarios the test suite runs (tests/convergence/test_convergence.py); the
-whole grid runs with ``python scripts/convergence.py``.
+whole grid runs with ``python scripts/convergence.py``. After a scenario's fix, the preload must leave every
+library the CUDA provider lists in ``DT_NEEDED`` in the process (1.20's cuDNN sub-libraries included).
 """
 
 from __future__ import annotations
@@ -68,6 +69,19 @@ SCENARIOS: tuple[Scenario, ...] = (
              fix_needs=(FIX_CUDA13,), ci=True),
     Scenario("truncated-curand", "onnxruntime-gpu[cuda,cudnn] 1.31.1 with libcurand.so.10 cut to 4 KiB",
              ((GPU, *CUDA13),), ("lib-file-damaged",), truncate="nvidia/cu13/lib/libcurand.so.10"),
+    # ---- diagnosis: the cause, not the symptom. No driver on this machine: after the package fix the
+    # smoke session runs and must end in driver-missing alone, on every release (1.18 and 1.22 crash in
+    # their CUDA provider's initialisers without a driver, 1.17 reports CUDA error 35). NumPy 1 where the
+    # build needs it, so the scenario tests the driver's verdict, not the NumPy fix.
+    Scenario("no-driver-1.22-cuda13-wheels", "onnxruntime-gpu 1.22.0 (CUDA 12) with the CUDA 13 wheels; the "
+             "check after the fix runs the smoke session", (("onnxruntime-gpu==1.22.0",), CUDA13),
+             ("cuda-major-mismatch",), fix_needs=(("onnxruntime-gpu[cuda,cudnn]==1.22.0",),), smoke=True, ci=True),
+    Scenario("no-driver-1.18-alone", "onnxruntime-gpu 1.18.0 (CUDA 11.8) without NVIDIA wheels; the check "
+             "after the fix runs the smoke session", (("onnxruntime-gpu==1.18.0", "numpy<2"),),
+             ("cuda-lib-missing",), fix_needs=(FIX_CUDA11,), smoke=True),
+    Scenario("no-driver-1.17-alone", "onnxruntime-gpu 1.17.1 (CUDA 11.8) without NVIDIA wheels; the check "
+             "after the fix runs the smoke session", (("onnxruntime-gpu==1.17.1", "numpy<2"),),
+             ("cuda-lib-missing",), fix_needs=(FIX_CUDA11,), smoke=True),
 )
 
 BY_NAME = {s.name: s for s in SCENARIOS}
