@@ -427,7 +427,7 @@ def test_an_earlier_ld_library_path_copy_is_what_the_loader_takes() -> None:
     found = run(healthy_env(system=system_with_path(old, CU13, CUDNN)), plan)
     f = one(found, "default-loader-picks-other-copy")
     assert f.severity == "warning"
-    assert f"libcudart.so.13: the loader takes system {old} (LD_LIBRARY_PATH), 13.0.48 instead of the chosen 13.0.96" \
+    assert f"libcudart.so.13: the loader takes {old} (LD_LIBRARY_PATH), 13.0.48 instead of the chosen 13.0.96" \
         in f.detail
     assert "cuda-lib-not-loadable" not in ids(found)
     pick = default_loader_copy(healthy_env(system=system_with_path(old, CU13, CUDNN)), plan.libraries[5])

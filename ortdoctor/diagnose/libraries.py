@@ -17,7 +17,7 @@ from ortdoctor.core.facts import (
 )
 from ortdoctor.core.record import replace
 from ortdoctor.decide.fixes import library_fix, step, wrong_cuda_cudnn
-from ortdoctor.decide.integrity import damage_of
+from ortdoctor.decide.integrity import damage_of, short_elf
 from ortdoctor.decide.loader_view import (
     SOURCE_WORDS,
     LoaderPick,
@@ -231,6 +231,7 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
 
     # --- the loader on its own (no preload): finds no copy at all (modes 6, 12), or another copy
     picks = {lp.name: default_loader_copy(ctx.env, lp, ctx.os_name) for lp in libs if lp.chosen is not None}
+    out += _cut_short(ctx, libs, picks, {d.path for d in damaged})
     hidden = [lp for lp in libs if lp.chosen is not None and picks.get(lp.name) is None
               and not loader_visible(ctx.env, lp.soname, lp.chosen, ctx.os_name)]
     if hidden:
@@ -290,6 +291,37 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
                   for f in copies]
     out += copies
     return out
+
+
+def _cut_short(ctx: Ctx, libs: Sequence[LibraryPlan], picks: dict[str, LoaderPick | None],
+               told: set[str]) -> list[Finding]:
+    """Copies no wheel's RECORD describes (on LD_LIBRARY_PATH, in a toolkit directory) that are shorter
+    than their own ELF headers say: the chosen one, and the one the loader takes without a preload (a
+    program that does not preload maps it and dies with SIGBUS). ``told``: files already reported."""
+    if ctx.os_name == "windows":
+        return []
+    seen: dict[str, str] = {}  # path -> how it would be loaded
+    for lp in libs:
+        if lp.chosen is not None and lp.chosen.source != "loaded" and lp.chosen.path not in told \
+                and damage_of(ctx.env, lp.chosen.path) is None:
+            seen.setdefault(lp.chosen.path, f"ortdoctor's choice for {lp.soname}")
+        pick = picks.get(lp.name)
+        if pick is not None and not pick.same_as_chosen and pick.path not in told:
+            seen.setdefault(pick.path, f"what the loader takes for {lp.soname} without a preload ({pick.via})")
+    short = [(s, how) for path, how in seen.items() if (s := short_elf(path)) is not None]
+    if not short:
+        return []
+    import shlex  # only here: a cut-short library is rare
+
+    lines = [f"{s.describe()}; {how}" for s, how in short]
+    dirs = list(dict.fromkeys(os.path.dirname(s.path) for s, _how in short))
+    # moved aside, not deleted: the loader then finds the next copy (or the preload's)
+    moves = " && ".join(shlex.join(["mv", "--", s.path, s.path + ".cut-short"]) for s, _how in short)
+    return [make("lib-file-damaged", "\n".join(lines) + "\nNo wheel's RECORD describes these files; their own "
+                 "program headers do. Mapping one kills the process (SIGBUS).",
+                 f"{moves}\n# or put a whole copy of the same release there, or take "
+                 f"{', '.join(shlex.quote(d) for d in dirs)} off LD_LIBRARY_PATH",
+                 title="a library the process would map is cut short")]
 
 
 def _foreign_wheel_files(ctx: Ctx, lp: LibraryPlan) -> list[str]:
@@ -453,7 +485,8 @@ def _default_loader_finding(ctx: Ctx, other: Sequence[tuple[LibraryPlan, LoaderP
     differ = False
     for (pdir, via, cdir), members in groups.items():
         names = ", ".join(compact_sonames([lp.soname for lp, _ in members]))
-        word = SOURCE_WORDS.get(members[0][1].source, members[0][1].source)
+        # a directory named by LD_LIBRARY_PATH is the user's, not "system": the via says where it comes from
+        word = "" if via == "LD_LIBRARY_PATH" else SOURCE_WORDS.get(members[0][1].source, members[0][1].source)
         pairs = list(dict.fromkeys((p.version, lp.chosen.version) for lp, p in members if lp.chosen))
         if all(a and b and a == b for a, b in pairs):
             versions = "the same version" + ("s" if len(members) > 1 else "") + " as the chosen"
@@ -466,7 +499,8 @@ def _default_loader_finding(ctx: Ctx, other: Sequence[tuple[LibraryPlan, LoaderP
                 versions = "; ".join(f"{lp.soname} {p.version or '?'} instead of {lp.chosen.version or '?'}"
                                      for lp, p in members if lp.chosen and p.version != lp.chosen.version
                                      and not _is_sublib(lp))
-        lines.append(f"{names}: the loader takes {word} {pdir} ({via}), {versions}; ortdoctor chose {cdir}")
+        lines.append(f"{names}: the loader takes {f'{word} ' if word else ''}{pdir} ({via}), {versions}; "
+                     f"ortdoctor chose {cdir}")
     chosen_libs = [lp for lp, _ in other if lp.chosen is not None]
     sources = list(dict.fromkeys(SOURCE_WORDS.get(lp.chosen.source, lp.chosen.source)
                                  for lp in chosen_libs if lp.chosen))
