@@ -894,6 +894,21 @@ def test_without_a_driver_a_missing_library_stays_a_cause_of_its_own() -> None:
     assert "cuda-lib-missing" in told.cause_ids
 
 
+def test_without_a_driver_a_library_that_links_libcuda_is_not_called_missing() -> None:
+    """cuDNN 9's runtime-compiled engines link libcuda.so.1: the child's preload finds the file and cannot
+    load it, and ORT then says it cannot open it. Installing cuDNN again would change nothing."""
+    from ortdoctor.diagnose.smoke import classify_smoke
+
+    lib = f"{CUDNN}/libcudnn_adv.so.9"
+    preload = {"failed": [{"name": "cudnn_adv", "soname": "libcudnn_adv.so.9",
+                           "error": f"{lib}: libcuda.so.1: cannot open shared object file: No such file or directory"}]}
+    smoke = smoke_result(_error_text("mode02_cudnn_adv_missing.txt"), stage="session", preload=preload)
+    told = classify_smoke(smoke, no_driver=True)
+    assert told.cause_ids == ("driver-missing",)
+    found = run(healthy_env(driver=driver_none()), smoke=told)
+    assert [f.id for f in found if f.severity == "error"] == ["driver-missing"], ids(found)
+
+
 def test_without_a_driver_an_import_failure_is_not_blamed_on_it() -> None:
     from ortdoctor.diagnose.smoke import classify_smoke
 

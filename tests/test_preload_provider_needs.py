@@ -49,14 +49,17 @@ WHEELS = ("nvidia_cublas_cu12-12.9.3.13", "nvidia_cuda_runtime_cu12-12.9.79", "n
           "nvidia_cufft_cu12-11.4.1.4", "nvidia_cuda_nvrtc_cu12-12.9.86", "nvidia_cudnn_cu12-9.19.0.56")
 
 
-def _stand_ins(site: Path, *, leave_out: tuple[str, ...] = ()) -> Path:
+def _stand_ins(site: Path, *, leave_out: tuple[str, ...] = (), libcuda: Path | None = None) -> Path:
+    """The stand-ins; with ``libcuda``, libcudnn_engines_runtime_compiled.so.9 NEEDS libcuda.so.1, as the
+    real one does (the driver's library: this machine has none)."""
     for soname, rel in CUDA12_DIRS.items():
         build_so(site / rel, soname)
     for wheel in WHEELS:  # the dist-infos say which site directory holds NVIDIA wheels
         (site / f"{wheel}.dist-info").mkdir(parents=True, exist_ok=True)
     for soname in CUDNN9_SUBS:
         if soname not in leave_out:
-            build_so(site / "nvidia/cudnn/lib", soname)
+            needs = (libcuda,) if libcuda is not None and soname == "libcudnn_engines_runtime_compiled.so.9" else ()
+            build_so(site / "nvidia/cudnn/lib", soname, needed=needs)
     return site
 
 
@@ -115,6 +118,25 @@ print([str(w.message) for w in caught])
 """, pythonpath=[ort120, site], cwd=tmp_path)
     assert hook.returncode == 0, hook.stderr
     assert "libcudnn_adv.so.9" in hook.stdout
+
+
+@pytest.mark.realwheels
+def test_a_required_library_that_needs_the_absent_driver_is_the_drivers_finding(ort120: Path, tmp_path: Path) -> None:
+    """cuDNN 9's runtime-compiled engines link libcuda.so.1: without a driver the 1.20 provider cannot
+    load. The preload fails, and says it is the driver, not a damaged file to reinstall."""
+    libcuda = build_so(tmp_path / "driver", "libcuda.so.1")
+    site = _stand_ins(tmp_path / "site", libcuda=libcuda)
+    libcuda.unlink()  # linked against it, then the machine has none
+    proc = _cli(["preload", "--json"], pythonpath=[ort120, site], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert [x["soname"] for x in data["failed"]] == ["libcudnn_engines_runtime_compiled.so.9"]
+    ids = [f["id"] for f in data["findings"]]
+    assert "driver-missing" in ids
+    assert "lib-load-failed" not in ids  # no reinstall of a whole file
+    driver = next(f for f in data["findings"] if f["id"] == "driver-missing")
+    assert "libcuda.so.1" in driver["detail"]
+    assert driver["steps"] == []
 
 
 @pytest.mark.realwheels

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ortdoctor.core.catalog import CATALOG
 from ortdoctor.core.facts import Match
 from ortdoctor.core.record import replace
+from ortdoctor.decide.resolve import DRIVER_SONAMES
 
 TYPE_CHECKING = False
 
@@ -52,9 +53,20 @@ def _for_want_of_driver(result: SmokeResult) -> SmokeResult:
     entry = CATALOG["driver-missing"]
     cause = Match("driver-missing", f"The smoke session could not run on the GPU: no NVIDIA driver is usable "
                   f"here. {what}", entry.cause, entry.fix or "", what.splitlines()[0] if what else "")
-    causes = tuple(m if m.consequence or m.finding_id.startswith(_FILE_CAUSES) else replace(m, consequence=True)
-                   for m in result.causes)
+    blocked = _needs_the_driver(result)
+    causes = tuple(m if m.consequence or (m.finding_id.startswith(_FILE_CAUSES)
+                                          and m.details.get("soname") not in blocked)
+                   else replace(m, consequence=True) for m in result.causes)
     return replace(result, causes=(cause, *causes))
+
+
+def _needs_the_driver(result: SmokeResult) -> frozenset[str]:
+    """The libraries the child's preload found but could not load because they link the driver's own
+    library (cuDNN 9's runtime-compiled engines link libcuda.so.1): ORT then reports them as not found,
+    which no package install changes."""
+    failed = (result.preload or {}).get("failed") or ()
+    return frozenset(str(f.get("soname")) for f in failed if isinstance(f, dict)
+                     and any(f"{n}: cannot open" in str(f.get("error")) for n in DRIVER_SONAMES))
 
 
 def _classified(result: SmokeResult) -> SmokeResult:

@@ -36,7 +36,7 @@ from ortdoctor.decide.fixes import Installer, gpu_install, library_fix, step
 from ortdoctor.decide.integrity import Damage, damage_of
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import LibSpec, Matrix
-from ortdoctor.decide.resolve import resolve
+from ortdoctor.decide.resolve import DRIVER_SONAMES, resolve
 from ortdoctor.decide.search import DirectoryError, resolve_directory
 from ortdoctor.decide.torch import torch_copies, torch_other_copy_finding
 from ortdoctor.formats.elf import ElfError, read_elf
@@ -414,6 +414,14 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
     result.failed.append(FailedLib(lp.name, lp.soname, "; ".join(errors), result.searched, lp.required))
     if damaged:
         result.findings.append(_damaged_finding(run, damaged, severity="error" if lp.required else "warning"))
+        return
+    driver = [n for n in DRIVER_SONAMES if any(f"{n}: cannot open" in e for e in errors)]
+    if driver:
+        # the file is whole; it links the driver's own library, absent here: a reinstall changes nothing
+        result.findings.append(make(
+            "driver-missing", f"{lp.soname} links {driver[0]}, the NVIDIA driver's library, which this machine "
+            f"does not have: {'; '.join(errors)}", severity="error" if lp.required else "warning",
+            title=f"{lp.soname} cannot load without the NVIDIA driver"))
         return
     steps = _reinstall_owner(run, lp.chosen.path)
     result.findings.append(make(

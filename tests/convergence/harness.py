@@ -378,10 +378,18 @@ def preload_failures(ws: Workspace) -> list[str]:
         result = json.loads(proc.stdout)
     except json.JSONDecodeError:
         return [f"preload --json exited {proc.returncode} without JSON: {(proc.stdout + proc.stderr)[-500:]}"]
-    failed = [f"{f.get('soname') or f.get('name')}: {f.get('error')}" for f in result.get("failed", [])]
+    # a library that links the driver's libcuda.so.1 (cuDNN 9's runtime-compiled engines do) cannot load
+    # on this machine, which has no driver: that failure is the machine's, like driver-missing
+    machine = {f.get("soname") for f in result.get("failed", []) if NO_DRIVER in str(f.get("error"))}
+    failed = [f"{f.get('soname') or f.get('name')}: {f.get('error')}" for f in result.get("failed", [])
+              if f.get("soname") not in machine]
     if not result.get("loaded"):
         failed.append(f"nothing loaded (exit {proc.returncode})")
-    return failed + provider_needs_unloaded(ws)
+    return failed + [line for line in provider_needs_unloaded(ws) if line.split(":")[0] not in machine]
+
+
+#: How a library that needs the absent driver fails to load here.
+NO_DRIVER = "libcuda.so.1: cannot open shared object file"
 
 
 # In the venv's Python: preload, then ask the loader (RTLD_NOLOAD: nothing new is mapped, the provider

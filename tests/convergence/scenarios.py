@@ -37,8 +37,10 @@ FIX_CUDA11 = ("nvidia-cuda-runtime-cu11", "nvidia-cublas-cu11", "nvidia-cufft-cu
 
 SCENARIOS: tuple[Scenario, ...] = (
     # ---- old builds (no build_and_package_info.py), each with a wrong major
+    # (the check after the fix runs the smoke session: 1.20 without a driver ends in driver-missing alone)
     Scenario("old-1.20-cuda13-wheels", "onnxruntime-gpu 1.20.2 (CUDA 12, cuDNN 9) with the CUDA 13 wheels",
-             (("onnxruntime-gpu==1.20.2",), CUDA13), ("cuda-major-mismatch",), fix_needs=(FIX_CUDA12,), ci=True),
+             (("onnxruntime-gpu==1.20.2",), CUDA13), ("cuda-major-mismatch",), fix_needs=(FIX_CUDA12,), ci=True,
+             smoke=True),
     Scenario("old-1.20-alone", "onnxruntime-gpu 1.20.2 (CUDA 12, cuDNN 9) without any NVIDIA wheel",
              (("onnxruntime-gpu==1.20.2",),), ("cuda-lib-missing",), fix_needs=(FIX_CUDA12,)),
     Scenario("old-1.20-cuda11-wheels", "onnxruntime-gpu 1.20.2 (CUDA 12, cuDNN 9) with the CUDA 11 wheels",
@@ -75,7 +77,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     # build needs it, so the scenario tests the driver's verdict, not the NumPy fix.
     Scenario("no-driver-1.22-cuda13-wheels", "onnxruntime-gpu 1.22.0 (CUDA 12) with the CUDA 13 wheels; the "
              "check after the fix runs the smoke session", (("onnxruntime-gpu==1.22.0",), CUDA13),
-             ("cuda-major-mismatch",), fix_needs=(("onnxruntime-gpu[cuda,cudnn]==1.22.0",),), smoke=True, ci=True),
+             ("cuda-major-mismatch",), fix_needs=(("onnxruntime-gpu[cuda,cudnn]==1.22.0",),), smoke=True),
     Scenario("no-driver-1.18-alone", "onnxruntime-gpu 1.18.0 (CUDA 11.8) without NVIDIA wheels; the check "
              "after the fix runs the smoke session", (("onnxruntime-gpu==1.18.0", "numpy<2"),),
              ("cuda-lib-missing",), fix_needs=(FIX_CUDA11,), smoke=True),

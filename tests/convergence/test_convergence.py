@@ -1,10 +1,12 @@
 """Every printed primary fix, pasted as it stands into a broken venv built from the real wheels, leaves
 an environment the next check finds clean (the missing driver aside): one round.
 
-The four most telling scenarios of the grid run here (an old build read without its build info, a CUDA
-13 build with CUDA 12 wheels, both packages, a venv without pip); ``python scripts/convergence.py``
-runs them all. What "primary" and "clean" mean: tests/convergence/harness.py. They need PyPI the first
-time (about 3.6 GB of wheels, cached in ``.testenvs/convergence-wheels/``) and are skipped without it.
+The most telling scenarios of the grid run here (an old build read without its build info, checked
+again with the smoke session on this driverless machine; a CUDA 13 build with CUDA 12 wheels; both
+packages; a venv without pip); ``python scripts/convergence.py`` runs them all. What "primary" and
+"clean" mean: tests/convergence/harness.py. They need PyPI the first time (their wheels go to
+``.testenvs/convergence-wheels/``, the cache the test environments share; the sizes are in the
+README's Development section) and are skipped without it.
 """
 
 from __future__ import annotations
