@@ -83,6 +83,10 @@ class Scenario:
     rerun downloads nothing (a speed-up only: what the fix really asks for is fetched either way).
     ``smoke``: the check after the fix runs the smoke session too (no driver here: it must end in
     ``driver-missing`` alone, whatever the release does on the GPU without one).
+    ``unreadable``: a path relative to site-packages made unreadable (``chmod 000``) after the installs;
+    then every check runs as ``nobody`` with ortdoctor installed apart (``--target``) and ``--python``
+    naming the venv, as the README says for an existing environment, and the venv is made from the
+    system's interpreter, which ``nobody`` can run. The pasted fix runs as the owner (here root).
     """
 
     name: str
@@ -94,6 +98,7 @@ class Scenario:
     fix_needs: tuple[tuple[str, ...], ...] = ()
     ci: bool = False
     smoke: bool = False
+    unreadable: str | None = None
 
 
 @dataclass
@@ -283,6 +288,31 @@ class Workspace:
         self.decoy_log = self.root / "decoy.log"
         self.cwd = self.root / "cwd"
         self.cwd.mkdir()
+        self.tool: Path | None = None  # ortdoctor installed apart, for checks as another user
+        self.as_user: tuple[int, int] | None = None  # (uid, gid) the checks run as
+
+    def ortdoctor(self, *args: str) -> list[str]:
+        """The command line of ``ortdoctor ARGS`` for this workspace's checks."""
+        if self.tool is None:
+            return [str(self.venv / "bin" / "ortdoctor"), *args]
+        return [SYSTEM_PYTHON, "-m", "ortdoctor", *args, "--python", self.python]
+
+    def run_check(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        env = self.user_env()
+        if self.tool is not None:
+            env["PYTHONPATH"] = str(self.tool)
+        ids = self.as_user
+        if ids is None:
+            return _run(argv, env=env, cwd=self.cwd, timeout=300)
+
+        def drop() -> None:
+            os.setgroups([])
+            os.setgid(ids[1])
+            os.setuid(ids[0])
+
+        env["HOME"] = "/nonexistent"
+        return subprocess.run(list(argv), env=env, cwd=self.cwd, capture_output=True, text=True, timeout=300,
+                              check=False, preexec_fn=drop)
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -330,9 +360,24 @@ def _site_packages(ws: Workspace) -> Path:
     return next((ws.venv / "lib").glob("python3*/site-packages"))
 
 
+#: An interpreter every user can run (a venv of it, too): the system's.
+SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+
+
+def _nobody() -> tuple[int, int] | None:
+    import pwd
+
+    try:
+        entry = pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+    return (entry.pw_uid, entry.pw_gid) if os.getuid() == 0 else None
+
+
 def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
     """The broken venv, with ortdoctor installed into it."""
-    _checked([sys.executable, "-m", "venv", *(["--without-pip"] if s.without_pip else []), str(ws.venv)])
+    base = SYSTEM_PYTHON if s.unreadable else sys.executable
+    _checked([base, "-m", "venv", *(["--without-pip"] if s.without_pip else []), str(ws.venv)])
     env = _pip_env()
     env.pop("PIP_FIND_LINKS", None)
     offline = ["--no-index", "--find-links", str(WHEELS), "--only-binary=:all:"]
@@ -347,12 +392,21 @@ def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
         target = _site_packages(ws) / s.truncate
         data = target.read_bytes()
         target.write_bytes(data[:4096])
+    if s.unreadable:
+        ids = _nobody()
+        if ids is None:
+            raise HarnessError("an unreadable directory needs root and a `nobody` user to check as")
+        ws.tool = ws.root / "tool"
+        _checked([sys.executable, "-m", "pip", "install", *PIP_QUIET, *offline, "--target", str(ws.tool),
+                  str(ortdoctor_wheel)], env=env)
+        ws.root.chmod(0o755)  # mkdtemp's 0700 would hide everything from nobody
+        (_site_packages(ws) / s.unreadable).chmod(0)
+        ws.as_user = ids
     ws.make_decoy()
 
 
 def check(ws: Workspace, *, smoke: bool = False) -> Round:
-    proc = _run([str(ws.venv / "bin" / "ortdoctor"), "check", "--json", *([] if smoke else ["--no-smoke"])],
-                env=ws.user_env(), cwd=ws.cwd, timeout=300)
+    proc = ws.run_check(ws.ortdoctor("check", "--json", *([] if smoke else ["--no-smoke"])))
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError as e:
@@ -366,8 +420,7 @@ def check(ws: Workspace, *, smoke: bool = False) -> Round:
 
 def printed_in_text(ws: Workspace, line: str) -> bool:
     """The human report (``check --no-smoke``, what a user copies from) shows ``line`` unbroken."""
-    proc = _run([str(ws.venv / "bin" / "ortdoctor"), "check", "--no-smoke"], env=ws.user_env(), cwd=ws.cwd,
-                timeout=300)
+    proc = ws.run_check(ws.ortdoctor("check", "--no-smoke"))
     return any(text.rstrip().endswith(line) for text in proc.stdout.splitlines())
 
 

@@ -75,6 +75,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     # smoke session runs and must end in driver-missing alone, on every release (1.18 and 1.22 crash in
     # their CUDA provider's initialisers without a driver, 1.17 reports CUDA error 35). NumPy 1 where the
     # build needs it, so the scenario tests the driver's verdict, not the NumPy fix.
+    # ---- diagnosis: the layout first. site-packages unreadable to the user who checks: named as such,
+    # and the pasted fix (chmod, as the owner) is the whole repair; no "not installed", no reinstall.
+    Scenario("unreadable-site-packages", "onnxruntime-gpu[cuda,cudnn] 1.31.1 in a venv whose site-packages "
+             "the checking user cannot read", ((GPU, *CUDA13),), ("path-unreadable",), unreadable=".", ci=True),
     Scenario("no-driver-1.22-cuda13-wheels", "onnxruntime-gpu 1.22.0 (CUDA 12) with the CUDA 13 wheels; the "
              "check after the fix runs the smoke session", (("onnxruntime-gpu==1.22.0",), CUDA13),
              ("cuda-major-mismatch",), fix_needs=(("onnxruntime-gpu[cuda,cudnn]==1.22.0",),), smoke=True),
