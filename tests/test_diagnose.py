@@ -909,6 +909,19 @@ def test_without_a_driver_a_library_that_links_libcuda_is_not_called_missing() -
     assert [f.id for f in found if f.severity == "error"] == ["driver-missing"], ids(found)
 
 
+def test_a_cut_short_library_ort_cannot_open_is_said_once() -> None:
+    """ORT cannot open a library ortdoctor already found cut short: the smoke session confirms
+    lib-file-damaged; no second error (cuda-lib-missing) with advice about ldconfig for the same file."""
+    from ortdoctor.core.catalog import make
+    from ortdoctor.diagnose.merge import merge_smoke
+
+    damaged = make("lib-file-damaged", f"{CUDNN}/libcudnn_adv.so.9: 4096 bytes, but nvidia-cudnn-cu13 9.19.0.56 "
+                   "installed 250000000 bytes")
+    found = merge_smoke([damaged], smoke_result(_error_text("mode02_cudnn_adv_missing.txt"), stage="session"))
+    assert ids(found) == ["lib-file-damaged"]
+    assert "Confirmed by the smoke session" in found[0].detail
+
+
 def test_without_a_driver_an_import_failure_is_not_blamed_on_it() -> None:
     from ortdoctor.diagnose.smoke import classify_smoke
 
