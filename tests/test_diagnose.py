@@ -771,7 +771,7 @@ def test_an_old_wheel_gets_the_cuda_version_the_matrix_knows(version: str, neede
     from ortdoctor.decide.build import with_known_cuda
 
     pkg = f"{SITE}/onnxruntime"
-    old = ort_gpu(version=version, cuda_version=None, cudnn_major=None,
+    old = ort_gpu(version=version, cuda_version=None, cudnn_major=None, package_name=None,  # no build info
                   cuda_provider=ElfInfo(f"{pkg}/capi/libonnxruntime_providers_cuda.so", "x86_64", 64, needed=needed))
     assert with_known_cuda(old, load_matrix()).cuda_version == cuda
     # a build for another CUDA major than the PyPI wheel's (a feed build) gets only a version the matrix has
@@ -779,6 +779,8 @@ def test_an_old_wheel_gets_the_cuda_version_the_matrix_knows(version: str, neede
         f"{pkg}/capi/libonnxruntime_providers_cuda.so", "x86_64", 64, needed=("libcudart.so.11.0", "libcudnn.so.8")))
     assert with_known_cuda(cuda11_build_of_120, load_matrix()).cuda_version == "11.8"  # the CUDA 11 feed's
     assert with_known_cuda(ort_gpu(), load_matrix()).cuda_version == "13.0"  # the wheel's own word stands
+    # build info that was read but has no literal cuda_version: what it leaves out is not filled in
+    assert with_known_cuda(ort_gpu(cuda_version=None), load_matrix()).cuda_version is None
 
 
 def test_an_activated_environment_named_with_python_is_no_finding() -> None:

@@ -108,7 +108,8 @@ def with_known_cuda(ort: OrtInfo, matrix: Matrix) -> OrtInfo:
     """``ort`` with ``cuda_version`` from the matrix where the wheel does not say it (before 1.21) and the
     matrix knows the release's build for the build's CUDA major (12.2 for 1.20.2, 11.8 for 1.18.0):
     every report then shows that, not "CUDA ?". Unchanged otherwise."""
-    if ort.cuda_version or not ort.version:
+    if ort.cuda_version or ort.package_name or not ort.version:
+        # the build info was read (it names the package): what it says, or leaves out, stands
         return ort
     majors = build_majors(ort, matrix)
     known = matrix.build_cuda(ort.version, majors.cuda) if majors.cuda is not None else None
