@@ -38,7 +38,17 @@ def _unprivileged() -> tuple[int, int] | None:
 def _as_nobody() -> tuple[int, int]:
     ids = _unprivileged()
     if ids is None:
-        pytest.skip("cannot run the interpreter as an unprivileged user here (needs root and a `nobody` user)")
+        # say which of the three conditions failed: a newcomer running as root with a `nobody` user
+        # otherwise cannot tell why these tests were skipped
+        if nobody() is None:
+            why = "there is no `nobody` user"
+        elif os.getuid() != 0:
+            why = "the tests do not run as root (needed to run a process as `nobody`)"
+        else:
+            ver = f"{sys.version_info[0]}.{sys.version_info[1]}"
+            why = (f"`nobody` can run neither {sys.executable} (is a directory above it private?) nor "
+                   f"/usr/bin/python{ver} or /usr/local/bin/python{ver} with ortdoctor's dependencies")
+        pytest.skip(f"cannot run the interpreter as an unprivileged user here: {why}")
     return ids
 
 
