@@ -783,6 +783,17 @@ def test_an_old_wheel_gets_the_cuda_version_the_matrix_knows(version: str, neede
     assert with_known_cuda(ort_gpu(cuda_version=None), load_matrix()).cuda_version is None
 
 
+def test_cudnn_built_for_another_cuda_is_named_so_and_never_advised_for_a_preload() -> None:
+    """A CUDA 13 build whose cuDNN 9 comes from nvidia-cudnn-cu12: the same cuDNN major, another CUDA.
+    The title says that (not "present only for another major"), and the preload advice leaves it out."""
+    wheel = NvidiaWheel("nvidia-cudnn-cu12", "9.19.0.56", SITE, lib_dirs=(CUDNN,), cuda_major=12)
+    found = run(healthy_env(nvidia_wheels=(wheel,), system=SystemInfo()))
+    f = one(found, "cudnn-major-mismatch")
+    assert f.title == "cuDNN 9 is installed, but built for CUDA 12, not the build's CUDA 13"
+    advice = next((x for x in found if x.id == "cuda-lib-not-loadable"), None)
+    assert advice is None or CUDNN not in advice.detail + (advice.fix or "")
+
+
 def test_an_activated_environment_named_with_python_is_no_finding() -> None:
     py = python_info(virtual_env="/app-venv", prefix="/venv", inspected_other=True)
     assert "virtual-env-not-inspected" not in ids(run(healthy_env(python=py)))

@@ -180,8 +180,12 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
                 fixes.append(f"or keep CUDA {have} and install the onnxruntime-gpu built for it: {ctx.run(*alt)}")
         installed_from = [d.index_url for d in ort_family(ort) if d.index_url]
         extra = f"\nonnxruntime-gpu was installed from {installed_from[0]}" if installed_from else ""
+        wrong = _wrong_cuda_cudnn(ctx, plan.libraries) if is_cudnn else []
+        # the same cuDNN major built for another CUDA: "present only for another major" would be untrue
+        title = (f"cuDNN {plan.cudnn_major} is installed, but built for CUDA {wrong[0].cuda_major}, not the "
+                 f"build's CUDA {plan.cuda_major}") if wrong and not any(lp.other_major for lp in group) else None
         out.append(make(fid, f"{build}:\n" + "\n".join(lines) + extra, "\n".join(fixes) or None, severity=sev,
-                        steps=steps))
+                        steps=steps, title=title))
 
     # --- not found at all (modes 2, 21)
     missing = [lp for lp in libs_checked if lp.chosen is None and not lp.other_major]
@@ -232,7 +236,10 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
     # --- the loader on its own (no preload): finds no copy at all (modes 6, 12), or another copy
     picks = {lp.name: default_loader_copy(ctx.env, lp, ctx.os_name) for lp in libs if lp.chosen is not None}
     out += _cut_short(ctx, libs, picks, {d.path for d in damaged})
+    # a cuDNN built for another CUDA is reported above as unusable: never advise preloading it
+    unusable = {os.path.normpath(d) for w in _wrong_cuda_cudnn(ctx, plan.libraries) for d in w.lib_dirs}
     hidden = [lp for lp in libs if lp.chosen is not None and picks.get(lp.name) is None
+              and os.path.normpath(os.path.dirname(lp.chosen.path)) not in unusable
               and not loader_visible(ctx.env, lp.soname, lp.chosen, ctx.os_name)]
     if hidden:
         by_dir: dict[str, list[str]] = {}
