@@ -427,7 +427,7 @@ def test_an_earlier_ld_library_path_copy_is_what_the_loader_takes() -> None:
     found = run(healthy_env(system=system_with_path(old, CU13, CUDNN)), plan)
     f = one(found, "default-loader-picks-other-copy")
     assert f.severity == "warning"
-    assert f"libcudart.so.13: the loader takes system {old} (LD_LIBRARY_PATH), 13.0.48 instead of the chosen 13.0.96" \
+    assert f"libcudart.so.13: the loader takes {old} (LD_LIBRARY_PATH), 13.0.48 instead of the chosen 13.0.96" \
         in f.detail
     assert "cuda-lib-not-loadable" not in ids(found)
     pick = default_loader_copy(healthy_env(system=system_with_path(old, CU13, CUDNN)), plan.libraries[5])
@@ -724,6 +724,82 @@ def test_multiprocessing_fork_is_a_note() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
+# The layout first: an unreadable directory, an activated environment that is not the one inspected
+# ------------------------------------------------------------------------------------------------
+def test_an_unreadable_site_directory_is_named_first_and_nothing_there_is_called_missing() -> None:
+    env = healthy_env(python=python_info(unreadable=(SITE,)), ort=OrtInfo(installed=False),
+                      driver=driver_none())
+    found = run(env)
+    assert ids(found)[0] == "path-unreadable"
+    assert SITE in found[0].detail
+    assert "ort-not-installed" not in ids(found)
+    assert not any(f.steps for f in found)  # no ensurepip, no install of what may be there
+    assert "driver-missing" in ids(found)  # what the directory does not decide stays
+
+
+def test_an_unreadable_capi_directory_is_not_a_cpu_build() -> None:
+    capi = f"{SITE}/onnxruntime/capi"
+    env = healthy_env(python=python_info(unreadable=(capi,)), ort=ort_gpu(is_gpu_build=False, cuda_provider=None,
+                                                                          cuda_version=None))
+    found = run(env, plan=None)
+    assert ids(found)[0] == "path-unreadable"
+    assert "ort-cpu-only" not in ids(found)
+
+
+def test_an_activated_environment_that_is_not_inspected_comes_first_and_no_fix_installs_here() -> None:
+    """ortdoctor in its own venv, the user's venv activated: a package fix would fill ortdoctor's own
+    environment (1.5 GB of it), so the activated environment is said first and the fixes wait for it."""
+    py = python_info(virtual_env="/app-venv", prefix="/venv")
+    found = run(healthy_env(python=py, ort=OrtInfo(installed=False)))
+    assert ids(found)[0] == "virtual-env-not-inspected"
+    assert found[0].severity == "error"
+    assert "ortdoctor check --python /app-venv/bin/python" in (found[0].fix or "")
+    missing = one(found, "ort-not-installed")
+    assert missing.steps == ()
+    assert "pip" not in (missing.fix or "")
+
+
+@pytest.mark.parametrize(("version", "needed", "cuda"), [
+    ("1.20.2", ("libcudart.so.12", "libcudnn.so.9"), "12.2"),
+    ("1.18.0", ("libcudart.so.11.0", "libcudnn.so.8"), "11.8"),
+    ("1.17.1", ("libcudart.so.11.0", "libcudnn.so.8"), "11.8"),
+])
+def test_an_old_wheel_gets_the_cuda_version_the_matrix_knows(version: str, needed: tuple[str, ...],
+                                                              cuda: str) -> None:
+    """Wheels before 1.21 carry no build info: "CUDA ?" in the header and null in the JSON, though the
+    matrix has the release's CUDA version, read from its wheel."""
+    from ortdoctor.decide.build import with_known_cuda
+
+    pkg = f"{SITE}/onnxruntime"
+    old = ort_gpu(version=version, cuda_version=None, cudnn_major=None, package_name=None,  # no build info
+                  cuda_provider=ElfInfo(f"{pkg}/capi/libonnxruntime_providers_cuda.so", "x86_64", 64, needed=needed))
+    assert with_known_cuda(old, load_matrix()).cuda_version == cuda
+    # a build for another CUDA major than the PyPI wheel's (a feed build) gets only a version the matrix has
+    cuda11_build_of_120 = replace(old, version="1.20.2", cuda_provider=ElfInfo(
+        f"{pkg}/capi/libonnxruntime_providers_cuda.so", "x86_64", 64, needed=("libcudart.so.11.0", "libcudnn.so.8")))
+    assert with_known_cuda(cuda11_build_of_120, load_matrix()).cuda_version == "11.8"  # the CUDA 11 feed's
+    assert with_known_cuda(ort_gpu(), load_matrix()).cuda_version == "13.0"  # the wheel's own word stands
+    # build info that was read but has no literal cuda_version: what it leaves out is not filled in
+    assert with_known_cuda(ort_gpu(cuda_version=None), load_matrix()).cuda_version is None
+
+
+def test_cudnn_built_for_another_cuda_is_named_so_and_never_advised_for_a_preload() -> None:
+    """A CUDA 13 build whose cuDNN 9 comes from nvidia-cudnn-cu12: the same cuDNN major, another CUDA.
+    The title says that (not "present only for another major"), and the preload advice leaves it out."""
+    wheel = NvidiaWheel("nvidia-cudnn-cu12", "9.19.0.56", SITE, lib_dirs=(CUDNN,), cuda_major=12)
+    found = run(healthy_env(nvidia_wheels=(wheel,), system=SystemInfo()))
+    f = one(found, "cudnn-major-mismatch")
+    assert f.title == "cuDNN 9 is installed, but built for CUDA 12, not the build's CUDA 13"
+    advice = next((x for x in found if x.id == "cuda-lib-not-loadable"), None)
+    assert advice is None or CUDNN not in advice.detail + (advice.fix or "")
+
+
+def test_an_activated_environment_named_with_python_is_no_finding() -> None:
+    py = python_info(virtual_env="/app-venv", prefix="/venv", inspected_other=True)
+    assert "virtual-env-not-inspected" not in ids(run(healthy_env(python=py)))
+
+
+# ------------------------------------------------------------------------------------------------
 # Smoke results
 # ------------------------------------------------------------------------------------------------
 LIBCUDA_MSG = ("[E:onnxruntime:Default, provider_bridge_ort.cc:1862 TryGetProviderInfo_CUDA] Failed to load library "
@@ -765,6 +841,105 @@ def test_smoke_without_a_classified_cause() -> None:
                         error="child killed by SIGSEGV")
     f = one(run(smoke=smoke), "smoke-failed")
     assert "SIGSEGV" in f.detail
+
+
+# Without a driver the smoke session fails however the build fails; the report names one cause.
+_SIGSEGV = SmokeResult(ran=True, ok=False, finding_id="smoke-failed", exit_status="SIGSEGV", stage="session",
+                       error="the smoke child was killed by SIGSEGV while creating the CUDA session")
+
+
+def _error_text(name: str) -> str:
+    """The real text of a tests/data/errors sample (its last line; the others are its header)."""
+    from pathlib import Path
+
+    return (Path(__file__).parent / "data/errors" / name).read_text().splitlines()[-1]
+
+
+def _error_35() -> SmokeResult:
+    text = _error_text("mode08_cuda_failure_35.txt")
+    return SmokeResult(ran=True, ok=False, finding_id="smoke-failed", stage="session", error=text, message_text=text)
+
+
+@pytest.mark.parametrize("smoke", [_SIGSEGV, _error_35()], ids=["provider-crash", "cuda-error-35"])
+def test_without_a_driver_a_failed_smoke_is_the_missing_drivers_doing(smoke: SmokeResult) -> None:
+    """1.18/1.22 crash in the CUDA provider's initialisers without a driver, 1.17 reports CUDA error 35:
+    either way one error, driver-missing, which the smoke session confirms; no smoke-failed whose fix
+    points at itself, no "upgrade the driver" on a machine that has none."""
+    from ortdoctor.diagnose.smoke import classify_smoke
+
+    env = healthy_env(driver=driver_none())
+    found = run(env, smoke=smoke)
+    assert [f.id for f in found if f.severity == "error"] == ["driver-missing"], ids(found)
+    assert "Confirmed by the smoke session" in one(found, "driver-missing").detail
+    told = classify_smoke(smoke, no_driver=True)
+    assert told.cause_ids[0] == "driver-missing"
+    assert "driver-too-old" not in told.cause_ids
+
+
+def test_without_a_driver_the_smoke_row_says_it_could_not_run_and_why() -> None:
+    from ortdoctor.diagnose.smoke import classify_smoke
+    from ortdoctor.report.model import Report, verdict_of
+    from ortdoctor.report.text import render
+
+    env = healthy_env(driver=driver_none())
+    smoke = classify_smoke(_SIGSEGV, no_driver=True)
+    findings = run(env, smoke=smoke)
+    text = render(Report(verdict=verdict_of(findings), findings=tuple(findings), env=env, plan=full_plan(),
+                         matrix_path="<test>", smoke=smoke))
+    row = next(line for line in text.splitlines() if line.startswith("Smoke"))
+    assert "could not run on the GPU (no usable NVIDIA driver)" in row
+    assert "[driver-missing]" in text.split(row, 1)[1].splitlines()[1]  # the cause, under the row
+    assert "smoke-failed" not in text
+
+
+def test_with_a_driver_the_same_failures_are_what_they_say() -> None:
+    assert "smoke-failed" in ids(run(smoke=_SIGSEGV))
+    assert "driver-too-old" in ids(run(smoke=_error_35()))
+
+
+def test_without_a_driver_a_missing_library_stays_a_cause_of_its_own() -> None:
+    """What the files lack is not the driver's doing: the classified cause stays beside driver-missing."""
+    from ortdoctor.diagnose.smoke import classify_smoke
+
+    text = _error_text("mode02_cudnn_adv_missing.txt")
+    told = classify_smoke(smoke_result(text, stage="session"), no_driver=True)
+    assert told.cause_ids[0] == "driver-missing"
+    assert "cuda-lib-missing" in told.cause_ids
+
+
+def test_without_a_driver_a_library_that_links_libcuda_is_not_called_missing() -> None:
+    """cuDNN 9's runtime-compiled engines link libcuda.so.1: the child's preload finds the file and cannot
+    load it, and ORT then says it cannot open it. Installing cuDNN again would change nothing."""
+    from ortdoctor.diagnose.smoke import classify_smoke
+
+    lib = f"{CUDNN}/libcudnn_adv.so.9"
+    preload = {"failed": [{"name": "cudnn_adv", "soname": "libcudnn_adv.so.9",
+                           "error": f"{lib}: libcuda.so.1: cannot open shared object file: No such file or directory"}]}
+    smoke = smoke_result(_error_text("mode02_cudnn_adv_missing.txt"), stage="session", preload=preload)
+    told = classify_smoke(smoke, no_driver=True)
+    assert told.cause_ids == ("driver-missing",)
+    found = run(healthy_env(driver=driver_none()), smoke=told)
+    assert [f.id for f in found if f.severity == "error"] == ["driver-missing"], ids(found)
+
+
+def test_a_cut_short_library_ort_cannot_open_is_said_once() -> None:
+    """ORT cannot open a library ortdoctor already found cut short: the smoke session confirms
+    lib-file-damaged; no second error (cuda-lib-missing) with advice about ldconfig for the same file."""
+    from ortdoctor.core.catalog import make
+    from ortdoctor.diagnose.merge import merge_smoke
+
+    damaged = make("lib-file-damaged", f"{CUDNN}/libcudnn_adv.so.9: 4096 bytes, but nvidia-cudnn-cu13 9.19.0.56 "
+                   "installed 250000000 bytes")
+    found = merge_smoke([damaged], smoke_result(_error_text("mode02_cudnn_adv_missing.txt"), stage="session"))
+    assert ids(found) == ["lib-file-damaged"]
+    assert "Confirmed by the smoke session" in found[0].detail
+
+
+def test_without_a_driver_an_import_failure_is_not_blamed_on_it() -> None:
+    from ortdoctor.diagnose.smoke import classify_smoke
+
+    smoke = replace(_SIGSEGV, stage="import")
+    assert classify_smoke(smoke, no_driver=True).cause_ids == ()
 
 
 def test_smoke_with_an_unknown_id_becomes_smoke_failed() -> None:

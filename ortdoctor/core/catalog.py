@@ -41,6 +41,20 @@ class CatalogEntry:
 
 
 _ENTRIES: tuple[CatalogEntry, ...] = (
+    # ---------------------------------------------------------------------------------- the layout
+    CatalogEntry(
+        id="path-unreadable",
+        severity="error",
+        title="a directory Python imports from cannot be read by this user",
+        cause="A site-packages directory on the import path, or the `onnxruntime/` or `nvidia/` directory in "
+        "one, has permissions this user cannot read or enter (`chmod`, an environment installed by another "
+        "user or by root with a restrictive umask). What is in it is unknown: onnxruntime and the CUDA "
+        "libraries may well be installed, and `import` fails with `PermissionError` or does not find them.",
+        evidence="`access(R_OK|X_OK)` on each directory of the import path and on `onnxruntime/`, "
+        "`onnxruntime/capi/` and `nvidia/` in it.",
+        fix="Make it readable (`chmod -R a+rX <directory>`, as its owner), or run the program and "
+        "`ortdoctor check` as the user who owns the environment. Installing packages does not help.",
+    ),
     # ---------------------------------------------------------------------------------- onnxruntime
     CatalogEntry(
         id="ort-not-installed",

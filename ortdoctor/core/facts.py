@@ -73,6 +73,8 @@ class PythonInfo:
     container: tuple[str, ...] = ()  # hints: "/.dockerenv", "cgroup:docker", "KUBERNETES_SERVICE_HOST"
     wsl: bool = False
     site_dirs: tuple[str, ...] = ()  # every directory on sys.path that can hold distributions
+    # directories of the import path (or onnxruntime/, its capi/, nvidia/ in one) this user cannot read
+    unreadable: tuple[str, ...] = ()
     multiprocessing_start_method: str | None = None
     # How packages get into this interpreter's environment (what every fix command must use).
     prefix: str | None = None  # sys.prefix

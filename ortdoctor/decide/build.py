@@ -13,7 +13,7 @@ import re
 
 from ortdoctor.core.facts import ElfInfo, OrtInfo
 from ortdoctor.core.patterns import LazyPattern, lazy
-from ortdoctor.core.record import record
+from ortdoctor.core.record import record, replace
 from ortdoctor.decide.matrix.model import Matrix, Release
 from ortdoctor.decide.names import major_of
 
@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
-__all__ = ["CPU_FLAVOURS", "BuildMajors", "build_majors", "is_cuda_build"]
+__all__ = ["CPU_FLAVOURS", "BuildMajors", "build_majors", "is_cuda_build", "with_known_cuda"]
 
 #: Every distribution that installs a CPU build into the `onnxruntime/` import package.
 CPU_FLAVOURS = ("onnxruntime", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn")
@@ -102,3 +102,15 @@ def build_majors(ort: OrtInfo, matrix: Matrix | None = None) -> BuildMajors:
     else:
         cudnn, cudnn_from = (9 if cuda >= 12 else 8), "default"
     return BuildMajors(cuda, cudnn, cuda_from, cudnn_from)
+
+
+def with_known_cuda(ort: OrtInfo, matrix: Matrix) -> OrtInfo:
+    """``ort`` with ``cuda_version`` from the matrix where the wheel does not say it (before 1.21) and the
+    matrix knows the release's build for the build's CUDA major (12.2 for 1.20.2, 11.8 for 1.18.0):
+    every report then shows that, not "CUDA ?". Unchanged otherwise."""
+    if ort.cuda_version or ort.package_name or not ort.version:
+        # the build info was read (it names the package): what it says, or leaves out, stands
+        return ort
+    majors = build_majors(ort, matrix)
+    known = matrix.build_cuda(ort.version, majors.cuda) if majors.cuda is not None else None
+    return replace(ort, cuda_version=known) if known else ort

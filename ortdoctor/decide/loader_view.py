@@ -190,7 +190,7 @@ def library_row(env: Environment, lp: LibraryPlan) -> LibraryRow:
     if lp.skipped:
         return LibraryRow(lp, "info", "skipped", None, None)
     if lp.chosen is None:
-        if is_sublibrary(lp):
+        if is_sublibrary(lp) and not lp.required:  # one the provider lists in DT_NEEDED is essential
             return LibraryRow(lp, "info", "sublibrary-absent", None, None)
         essential = lp.required or lp.name.lower() == "cudnn"
         return LibraryRow(lp, "fail" if essential else "warn", "other-major" if lp.other_major else "not-found",

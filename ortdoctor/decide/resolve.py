@@ -41,7 +41,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeVar
 
-__all__ = ["DRIVER_SONAMES", "resolve"]
+__all__ = ["DRIVER_SONAMES", "provider_needs", "resolve"]
 
 # The libraries of the NVIDIA driver are never preloaded: they must match the kernel module.
 DRIVER_SONAMES = frozenset({"libcuda.so.1", "libnvidia-ml.so.1", "nvcuda.dll", "nvml.dll"})
@@ -129,7 +129,7 @@ def resolve(
     if majors.cuda is None:
         return Plan(None, majors.cudnn, directory, (), ())
     w = _Work(env, list(matrix.libraries_for(majors.cuda, majors.cudnn)), majors.cuda, majors.cudnn,
-              _provider_needed(env))
+              provider_needs(env, matrix, majors.cuda))
     _add_unlisted_needs(w, matrix)
 
     tiers = search_dirs(env, w.specs, directory=directory, cuda_major=w.cuda_major, cudnn_major=w.cudnn_major)
@@ -172,11 +172,25 @@ def resolve(
 # --------------------------------------------------------------------------------------------------
 # 1. The rows
 # --------------------------------------------------------------------------------------------------
-def _provider_needed(env: Environment) -> tuple[str, ...] | None:
+def provider_needs(env: Environment, matrix: Matrix, cuda_major: int) -> tuple[str, ...] | None:
+    """What the installed CUDA provider loads before it runs: its real ``DT_NEEDED`` (or PE imports) when
+    the file was read; else, for an exactly known PyPI release on Linux built for ``cuda_major`` (not a
+    feed build of another major), the ``DT_NEEDED`` the matrix recorded from that release's wheel; else
+    None (the matrix's load kinds decide).
+
+    Every CUDA or cuDNN library in it is *required*: the provider cannot be loaded without it, whatever the
+    library is (1.20's provider lists the cuDNN 9 sub-libraries, which libcudnn would otherwise map on
+    first use)."""
     prov = env.ort.cuda_provider
-    if prov is None:
+    if prov is not None:
+        return tuple(prov.needed) if hasattr(prov, "needed") else tuple(prov.imports)
+    if env.python.os == "windows" or not env.ort.version:
         return None
-    return tuple(prov.needed) if hasattr(prov, "needed") else tuple(prov.imports)
+    match = matrix.release_for(env.ort.version)
+    if (match is None or not match.exact or not match.release.provider_needed
+            or match.release.cuda_major != cuda_major):
+        return None
+    return match.release.provider_needed
 
 
 def _add_unlisted_needs(w: _Work, matrix: Matrix) -> None:
@@ -450,8 +464,9 @@ def _note_mixed_sources(w: _Work, matrix: Matrix, gname: str, active: Sequence[L
 def _library_plan(w: _Work, s: LibSpec, cands: Sequence[_Cand], pick: _Cand | None, other: Sequence[Candidate],
                   skipped: str | None) -> LibraryPlan:
     soname = w.soname(s)
-    if w.needed is not None and not _is_sub(s):
-        # what the provider really lists in DT_NEEDED decides, not the matrix's default
+    if w.needed is not None:
+        # what the provider really lists in DT_NEEDED decides, not the matrix's default; a cuDNN
+        # sub-library it lists is as required as any other (it must be loadable before the provider)
         required = soname.lower() in {n.lower() for n in w.needed} if w.windows else soname in w.needed
     else:
         required = s.load == "required"

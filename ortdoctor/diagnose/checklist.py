@@ -19,12 +19,14 @@ from ortdoctor.core.facts import (
 from ortdoctor.core.record import replace
 from ortdoctor.decide.build import is_cuda_build
 from ortdoctor.diagnose.context import SEVERITY_ORDER, Ctx, build_cuda_major
-from ortdoctor.diagnose.driver import check_driver
+from ortdoctor.diagnose.driver import check_driver, driver_absent
 from ortdoctor.diagnose.environment import (
     check_installer,
     check_multiprocessing,
     check_nvidia_stubs,
+    check_readable,
     check_search_path,
+    lead_with_the_layout,
 )
 from ortdoctor.diagnose.libraries import check_libraries, check_torch_copies
 from ortdoctor.diagnose.merge import merge_device_smokes, merge_plan_findings, merge_smoke
@@ -71,14 +73,15 @@ def diagnose(
     """
     ort = env.ort
     os_name = os_name or env.python.os
-    smoke = classify_smoke(smoke) if smoke is not None else None
-    device_smokes = [replace(d, smoke=classify_smoke(d.smoke)) for d in device_smokes]
+    no_driver = driver_absent(env)  # then a failed smoke session failed for want of one, and says so
+    smoke = classify_smoke(smoke, no_driver=no_driver) if smoke is not None else None
+    device_smokes = [replace(d, smoke=classify_smoke(d.smoke, no_driver=no_driver)) for d in device_smokes]
     match = matrix.release_for(ort.version) if ort.installed and ort.version else None
     gpu_build = ort.installed and is_cuda_build(ort)
     ctx = Ctx(env, plan, matrix, os_name, device_id, match, gpu_build, build_cuda_major(env, plan, match),
                all_devices, device_order)
 
-    found: list[Finding] = []
+    found: list[Finding] = check_readable(ctx)
     found += check_platform(ctx)
     found += check_package(ctx)
     if gpu_build:
@@ -105,4 +108,5 @@ def diagnose(
     found = merge_device_smokes(found, ctx, smoke, device_smokes)
     # every package fix one command a line, its prose as comments (decide/fixes.py: Installer.complete)
     found = [ctx.installer.complete(f) for f in found]
-    return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
+    found = sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
+    return lead_with_the_layout(found)

@@ -38,6 +38,19 @@ def visible_devices(driver: Any, *, device_order: str | None = None) -> tuple[li
     return [c.device for c in dmap.devices if c.device is not None], dmap.visibility_note
 
 
+def driver_absent(env: Any) -> bool:
+    """No NVIDIA driver is usable here: the cases :func:`check_driver` reports as ``driver-missing`` (no
+    driver library, or its kernel module not loaded). Anything the smoke session then does on the GPU
+    fails because of it, however the build happens to fail."""
+    drv = env.driver
+    if drv.available:
+        return False
+    if drv.error_kind in (DriverError.LIB_RM_VERSION_MISMATCH, DriverError.NO_PERMISSION, DriverError.GPU_IS_LOST,
+                          DriverError.OTHER):
+        return False
+    return not (env.python.wsl and not any(p.startswith("/usr/lib/wsl/") for p in drv.libcuda))
+
+
 def check_driver(ctx: Ctx) -> list[Finding]:
     env = ctx.env
     drv = env.driver

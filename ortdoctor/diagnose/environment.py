@@ -8,7 +8,8 @@ from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import (
     Finding,
 )
-from ortdoctor.core.shell import compose
+from ortdoctor.core.record import replace
+from ortdoctor.core.shell import Command, compose
 from ortdoctor.decide.fixes import check_again, pin_series, quote, search_path, step
 from ortdoctor.diagnose.context import Ctx, search_path_entries
 from ortdoctor.formats.realpath import real_path
@@ -70,6 +71,54 @@ def check_installer(ctx: Ctx) -> list[Finding]:
             "activated after it started. The findings below are about that other environment.",
             compose((again := check_again(other),), windows=ctx.os_name == "windows"), commands=(again,)))
     return out
+
+
+# What the contents of an unreadable directory decide: said of a directory ortdoctor cannot read, each
+# would be a guess (the package may be right there), and its package fix a reinstall of what is there.
+_UNKNOWABLE = frozenset({"ort-not-installed", "ort-cpu-only", "ort-multiple-packages", "ort-install-damaged",
+                         "ort-import-fails", "cuda-lib-missing", "cuda-major-mismatch", "cudnn-major-mismatch",
+                         "cuda-lib-not-loadable", "lib-sources-mixed", "matrix-missing-library"})
+# said before anything else: until they are settled, the other findings are about the wrong place
+LAYOUT_FIRST = ("path-unreadable", "virtual-env-not-inspected")
+
+
+def check_readable(ctx: Ctx) -> list[Finding]:
+    """Directories of the import path this user cannot read (:attr:`PythonInfo.unreadable`)."""
+    dirs = ctx.env.python.unreadable
+    if not dirs:
+        return []
+    return [make("path-unreadable",
+                 "Permission denied for " + ", ".join(dirs) + ": what is installed there cannot be seen, so "
+                 "nothing there is called missing or a CPU build here.",
+                 compose((chmod := Command(("chmod", "-R", "a+rX", *dirs)),), "as the owner; or run as the user "
+                         "who owns the environment", windows=ctx.os_name == "windows"), commands=(chmod,))]
+
+
+def lead_with_the_layout(found: list[Finding]) -> list[Finding]:
+    """The layout findings first, and what they make unreliable left out.
+
+    An unreadable directory: the findings about what is installed there are dropped (no "not installed",
+    no reinstall). An activated environment that is not the one inspected: it becomes an error, said
+    first, and the other findings keep no package commands, which would change ortdoctor's own
+    environment instead of the activated one."""
+    ids = {f.id for f in found}
+    if "path-unreadable" in ids:
+        found = [f for f in found if f.id not in _UNKNOWABLE]
+    venv = next((f for f in found if f.id == "virtual-env-not-inspected"), None)
+    if venv is not None:
+        here = venv.fix or ""
+        out = []
+        for f in found:
+            if f is venv:
+                out.append(replace(f, severity="error"))
+            elif f.steps:
+                out.append(replace(f, steps=(), fix=f"(not printed: check the activated environment first, {here}; "
+                                   "to change the inspected one, pass its interpreter with --python)"))
+            else:
+                out.append(f)
+        found = out
+    first = [f for fid in LAYOUT_FIRST for f in found if f.id == fid]
+    return first + [f for f in found if f.id not in LAYOUT_FIRST]
 
 
 def _real(path: str) -> str:

@@ -16,9 +16,9 @@ from ortdoctor.core.facts import (
     Severity,
 )
 from ortdoctor.core.record import replace
-from ortdoctor.core.shell import add_note, compose
+from ortdoctor.core.shell import Command, add_note, compose
 from ortdoctor.decide.fixes import library_fix, step, wrong_cuda_cudnn
-from ortdoctor.decide.integrity import damage_of
+from ortdoctor.decide.integrity import damage_of, short_elf
 from ortdoctor.decide.loader_view import (
     SOURCE_WORDS,
     LoaderPick,
@@ -28,7 +28,7 @@ from ortdoctor.decide.loader_view import (
     same_file,
 )
 from ortdoctor.decide.torch import torch_copies, torch_other_copy_finding
-from ortdoctor.diagnose.context import Ctx, ort_family, search_path_line
+from ortdoctor.diagnose.context import Ctx, ort_family, search_path_line, vtuple
 from ortdoctor.diagnose.driver import build_for_major
 from ortdoctor.formats.realpath import real_path
 
@@ -66,6 +66,44 @@ def package_fix(ctx: Ctx, wanted: Sequence[LibraryPlan]) -> tuple[PackageStep, .
     return library_fix(ctx.matrix, ctx.env, ctx.plan, wanted)
 
 
+def _already_installed(ctx: Ctx, steps: Sequence[PackageStep]) -> list[NvidiaWheel]:
+    """The installed NVIDIA wheels that already satisfy every requirement of ``steps``, when those steps
+    are plain installs of such wheels: the command would change nothing (empty otherwise)."""
+    if not steps or any(s.verb != "install" for s in steps):
+        return []
+    wheels = {_norm(w.name): w for w in ctx.env.nvidia_wheels}
+    out: list[NvidiaWheel] = []
+    for st in steps:
+        for spec in st.args:
+            m = _PLAIN_SPEC.fullmatch(spec)
+            w = wheels.get(_norm(m.group(1))) if m else None
+            if m is None or w is None or not _satisfies(w.version, m.group(2), m.group(3)):
+                return []
+            out.append(w)
+    return list(dict.fromkeys(out))
+
+
+# a plain requirement: name, optionally ==X.*, ==X.Y.Z or ~=X.Y (what the fixes of the NVIDIA wheels write)
+_PLAIN_SPEC = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:(==|~=)([0-9][0-9.]*(?:\.\*)?))?")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _satisfies(version: str, op: str | None, want: str | None) -> bool:
+    if op is None or want is None:
+        return True
+    have = version.split(".")
+    if want.endswith(".*") or op == "~=":
+        # "==9.*": the same leading parts; "~=12.0": the same major, at least that release
+        parts = want.removesuffix(".*").split(".")
+        if op == "~=":
+            return have[:1] == parts[:1] and vtuple(version) >= vtuple(want)
+        return have[:len(parts)] == parts
+    return vtuple(version) == vtuple(want)
+
+
 def _is_sublib(lp: LibraryPlan) -> bool:
     """A cuDNN sub-library (dlopen'd by libcudnn itself; the set differs between cuDNN releases)."""
     return _is_cudnn(lp) and lp.name.lower() != "cudnn"
@@ -79,8 +117,9 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
     cudnn_main = next((lp for lp in libs if lp.name.lower() == "cudnn"), None)
     # cuDNN loads its sub-libraries itself and only those of its own release: a sub-library the matrix
     # lists but this cuDNN does not ship is not a problem; with libcudnn itself missing they are
-    # covered by that one line.
-    libs_checked = [lp for lp in libs if not (_is_sublib(lp) and lp.chosen is None)]
+    # covered by that one line. A sub-library the CUDA provider itself lists in DT_NEEDED (1.20's) is
+    # required like any other library: the provider does not load without it.
+    libs_checked = [lp for lp in libs if not (_is_sublib(lp) and lp.chosen is None and not lp.required)]
     out: list[Finding] = []
     ort = ctx.env.ort
     build = f"{ort.active or 'onnxruntime-gpu'} {ort.version} (CUDA {ort.cuda_version or plan.cuda_major}"
@@ -88,7 +127,7 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
     preload_hint = "afterwards: `import ortdoctor.hook` (or onnxruntime.preload_dlls()) before the first session"
 
     # Everything a package fix must bring, for both findings below: one command covers the whole set.
-    wanted = [lp for lp in libs_checked if lp.chosen is None and not _is_sublib(lp)]
+    wanted = [lp for lp in libs_checked if lp.chosen is None and (lp.required or not _is_sublib(lp))]
 
     # --- present only for another major (modes 3, 7, 19); also wheels of another major that the
     # build cannot use even though its own major came from somewhere else.
@@ -139,9 +178,13 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
                 notes.append(f"or keep CUDA {have} and install the onnxruntime-gpu built for it: {ctx.run(*alt)}")
         installed_from = [d.index_url for d in ort_family(ort) if d.index_url]
         extra = f"\nonnxruntime-gpu was installed from {installed_from[0]}" if installed_from else ""
+        wrong = _wrong_cuda_cudnn(ctx, plan.libraries) if is_cudnn else []
+        # the same cuDNN major built for another CUDA: "present only for another major" would be untrue
+        title = (f"cuDNN {plan.cudnn_major} is installed, but built for CUDA {wrong[0].cuda_major}, not the "
+                 f"build's CUDA {plan.cuda_major}") if wrong and not any(lp.other_major for lp in group) else None
         fix, commands = ctx.installer.fix(steps, "\n".join(notes))
         out.append(make(fid, f"{build}:\n" + "\n".join(lines) + extra, fix or None, severity=sev,
-                        steps=steps, commands=commands))
+                        steps=steps, commands=commands, title=title))
 
     # --- not found at all (modes 2, 21)
     missing = [lp for lp in libs_checked if lp.chosen is None and not lp.other_major]
@@ -156,8 +199,27 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
             searched = (" (refused: " + "; ".join(f"{c.path}: {c.rejected}" for c in rejected) + ")") if rejected else ""
             lines.append(f"{lp.soname} ({kind}): not found{searched}")
         steps = package_fix(ctx, wanted)
-        prose = ("" if steps else f"install the CUDA {plan.cuda_major} toolkit and cuDNN {plan.cudnn_major} "
-                 "libraries (no pip wheels exist for them)\n") + preload_hint
+        there = _already_installed(ctx, steps)
+        if there and any(c.rejected for lp in missing for c in lp.candidates):
+            # the files are there, and refused (the lines above say why): that refusal is what to change
+            lines.append("Installing the wheels again changes nothing: ortdoctor refuses the copies named above.")
+            steps = ()
+        elif there:
+            # the install would change nothing: say what stops the installed wheel from providing the file
+            where = ", ".join(dict.fromkeys(d for w in there for d in w.lib_dirs)) or (
+                "its library directory" if len(there) == 1 else "their library directories")
+            lines.append(f"{', '.join(f'{w.name} {w.version}' for w in there)} already installed, yet "
+                         f"{', '.join(lp.soname for lp in missing)} is not in {where}: that install is incomplete, "
+                         "and installing it again the same way changes nothing")
+            steps = (step("install", "--force-reinstall", "--no-deps", *(f"{w.name}=={w.version}" for w in there)),)
+        if steps:
+            prose = preload_hint
+        elif there:
+            prose = ("make the refused directory safe (chmod o-w, owned by you or root), or pass "
+                     "--allow-unsafe-dirs\n" + preload_hint)
+        else:
+            prose = (f"install the CUDA {plan.cuda_major} toolkit and cuDNN {plan.cudnn_major} libraries (no pip "
+                     "wheels exist for them)\n" + preload_hint)
         fix, commands = ctx.installer.fix(steps, prose)
         out.append(make("cuda-lib-missing", f"{build}:\n" + "\n".join(lines), fix, severity=sev, steps=steps,
                         commands=commands))
@@ -175,7 +237,11 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
 
     # --- the loader on its own (no preload): finds no copy at all (modes 6, 12), or another copy
     picks = {lp.name: default_loader_copy(ctx.env, lp, ctx.os_name) for lp in libs if lp.chosen is not None}
+    out += _cut_short(ctx, libs, picks, {d.path for d in damaged})
+    # a cuDNN built for another CUDA is reported above as unusable: never advise preloading it
+    unusable = {os.path.normpath(d) for w in _wrong_cuda_cudnn(ctx, plan.libraries) for d in w.lib_dirs}
     hidden = [lp for lp in libs if lp.chosen is not None and picks.get(lp.name) is None
+              and os.path.normpath(os.path.dirname(lp.chosen.path)) not in unusable
               and not loader_visible(ctx.env, lp.soname, lp.chosen, ctx.os_name)]
     if hidden:
         by_dir: dict[str, list[str]] = {}
@@ -238,6 +304,36 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
                   for f in copies]
     out += copies
     return out
+
+
+def _cut_short(ctx: Ctx, libs: Sequence[LibraryPlan], picks: dict[str, LoaderPick | None],
+               told: set[str]) -> list[Finding]:
+    """Copies no wheel's RECORD describes (on LD_LIBRARY_PATH, in a toolkit directory) that are shorter
+    than their own ELF headers say: the chosen one, and the one the loader takes without a preload (a
+    program that does not preload maps it and dies with SIGBUS). ``told``: files already reported."""
+    if ctx.os_name == "windows":
+        return []
+    seen: dict[str, str] = {}  # path -> how it would be loaded
+    for lp in libs:
+        if lp.chosen is not None and lp.chosen.source != "loaded" and lp.chosen.path not in told \
+                and damage_of(ctx.env, lp.chosen.path) is None:
+            seen.setdefault(lp.chosen.path, f"ortdoctor's choice for {lp.soname}")
+        pick = picks.get(lp.name)
+        if pick is not None and not pick.same_as_chosen and pick.path not in told:
+            seen.setdefault(pick.path, f"what the loader takes for {lp.soname} without a preload ({pick.via})")
+    short = [(s, how) for path, how in seen.items() if (s := short_elf(path)) is not None]
+    if not short:
+        return []
+    lines = [f"{s.describe()}; {how}" for s, how in short]
+    dirs = list(dict.fromkeys(os.path.dirname(s.path) for s, _how in short))
+    # moved aside, not deleted: the loader then finds the next copy (or the preload's)
+    moves = tuple(Command(("mv", "--", s.path, s.path + ".cut-short")) for s, _how in short)
+    windows = ctx.os_name == "windows"
+    return [make("lib-file-damaged", "\n".join(lines) + "\nNo wheel's RECORD describes these files; their own "
+                 "program headers do. Mapping one kills the process (SIGBUS).",
+                 compose(moves, "or put a whole copy of the same release there, or take "
+                         f"{', '.join(dirs)} off LD_LIBRARY_PATH", windows=windows), commands=moves,
+                 title="a library the process would map is cut short")]
 
 
 def _foreign_wheel_files(ctx: Ctx, lp: LibraryPlan) -> list[str]:
@@ -401,7 +497,8 @@ def _default_loader_finding(ctx: Ctx, other: Sequence[tuple[LibraryPlan, LoaderP
     differ = False
     for (pdir, via, cdir), members in groups.items():
         names = ", ".join(compact_sonames([lp.soname for lp, _ in members]))
-        word = SOURCE_WORDS.get(members[0][1].source, members[0][1].source)
+        # a directory named by LD_LIBRARY_PATH is the user's, not "system": the via says where it comes from
+        word = "" if via == "LD_LIBRARY_PATH" else SOURCE_WORDS.get(members[0][1].source, members[0][1].source)
         pairs = list(dict.fromkeys((p.version, lp.chosen.version) for lp, p in members if lp.chosen))
         if all(a and b and a == b for a, b in pairs):
             versions = "the same version" + ("s" if len(members) > 1 else "") + " as the chosen"
@@ -414,7 +511,8 @@ def _default_loader_finding(ctx: Ctx, other: Sequence[tuple[LibraryPlan, LoaderP
                 versions = "; ".join(f"{lp.soname} {p.version or '?'} instead of {lp.chosen.version or '?'}"
                                      for lp, p in members if lp.chosen and p.version != lp.chosen.version
                                      and not _is_sublib(lp))
-        lines.append(f"{names}: the loader takes {word} {pdir} ({via}), {versions}; ortdoctor chose {cdir}")
+        lines.append(f"{names}: the loader takes {f'{word} ' if word else ''}{pdir} ({via}), {versions}; "
+                     f"ortdoctor chose {cdir}")
     chosen_libs = [lp for lp, _ in other if lp.chosen is not None]
     sources = list(dict.fromkeys(SOURCE_WORDS.get(lp.chosen.source, lp.chosen.source)
                                  for lp in chosen_libs if lp.chosen))

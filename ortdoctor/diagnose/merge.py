@@ -55,6 +55,10 @@ def merge_smoke(found: list[Finding], smoke: Any, installer: Installer | None = 
         cid = getattr(cause, "finding_id", None)
         if mode_ids and _is_busy(cause):
             cid = mode_ids[0]  # the GPU refuses contexts because of its compute mode, not for lack of GPUs
+        soname = (getattr(cause, "details", None) or {}).get("soname")
+        damaged = next((f.id for f in found if f.id == "lib-file-damaged" and soname and soname in f.detail), None)
+        if cid == "cuda-lib-missing" and damaged:
+            cid = damaged  # ORT could not open the file ortdoctor found cut short: the same problem, said once
         if not cid or getattr(cause, "consequence", False) or cid in cause_ids:
             continue
         cause_ids.append(cid)

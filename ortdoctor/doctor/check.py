@@ -162,7 +162,7 @@ class _Check:
             if self.early is not None:
                 self.early.cancel()  # nobody will read its result: do not leave it running
             raise
-        smoke_result, device_smokes = self._collect_smoke()
+        smoke_result, device_smokes = self._collect_smoke(env)
 
         from ortdoctor.diagnose.checklist import diagnose
 
@@ -213,7 +213,7 @@ class _Check:
                                   maps_path=opts.maps_path, on_probe=self._on_probe, interpreter=opts.python)
         self.timings["probes"] = _ms(t)
 
-        from ortdoctor.decide.build import is_cuda_build
+        from ortdoctor.decide.build import is_cuda_build, with_known_cuda
         from ortdoctor.decide.devices import map_devices
         from ortdoctor.decide.matrix.load import load_matrix
         from ortdoctor.decide.resolve import resolve
@@ -223,6 +223,8 @@ class _Check:
         self.timings["matrix"] = _ms(t)
         t = time.perf_counter()
         gpu_build = env.ort.installed and is_cuda_build(env.ort)
+        if gpu_build and not env.ort.cuda_version:  # an old wheel: the CUDA version the matrix knows
+            env = replace(env, ort=with_known_cuda(env.ort, matrix))
         plan = resolve(env, matrix, directory=opts.directory,
                        cwd=opts.cwd if opts.cwd is not None else os.getcwd(),
                        allow_unsafe_dirs=opts.allow_unsafe_dirs) if gpu_build else None
@@ -250,23 +252,27 @@ class _Check:
             recommendation = recommended_install(env, matrix)
         return env, plan, matrix, device_map, skipped, recommendation
 
-    def _collect_smoke(self) -> tuple[SmokeResult | None, tuple[DeviceSmoke, ...]]:
+    def _collect_smoke(self, env: Any) -> tuple[SmokeResult | None, tuple[DeviceSmoke, ...]]:
         """The diagnosis needs the smoke result (it merges the child's evidence into the findings it
-        confirms), so it runs once the child is collected; it is pure and takes a few milliseconds."""
+        confirms), so it runs once the child is collected; it is pure and takes a few milliseconds.
+        Without a usable driver a failed session is read as failing for that reason (``no_driver``)."""
+        from ortdoctor.diagnose.driver import driver_absent
         from ortdoctor.diagnose.smoke import classify_smoke
+
+        no_driver = driver_absent(env)
 
         if self.early is None and self.devices_thread is None:
             return None, ()
         t = time.perf_counter()
         if self.devices_thread is not None:
-            device_smokes = tuple(replace(d, smoke=classify_smoke(d.smoke))
+            device_smokes = tuple(replace(d, smoke=classify_smoke(d.smoke, no_driver=no_driver))
                                   for d in self.devices_thread.result())
             smoke_result = next((d.smoke for d in device_smokes if d.ordinal == self.opts.device_id), None)
             started = self.devices_thread.started
         else:
             assert self.early is not None
             try:
-                smoke_result = classify_smoke(self.early.result())
+                smoke_result = classify_smoke(self.early.result(), no_driver=no_driver)
             except BaseException:  # Ctrl-C while waiting: the child runs in its own process group
                 self.early.cancel()
                 raise

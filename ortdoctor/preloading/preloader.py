@@ -36,7 +36,7 @@ from ortdoctor.decide.fixes import Installer, gpu_install, library_fix, step
 from ortdoctor.decide.integrity import Damage, damage_of
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import LibSpec, Matrix
-from ortdoctor.decide.resolve import resolve
+from ortdoctor.decide.resolve import DRIVER_SONAMES, resolve
 from ortdoctor.decide.search import DirectoryError, resolve_directory
 from ortdoctor.decide.torch import torch_copies, torch_other_copy_finding
 from ortdoctor.formats.elf import ElfError, read_elf
@@ -343,14 +343,15 @@ def _check_msvc(result: PreloadResult) -> None:
 
 def _split_sublibraries(run: _Run, sublibraries: bool) -> list[LibraryPlan]:
     """The libraries to load; the cuDNN sub-libraries are left to cuDNN (it loads them from its own
-    directory on first use) unless asked for."""
+    directory on first use) unless asked for, or unless the plan marks one required: a CUDA provider that
+    lists it in DT_NEEDED (1.20's) cannot be loaded before it is."""
     to_load: list[LibraryPlan] = []
     main_cudnn_dir: str | None = None
     for lp in run.plan.libraries:
         spec = run.specs.get(lp.name)
         if lp.skipped:
             run.result.skipped.append(SkippedLib(lp.name, lp.skipped))
-        elif spec is not None and spec.sublibrary_of and not sublibraries:
+        elif spec is not None and spec.sublibrary_of and not sublibraries and not lp.required:
             where = os.path.dirname(lp.chosen.path) if lp.chosen else None
             if lp.chosen is not None and main_cudnn_dir and where != main_cudnn_dir:
                 steps = _reinstall_owner(run, os.path.join(main_cudnn_dir, "libcudnn.so"))
@@ -436,6 +437,14 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
             result.findings.append(_damaged_finding(run, damaged, severity=severity))
         if truncated:
             result.findings.append(_truncated_finding(run, lp, truncated, severity=severity))
+        return
+    driver = [n for n in DRIVER_SONAMES if any(f"{n}: cannot open" in e for e in errors)]
+    if driver:
+        # the file is whole; it links the driver's own library, absent here: a reinstall changes nothing
+        result.findings.append(make(
+            "driver-missing", f"{lp.soname} links {driver[0]}, the NVIDIA driver's library, which this machine "
+            f"does not have: {'; '.join(errors)}", severity="error" if lp.required else "warning",
+            title=f"{lp.soname} cannot load without the NVIDIA driver"))
         return
     steps = _reinstall_owner(run, lp.chosen.path)
     fix, commands = run.installer.fix(steps, "reinstalls the wheel that ships it" if steps else

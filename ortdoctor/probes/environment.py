@@ -30,7 +30,41 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["collect_environment"]
+__all__ = ["collect_environment", "unreadable_dirs"]
+
+# the directories inside a site directory whose contents decide the diagnosis
+_INNER = ("onnxruntime", os.path.join("onnxruntime", "capi"), "nvidia")
+
+
+def unreadable_dirs(path: Iterable[str]) -> tuple[str, ...]:
+    """The directories of the import path, and ``onnxruntime/``, ``onnxruntime/capi/`` and ``nvidia/``
+    inside them, that exist but this user cannot list or enter: what they hold is unknown, so nothing
+    found missing there may be called not installed. One ``access`` call per existing directory."""
+    out: list[str] = []
+    for entry in dict.fromkeys(os.path.abspath(p) for p in path if p):
+        if not os.path.isdir(entry):
+            continue  # absent, or a zip file: nothing to read as a directory
+        if not os.access(entry, os.R_OK | os.X_OK):
+            out.append(entry)
+            continue
+        for inner in _INNER:
+            d = os.path.join(entry, inner)
+            # isdir is False for capi/ inside an onnxruntime/ that cannot be entered: named once
+            if os.path.isdir(d) and not os.access(d, os.R_OK | os.X_OK):
+                out.append(d)
+        out.extend(_unreadable_wheel_dirs(os.path.join(entry, "nvidia")))
+    return tuple(out)
+
+
+def _unreadable_wheel_dirs(nvidia: str) -> list[str]:
+    """The NVIDIA wheels' library directories (``nvidia/<component>/lib``) that cannot be read."""
+    try:
+        with os.scandir(nvidia) as it:
+            subdirs = [e.path for e in it if e.is_dir()]
+    except OSError:
+        return []  # absent, or itself unreadable (named by the caller)
+    return [lib for d in sorted(subdirs) if os.path.isdir(lib := os.path.join(d, "lib"))
+            and not os.access(lib, os.R_OK | os.X_OK)]
 
 
 def _mapped(maps_path: str) -> tuple[str, ...]:
@@ -87,6 +121,9 @@ def collect_environment(
     sites = python.site_dirs if site_dirs is None else tuple(os.path.abspath(d) for d in site_dirs)
     if site_dirs is not None:
         python = replace(python, site_dirs=sites)
+    blocked = unreadable_dirs(path)
+    if blocked:
+        python = replace(python, unreadable=blocked)
     index = DistIndex(sites)
     ort = probe_ort(import_path=[p for p in path if p] if site_dirs is None else sites, index=index, kernels=False)
     if on_probe is not None:

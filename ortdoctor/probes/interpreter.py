@@ -88,7 +88,9 @@ def describe(python: str, environ: Mapping[str, str] | None = None) -> Interpret
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise InterpreterError(f"--python {python}: not a Python interpreter that answers ({tail[0]})") from None
+        # another program may echo the probe script back (`ls -c SCRIPT`): never print it as its answer
+        said = "its output is not a Python answer" if _SCRIPT.splitlines()[0] in tail[0] else tail[0][:300]
+        raise InterpreterError(f"--python {python}: not a Python interpreter that answers ({said})") from None
     return Interpreter(str(data["executable"]) or path, str(data["version"]), str(data["implementation"]),
                        str(data["platform"]), str(data["machine"]), str(data["sys_platform"]),
                        str(data["prefix"]), str(data["base_prefix"]),

@@ -143,7 +143,8 @@ def _counts(findings: Iterable[Finding]) -> str:
 
 def _verdict(report: Report) -> str:
     ort = report.env.ort
-    what = f"{ort.active or ort.package_name or 'onnxruntime'} {ort.version}" if ort.installed else "onnxruntime"
+    what = " ".join(x for x in (ort.active or ort.package_name or "onnxruntime", ort.version if ort.installed else None)
+                    if x)
     counts = _counts(report.findings)
     if report.verdict == "fail":
         first = next((f.id for f in report.findings if f.severity == "error"), "")
@@ -189,7 +190,10 @@ def _facts(report: Report, md: _Md) -> list[str]:
             build = f"CUDA {ort.cuda_version or '?'}{cudnn}"
         else:
             build = "CPU build, no CUDA provider"
-        rows.append(_row("onnxruntime", md.text(f"{ort.active or ort.package_name} {ort.version} ({build})")))
+        if env.python.unreadable and not (ort.package_dir and ort.is_gpu_build):
+            build = "what is installed cannot be read: see path-unreadable"
+        name = " ".join(x for x in (ort.active or ort.package_name or "onnxruntime", ort.version) if x)
+        rows.append(_row("onnxruntime", md.text(f"{name} ({build})")))
         rows.append(_row("package dir", md.code(ort.package_dir or "?")))
     for d in ort.distributions:
         owner = {True: "its files are on disk", False: "its files were overwritten", None: "ownership unknown"}

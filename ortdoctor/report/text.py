@@ -93,7 +93,8 @@ def verdict_line(report: Report, *, color: bool = False) -> str:
 def _verdict_line(report: Report, s: _Style) -> str:
     head = f"ortdoctor {__version__}: "
     ort = report.env.ort
-    what = f"{ort.active or 'onnxruntime'} {ort.version}" if ort.installed else "onnxruntime"
+    # an unreadable package directory leaves the version unknown: never "onnxruntime None"
+    what = " ".join(x for x in (ort.active or "onnxruntime", ort.version if ort.installed else None) if x)
     if report.verdict == "fail":
         first = next(f for f in report.findings if f.severity == "error")
         return (head + s.red(s.bold(f"{FAIL} FAIL")) + f": {what} cannot use the GPU here "
@@ -160,11 +161,14 @@ def _ort(report: Report, s: _Style, debug: bool) -> list[str]:
         rec = report.recommendation or "see the fix below"
         return [_row("onnxruntime", FAIL, "not installed", s), " " * _LABEL + f"for this machine: {s.bold(rec)}"]
     dists = [d for d in ort.distributions if not d.name.lower().startswith("onnxruntime-genai")]
-    if is_cuda_build(ort):
+    name = " ".join(x for x in (ort.active or ort.package_name or "onnxruntime", ort.version) if x)
+    if report.env.python.unreadable and not (ort.package_dir and ort.is_gpu_build):
+        mark, text = FAIL, f"{name} (what is installed cannot be read: see [path-unreadable])"
+    elif is_cuda_build(ort):
         cudnn = f", cuDNN {ort.cudnn_major}" if ort.cudnn_major else ""
-        mark, text = OK, f"{ort.active or ort.package_name} {ort.version} (CUDA {ort.cuda_version or '?'}{cudnn})"
+        mark, text = OK, f"{name} (CUDA {ort.cuda_version or '?'}{cudnn})"
     else:
-        mark, text = FAIL, f"{ort.active or ort.package_name} {ort.version} (CPU build: no CUDA provider)"
+        mark, text = FAIL, f"{name} (CPU build: no CUDA provider)"
     if len(dists) > 1:
         multi = next((f for f in report.findings if f.id == "ort-multiple-packages"), None)
         mark = WARN if multi is not None and multi.severity != "error" else FAIL
@@ -312,9 +316,12 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
     if not getattr(sm, "ran", False):
         return [_row("Smoke", WARN, f"did not run: {terminal_safe(getattr(sm, 'error', None) or 'unknown reason')}", s)]
     where = f" (ran on {providers})" if providers else ""
-    out = [_row("Smoke", FAIL, f"failed{where}", s)]
     # The classified cause, not a slice of ORT's message: the finding below carries the raw text.
     causes = [c for c in getattr(sm, "causes", ()) or () if not getattr(c, "consequence", False)]
+    # without a driver the session could not run, whatever the build's own failure looked like
+    no_driver = any(getattr(c, "finding_id", "") == "driver-missing" for c in causes)
+    out = [_row("Smoke", FAIL, "could not run on the GPU (no usable NVIDIA driver)" if no_driver else
+                f"failed{where}", s)]
     titles = {f.id: f.title for f in report.findings}
     if causes:
         for cid in dict.fromkeys(getattr(c, "finding_id", "") for c in causes):

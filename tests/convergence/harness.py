@@ -65,7 +65,11 @@ PRELOAD_ADVICE = frozenset({"cuda-lib-not-loadable", "default-loader-picks-other
 PIP_QUIET = ("--disable-pip-version-check", "--no-input", "--progress-bar", "off")
 
 
-def excused(finding_id: str) -> bool:
+def excused(finding_id: str, *, smoke: bool = False) -> bool:
+    """A finding this machine causes. With the smoke session run (``smoke``), only ``driver-missing``: a
+    session that cannot run without a driver must say so through it, not through an error of its own."""
+    if smoke:
+        return finding_id in EXCUSED_IDS
     return finding_id in EXCUSED_IDS or finding_id.startswith(EXCUSED_PREFIXES)
 
 
@@ -79,6 +83,12 @@ class Scenario:
     ``expect``: finding ids the first check must raise (the diagnosis is right before the fix is tried).
     ``fix_needs``: requirement sets a right fix installs, fetched into the cache ahead of time so a
     rerun downloads nothing (a speed-up only: what the fix really asks for is fetched either way).
+    ``smoke``: the check after the fix runs the smoke session too (no driver here: it must end in
+    ``driver-missing`` alone, whatever the release does on the GPU without one).
+    ``unreadable``: a path relative to site-packages made unreadable (``chmod 000``) after the installs;
+    then every check runs as ``nobody`` with ortdoctor installed apart (``--target``) and ``--python``
+    naming the venv, as the README says for an existing environment, and the venv is made from the
+    system's interpreter, which ``nobody`` can run. The pasted fix runs as the owner (here root).
     """
 
     name: str
@@ -101,6 +111,8 @@ class Scenario:
     # the venv made by ``uv venv`` (no pip), every install by ``uv pip --python``; uv is where its installer
     # puts it ($HOME/.local/bin), not on PATH, and reads only the wheel cache (UV_NO_INDEX)
     uv_venv: bool = False
+    smoke: bool = False
+    unreadable: str | None = None
 
 
 @dataclass
@@ -121,7 +133,8 @@ class Outcome:
     fix: str | None = None  # the whole fix text of the primary finding
     pasted: str | None = None  # the first block the report prints for it, pasted into bash
     fix_rc: int | None = None
-    fix_output: str = ""
+    fix_stdout: str = ""  # what the fix printed, whole: a check reads all of it, never a tail
+    fix_stderr: str = ""
     decoy_calls: list[str] = field(default_factory=list)
     after: Round | None = None
     printed: bool | None = None  # the pasted line is a whole line of the human report too
@@ -133,6 +146,12 @@ class Outcome:
     damage: list[str] = field(default_factory=list)  # what the paste did beside its job (files made or lost)
     error: str | None = None  # the harness itself could not build the scenario
     seconds: float = 0.0
+
+    @property
+    def fix_output(self) -> str:
+        """stdout then stderr of the fix, whole (pip writes a line per wheel: a tail of a few thousand
+        characters lost what ``ortdoctor fix`` printed before pip ran)."""
+        return self.fix_stdout + self.fix_stderr
 
     @property
     def converged(self) -> bool:
@@ -291,6 +310,31 @@ class Workspace:
         self.target: Path | None = None  # a --target directory on PYTHONPATH
         self.sentinel = self.root / "proj" / "my" / "keep.txt"  # beside a target dir named "my dir ..."
         self.home: Path | None = None  # $HOME for a uv scenario (uv in ~/.local/bin)
+        self.tool: Path | None = None  # ortdoctor installed apart, for checks as another user
+        self.as_user: tuple[int, int] | None = None  # (uid, gid) the checks run as
+
+    def ortdoctor(self, *args: str) -> list[str]:
+        """The command line of ``ortdoctor ARGS`` for this workspace's checks."""
+        if self.tool is None:
+            return [str(self.venv / "bin" / "ortdoctor"), *args]
+        return [SYSTEM_PYTHON, "-m", "ortdoctor", *args, "--python", self.python]
+
+    def run_check(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        env = self.user_env()
+        if self.tool is not None:
+            env["PYTHONPATH"] = str(self.tool)
+        ids = self.as_user
+        if ids is None:
+            return _run(argv, env=env, cwd=self.cwd, timeout=300)
+
+        def drop() -> None:
+            os.setgroups([])
+            os.setgid(ids[1])
+            os.setuid(ids[0])
+
+        env["HOME"] = "/nonexistent"
+        return subprocess.run(list(argv), env=env, cwd=self.cwd, capture_output=True, text=True, timeout=300,
+                              check=False, preexec_fn=drop)
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -374,6 +418,18 @@ def _build_uv(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
     _checked([str(uv), "venv", "--quiet", "--python", _base_python(), str(ws.venv)], env=env)
     for reqs in (*s.installs, (str(ortdoctor_wheel),)):
         _checked([str(uv), "pip", "install", "--quiet", "--python", ws.python, *reqs], env=env)
+#: An interpreter every user can run (a venv of it, too): the system's.
+SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+
+
+def _nobody() -> tuple[int, int] | None:
+    import pwd
+
+    try:
+        entry = pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+    return (entry.pw_uid, entry.pw_gid) if os.getuid() == 0 else None
 
 
 def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
@@ -382,7 +438,8 @@ def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
         _build_uv(s, ws, ortdoctor_wheel)
         ws.make_decoy()
         return
-    _checked([sys.executable, "-m", "venv", *(["--without-pip"] if s.without_pip else []),
+    base = SYSTEM_PYTHON if s.unreadable else sys.executable
+    _checked([base, "-m", "venv", *(["--without-pip"] if s.without_pip else []),
               *(["--system-site-packages"] if s.system_site_packages else []), str(ws.venv)])
     env = _pip_env()
     env.pop("PIP_FIND_LINKS", None)
@@ -406,18 +463,27 @@ def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
         target = _site_packages(ws) / s.truncate
         data = target.read_bytes()
         target.write_bytes(data[:4096])
+    if s.unreadable:
+        ids = _nobody()
+        if ids is None:
+            raise HarnessError("an unreadable directory needs root and a `nobody` user to check as")
+        ws.tool = ws.root / "tool"
+        _checked([sys.executable, "-m", "pip", "install", *PIP_QUIET, *offline, "--target", str(ws.tool),
+                  str(ortdoctor_wheel)], env=env)
+        ws.root.chmod(0o755)  # mkdtemp's 0700 would hide everything from nobody
+        (_site_packages(ws) / s.unreadable).chmod(0)
+        ws.as_user = ids
     ws.make_decoy()
 
 
-def check(ws: Workspace) -> Round:
-    proc = _run([str(ws.venv / "bin" / "ortdoctor"), "check", "--json", "--no-smoke"], env=ws.user_env(),
-                cwd=ws.cwd, timeout=300)
+def check(ws: Workspace, *, smoke: bool = False) -> Round:
+    proc = ws.run_check(ws.ortdoctor("check", "--json", *([] if smoke else ["--no-smoke"])))
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError as e:
         raise HarnessError(f"check --json gave no JSON (rc {proc.returncode}): {e}\n{proc.stderr[-3000:]}") from e
     findings = list(report.get("findings", []))
-    serious = [f for f in findings if f["severity"] in ("error", "warning") and not excused(f["id"])]
+    serious = [f for f in findings if f["severity"] in ("error", "warning") and not excused(f["id"], smoke=smoke)]
     advice = [f["id"] for f in serious if f["id"] in PRELOAD_ADVICE and f["severity"] == "warning"]
     problems = [f"{f['id']} ({f['severity']})" for f in serious if f["id"] not in advice]
     return Round(proc.returncode, report.get("verdict"), findings, problems, advice, report)
@@ -426,8 +492,7 @@ def check(ws: Workspace) -> Round:
 def printed_in_text(ws: Workspace, pasted: str) -> bool:
     """The human report (``check --no-smoke``, what a user copies from) shows each command line of
     ``pasted`` unbroken, on a line of its own."""
-    proc = _run([str(ws.venv / "bin" / "ortdoctor"), "check", "--no-smoke"], env=ws.user_env(), cwd=ws.cwd,
-                timeout=300)
+    proc = ws.run_check(ws.ortdoctor("check", "--no-smoke"))
     shown = [text.strip() for text in proc.stdout.splitlines()]
     return all(line in shown for line in pasted.splitlines() if line.strip() and not line.startswith("#"))
 
@@ -456,10 +521,50 @@ def preload_failures(ws: Workspace) -> list[str]:
         result = json.loads(proc.stdout)
     except json.JSONDecodeError:
         return [f"preload --json exited {proc.returncode} without JSON: {(proc.stdout + proc.stderr)[-500:]}"]
-    failed = [f"{f.get('soname') or f.get('name')}: {f.get('error')}" for f in result.get("failed", [])]
+    # a library that links the driver's libcuda.so.1 (cuDNN 9's runtime-compiled engines do) cannot load
+    # on this machine, which has no driver: that failure is the machine's, like driver-missing
+    machine = {f.get("soname") for f in result.get("failed", []) if NO_DRIVER in str(f.get("error"))}
+    failed = [f"{f.get('soname') or f.get('name')}: {f.get('error')}" for f in result.get("failed", [])
+              if f.get("soname") not in machine]
     if not result.get("loaded"):
         failed.append(f"nothing loaded (exit {proc.returncode})")
-    return failed
+    return failed + [line for line in provider_needs_unloaded(ws) if line.split(":")[0] not in machine]
+
+
+#: How a library that needs the absent driver fails to load here.
+NO_DRIVER = "libcuda.so.1: cannot open shared object file"
+
+
+# In the venv's Python: preload, then ask the loader (RTLD_NOLOAD: nothing new is mapped, the provider
+# itself is never loaded) for each library the CUDA provider lists in DT_NEEDED; print those it lacks.
+_NEEDS_PROBE = """
+import ctypes, os, sys, importlib.util
+import ortdoctor
+from ortdoctor.formats.elf import read_elf
+ortdoctor.preload()
+spec = importlib.util.find_spec("onnxruntime")
+prov = os.path.join(os.path.dirname(spec.origin), "capi", "libonnxruntime_providers_cuda.so")
+lacking = []
+for name in read_elf(prov).needed if os.path.exists(prov) else ():
+    if name == "libcuda.so.1":
+        continue  # the driver's: absent on this machine, never preloaded
+    try:
+        ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        lacking.append(name)
+print(" ".join(lacking))
+"""
+
+
+def provider_needs_unloaded(ws: Workspace) -> list[str]:
+    """After ``ortdoctor.preload()`` in the venv: each library the CUDA provider lists in ``DT_NEEDED``
+    that is not in the process (the provider would fail to load on it). Loading the provider itself is
+    left out on purpose: without a driver some releases crash in its initialisers."""
+    proc = _run([ws.python, "-c", _NEEDS_PROBE], env=ws.user_env(), cwd=ws.cwd, timeout=300)
+    if proc.returncode != 0:
+        return [f"the provider's DT_NEEDED could not be checked (exit {proc.returncode}): {proc.stderr[-500:]}"]
+    return [f"{name}: not in the process after the preload (the CUDA provider needs it)"
+            for name in proc.stdout.split()]
 
 
 def primary(findings: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -524,14 +629,19 @@ def _first_check(s: Scenario, ws: Workspace, ortdoctor_wheel: Path, out: Outcome
     return p
 
 
-def _fix_and_check(ws: Workspace, out: Outcome, argv: Sequence[str]) -> None:
-    """Run the fix as the user would (the decoy first on PATH), then check again."""
-    proc = _run(argv, env=ws.user_env(), cwd=ws.cwd, timeout=1800)
+def record_fix(out: Outcome, proc: subprocess.CompletedProcess[str]) -> None:
+    """What the fix did: its exit status and its whole output, each stream apart."""
     out.fix_rc = proc.returncode
-    out.fix_output = (proc.stdout + proc.stderr)[-4000:]
+    out.fix_stdout, out.fix_stderr = proc.stdout, proc.stderr
+
+
+def _fix_and_check(ws: Workspace, out: Outcome, argv: Sequence[str], *, smoke: bool = False) -> None:
+    """Run the fix as the user would (the decoy first on PATH), then check again (with the smoke
+    session where the scenario asks for it)."""
+    record_fix(out, _run(argv, env=ws.user_env(), cwd=ws.cwd, timeout=1800))
     out.decoy_calls = ws.decoy_calls()
     out.damage = ws.damage()
-    out.after = check(ws)
+    out.after = check(ws, smoke=smoke)
     if out.after.preload_advice:
         out.preload_failed = preload_failures(ws)
 
@@ -548,7 +658,7 @@ def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False, extr
         out.fix = str(p["fix"])
         out.pasted = first_block(out.first.report, p)
         out.printed = printed_in_text(ws, out.pasted)
-        _fix_and_check(ws, out, paste(ws, out.pasted))
+        _fix_and_check(ws, out, paste(ws, out.pasted), smoke=s.smoke)
         if not out.converged and extra_rounds:
             _later_rounds(ws, out, extra_rounds)
 
@@ -562,6 +672,6 @@ def run_fix_command(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False) -
         _first_check(s, ws, ortdoctor_wheel, out)
         command = [str(ws.venv / "bin" / "ortdoctor"), "fix", "--yes", "--no-smoke"]
         out.fix = out.pasted = " ".join(command)
-        _fix_and_check(ws, out, command)
+        _fix_and_check(ws, out, command, smoke=s.smoke)
 
     return _in_workspace(s, keep, body)

@@ -3,7 +3,8 @@
 The old releases (1.16-1.20) are paired with every kind of wrong major their users meet: 1.16-1.18 are
 CUDA 11.8 / cuDNN 8 builds on PyPI, 1.19-1.20 CUDA 12 / cuDNN 9 (compat_matrix.yaml, read from the
 wheels). ``ci=True`` marks the scenarios the test suite runs (tests/convergence/test_convergence.py); the
-whole grid runs with ``python scripts/convergence.py``.
+whole grid runs with ``python scripts/convergence.py``. After a scenario's fix, the preload must leave every
+library the CUDA provider lists in ``DT_NEEDED`` in the process (1.20's cuDNN sub-libraries included).
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ FIX_CUDA11 = ("nvidia-cuda-runtime-cu11", "nvidia-cublas-cu11", "nvidia-cufft-cu
 
 SCENARIOS: tuple[Scenario, ...] = (
     # ---- old builds (no build_and_package_info.py), each with a wrong major
+    # (the check after the fix runs the smoke session: 1.20 without a driver ends in driver-missing alone)
     Scenario("old-1.20-cuda13-wheels", "onnxruntime-gpu 1.20.2 (CUDA 12, cuDNN 9) with the CUDA 13 wheels",
-             (("onnxruntime-gpu==1.20.2",), CUDA13), ("cuda-major-mismatch",), fix_needs=(FIX_CUDA12,), ci=True),
+             (("onnxruntime-gpu==1.20.2",), CUDA13), ("cuda-major-mismatch",), fix_needs=(FIX_CUDA12,), ci=True,
+             smoke=True),
     Scenario("old-1.20-alone", "onnxruntime-gpu 1.20.2 (CUDA 12, cuDNN 9) without any NVIDIA wheel",
              (("onnxruntime-gpu==1.20.2",),), ("cuda-lib-missing",), fix_needs=(FIX_CUDA12,)),
     Scenario("old-1.20-cuda11-wheels", "onnxruntime-gpu 1.20.2 (CUDA 12, cuDNN 9) with the CUDA 11 wheels",
@@ -80,6 +83,23 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("uv-venv-both-packages", "a venv made by uv venv (no pip), onnxruntime installed over onnxruntime-gpu "
              "1.31.1 with uv pip; uv in ~/.local/bin, not on PATH", ((GPU,), (CPU,)), ("ort-multiple-packages",),
              uv_venv=True, fix_needs=(FIX_CUDA13,)),
+    # ---- diagnosis: the cause, not the symptom. No driver on this machine: after the package fix the
+    # smoke session runs and must end in driver-missing alone, on every release (1.18 and 1.22 crash in
+    # their CUDA provider's initialisers without a driver, 1.17 reports CUDA error 35). NumPy 1 where the
+    # build needs it, so the scenario tests the driver's verdict, not the NumPy fix.
+    # ---- diagnosis: the layout first. site-packages unreadable to the user who checks: named as such,
+    # and the pasted fix (chmod, as the owner) is the whole repair; no "not installed", no reinstall.
+    Scenario("unreadable-site-packages", "onnxruntime-gpu[cuda,cudnn] 1.31.1 in a venv whose site-packages "
+             "the checking user cannot read", ((GPU, *CUDA13),), ("path-unreadable",), unreadable=".", ci=True),
+    Scenario("no-driver-1.22-cuda13-wheels", "onnxruntime-gpu 1.22.0 (CUDA 12) with the CUDA 13 wheels; the "
+             "check after the fix runs the smoke session", (("onnxruntime-gpu==1.22.0",), CUDA13),
+             ("cuda-major-mismatch",), fix_needs=(("onnxruntime-gpu[cuda,cudnn]==1.22.0",),), smoke=True),
+    Scenario("no-driver-1.18-alone", "onnxruntime-gpu 1.18.0 (CUDA 11.8) without NVIDIA wheels; the check "
+             "after the fix runs the smoke session", (("onnxruntime-gpu==1.18.0", "numpy<2"),),
+             ("cuda-lib-missing",), fix_needs=(FIX_CUDA11,), smoke=True),
+    Scenario("no-driver-1.17-alone", "onnxruntime-gpu 1.17.1 (CUDA 11.8) without NVIDIA wheels; the check "
+             "after the fix runs the smoke session", (("onnxruntime-gpu==1.17.1", "numpy<2"),),
+             ("cuda-lib-missing",), fix_needs=(FIX_CUDA11,), smoke=True),
 )
 
 BY_NAME = {s.name: s for s in SCENARIOS}

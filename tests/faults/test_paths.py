@@ -38,7 +38,17 @@ def _unprivileged() -> tuple[int, int] | None:
 def _as_nobody() -> tuple[int, int]:
     ids = _unprivileged()
     if ids is None:
-        pytest.skip("cannot run the interpreter as an unprivileged user here (needs root and a `nobody` user)")
+        # say which of the three conditions failed: a newcomer running as root with a `nobody` user
+        # otherwise cannot tell why these tests were skipped
+        if nobody() is None:
+            why = "there is no `nobody` user"
+        elif os.getuid() != 0:
+            why = "the tests do not run as root (needed to run a process as `nobody`)"
+        else:
+            ver = f"{sys.version_info[0]}.{sys.version_info[1]}"
+            why = (f"`nobody` can run neither {sys.executable} (is a directory above it private?) nor "
+                   f"/usr/bin/python{ver} or /usr/local/bin/python{ver} with ortdoctor's dependencies")
+        pytest.skip(f"cannot run the interpreter as an unprivileged user here: {why}")
     return ids
 
 
@@ -71,7 +81,10 @@ def test_unreadable_library_directory(case: Case) -> None:
     os.chmod(site / CU13_LIB, 0)
     res = _check(case, as_user=user)
     assert res.returncode == 1
-    assert "cuda-lib-missing" in res.finding_ids()
+    # named first, as what it is; nothing there is called missing (its fix would reinstall what is there)
+    assert res.finding_ids()[0] == "path-unreadable"
+    assert str(site / CU13_LIB) in res.finding("path-unreadable")["detail"]
+    assert "cuda-lib-missing" not in res.finding_ids()
     pre = case.run("preload", "--json", "--directory", "", as_user=user)
     assert pre.returncode == 1
     assert {"cudart", "cublas"} <= {f["name"] for f in pre.data["failed"]} | {
@@ -85,7 +98,22 @@ def test_unreadable_capi_directory(case: Case) -> None:
     res = _check(case, as_user=user)
     assert res.returncode == 1
     assert res.data["ort"]["installed"] is True
-    assert "Permission denied" in res.finding("ort-install-damaged")["detail"]
+    assert res.finding_ids()[0] == "path-unreadable"
+    assert "Permission denied" in res.finding("path-unreadable")["detail"]
+    # not a "CPU build", no reinstall: the provider may well be in the directory that cannot be read
+    assert not {"ort-cpu-only", "ort-install-damaged"} & set(res.finding_ids())
+
+
+def test_unreadable_package_directory(case: Case) -> None:
+    user = _as_nobody()
+    site = case.gpu_site()
+    os.chmod(site / "onnxruntime", 0)
+    res = _check(case, as_user=user)
+    assert res.returncode == 1
+    assert res.finding_ids()[0] == "path-unreadable"
+    assert not {"ort-cpu-only", "ort-not-installed", "ort-install-damaged"} & set(res.finding_ids())
+    human = case.run("check", "--no-smoke", as_user=user)
+    assert "None" not in human.stdout.splitlines()[0]  # never "onnxruntime None cannot use the GPU"
 
 
 def test_unreadable_site_directory(case: Case) -> None:
@@ -95,7 +123,11 @@ def test_unreadable_site_directory(case: Case) -> None:
     res = _check(case, as_user=user)
     assert res.returncode == 1
     assert res.data["verdict"] == "fail"
-    assert res.finding_ids()
+    # the permission first; no "not installed" and no ensurepip-and-install fix for what may be there
+    assert res.finding_ids()[0] == "path-unreadable"
+    assert str(site) in res.finding("path-unreadable")["detail"]
+    assert "ort-not-installed" not in res.finding_ids()
+    assert not any(f.get("steps") for f in res.data["findings"])
 
 
 # --------------------------------------------------------------------------------------------------

@@ -46,7 +46,14 @@ ENVS: dict[str, tuple[list[str], bool]] = {
     "ort-1.18-cpu": (["onnxruntime==1.18.0"], False),
     # only the CUDA 12 runtime: the classic major mismatch beside a CUDA 13 onnxruntime-gpu.
     "nvidia-cu12-runtime": (["nvidia-cuda-runtime-cu12==12.9.79"], False),
+    # onnxruntime-gpu 1.20.2 (CUDA 12, cuDNN 9): its CUDA provider lists the cuDNN 9 sub-libraries in
+    # DT_NEEDED, the one line that does (the convergence grid installs the same wheel).
+    "ort-gpu-1.20": (["onnxruntime-gpu==1.20.2"], False),
 }
+
+#: The one download cache of the real wheels, shared with the convergence grid
+#: (tests/convergence/harness.py): each wheel is fetched once, whichever test wants it first.
+WHEELS = Path(os.environ.get("ORTDOCTOR_CONVERGENCE_WHEELS", BASE / "convergence-wheels"))
 
 
 def ensure(name: str) -> Path:
@@ -70,6 +77,8 @@ def _install(name: str) -> Path:
             return target
         if target.exists():
             subprocess.run(["rm", "-rf", str(target)], check=True)
+        deps = [] if with_deps else ["--no-deps"]
+        _download([*deps, *args])
         if name == "ort-both":
             # Two installs, in order, into one ordinary site-packages (--prefix uses the normal install
             # scheme, file by file, unlike --target which replaces whole directories): the second
@@ -77,7 +86,7 @@ def _install(name: str) -> Path:
             for req in args:
                 _pip(["--no-deps", "--prefix", str(target), req])
         else:
-            _pip([*([] if with_deps else ["--no-deps"]), "--target", str(target), *args])
+            _pip([*deps, "--target", str(target), *args])
         missing = _not_installed(target, args)
         if missing:  # never mark a half-made environment complete: every later run would reuse it
             raise RuntimeError(f"provisioning {name} left out {', '.join(missing)} (in {target})")
@@ -96,12 +105,25 @@ def _not_installed(target: Path, requirements: list[str]) -> list[str]:
     return out
 
 
+def _download(args: list[str]) -> None:
+    """Fetch the wheels into the shared cache (pip skips a file the cache already holds)."""
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    _run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+          "--only-binary=:all:", "-d", str(WHEELS), *args])
+
+
 def _pip(args: list[str]) -> None:
     # --ignore-installed: pip must not count what the running interpreter has (a venv holding
     # onnxruntime-gpu made `--prefix` skip it as "already satisfied" and left ort-both half-made).
-    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-           "--only-binary=:all:", "--ignore-installed", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # --no-index: from the shared cache only, which _download has filled.
+    _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+          "--only-binary=:all:", "--ignore-installed", "--no-index", "--find-links", str(WHEELS), *args])
+
+
+def _run(cmd: list[str]) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PIP_FIND_LINKS"}
+    env["PIP_NO_CACHE_DIR"] = "1"  # the wheel cache is the one copy
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"provisioning a test environment failed: {' '.join(cmd)}\n{proc.stderr[-4000:]}")
 

@@ -409,6 +409,20 @@ class Matrix:
                             f"the matrix has no {key[0]}.{key[1]} line; the nearest older line, "
                             f"{nearest.line}, was used and the answer is unverified{local}")
 
+    def build_cuda(self, version: str, cuda_major: int) -> str | None:
+        """The CUDA ``major.minor`` a known release (``version`` itself listed, not a local build) was
+        built with for ``cuda_major``: the PyPI wheel's, or the feed build's of that major; None when the
+        matrix does not know it. Old wheels (before 1.21) do not say it themselves."""
+        match = self.release_for(version)
+        if match is None or not match.exact or "+" in version:
+            return None
+        r = match.release
+        if r.cuda_major == cuda_major:
+            return r.cuda
+        feed = next((f for f in r.feeds if f.cuda_major == cuda_major and f.cuda[:1].isdigit() and "x" not in f.cuda
+                     and (not f.versions or version in f.versions)), None)
+        return feed.cuda if feed is not None else None
+
     # -- libraries -----------------------------------------------------------------------------
     def libraries_for(self, cuda_major: int, cudnn_major: int | None) -> tuple[LibSpec, ...]:
         """Every library an ORT build of that CUDA/cuDNN major may load, in load order."""
