@@ -11,20 +11,25 @@ them as a visible escape (``\\x1b``, ``\\u202e``) instead, so the whole sequence
 PM, APC, the two-character ones, and their 8-bit forms) for readers that drop them before matching
 text (onnxruntime colours its log records on a terminal).
 
-Standard library only (:mod:`re`): the smoke and model children load this through
-:mod:`ortdoctor.formats.ortlog`.
+Standard library only (:mod:`re`, through :mod:`ortdoctor.core.patterns`): the smoke and model children
+load this through :mod:`ortdoctor.formats.ortlog`. The patterns compile on first use: a plain ``check``
+prints ASCII text that the fast paths below clear without them.
 """
 
 from __future__ import annotations
 
-import re
+from ortdoctor.core.patterns import lazy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
 
 __all__ = ["ESCAPE_SEQUENCE", "strip_escapes", "terminal_safe"]
 
 #: Every escape sequence, whole. String sequences (OSC ``ESC ]``, DCS ``ESC P``, SOS ``ESC X``, PM ``ESC ^``,
 #: APC ``ESC _``) end at BEL or ST (``ESC \\``, 8-bit ``\\x9c``); one never ended stops at the end of its
 #: line, so a stray introducer cannot swallow the rest of a log.
-ESCAPE_SEQUENCE = re.compile(
+ESCAPE_SEQUENCE = lazy(
     r"[\x1b\x90\x98\x9b\x9d-\x9f](?:"  # one introducer, then by its kind:
     r"(?<=\x1b)\[[0-?]*[ -/]*[@-~]|(?<=\x9b)[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, erasing
     r"|(?:(?<=\x1b)[\]PX^_]|(?<=[\x90\x98\x9d-\x9f]))[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC DCS SOS PM APC
@@ -34,8 +39,8 @@ ESCAPE_SEQUENCE = re.compile(
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings, overrides and isolates
 # (U+202A..U+202E, U+2066..U+2069) that reorder what a terminal shows.
-_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_KEEP_NEWLINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = lazy("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_KEEP_NEWLINES = lazy("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _visible(m: re.Match[str]) -> str:
@@ -48,6 +53,15 @@ def terminal_safe(text: object, *, multiline: bool = False) -> str:
     controls, DEL, ESC (so no escape sequence of any kind is obeyed) and bidi overrides. A tab stays;
     a newline stays only with ``multiline`` (a carriage return never: it would overwrite the line)."""
     s = text if isinstance(text, str) else str(text)
+    # Every character shown escaped is a control (Cc) or a format character (Cf), both of which
+    # isprintable() refuses: a printable text needs no pattern. A tab (and, with ``multiline``, a newline)
+    # is allowed, so it is taken out before asking; text isprintable() refuses for another reason (a
+    # no-break space) goes on to the pattern, which decides.
+    probe = s.replace("\t", "") if "\t" in s else s
+    if multiline and "\n" in probe:
+        probe = probe.replace("\n", "")
+    if probe.isprintable():
+        return s
     pattern = _UNSAFE_KEEP_NEWLINES if multiline else _UNSAFE
     if pattern.search(s) is None:  # the common case: nothing to do, no copy
         return s

@@ -15,6 +15,7 @@ from ortdoctor.core.facts import (
     PackageStep,
     Severity,
 )
+from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import replace
 from ortdoctor.core.shell import Command, add_note, compose
 from ortdoctor.decide.fixes import library_fix, step, wrong_cuda_cudnn
@@ -30,6 +31,7 @@ from ortdoctor.decide.loader_view import (
 from ortdoctor.decide.torch import torch_copies, torch_other_copy_finding
 from ortdoctor.diagnose.context import Ctx, ort_family, search_path_line, vtuple
 from ortdoctor.diagnose.driver import build_for_major
+from ortdoctor.formats.distinfo import normalize
 from ortdoctor.formats.realpath import real_path
 
 TYPE_CHECKING = False
@@ -71,12 +73,12 @@ def _already_installed(ctx: Ctx, steps: Sequence[PackageStep]) -> list[NvidiaWhe
     are plain installs of such wheels: the command would change nothing (empty otherwise)."""
     if not steps or any(s.verb != "install" for s in steps):
         return []
-    wheels = {_norm(w.name): w for w in ctx.env.nvidia_wheels}
+    wheels = {normalize(w.name): w for w in ctx.env.nvidia_wheels}
     out: list[NvidiaWheel] = []
     for st in steps:
         for spec in st.args:
             m = _PLAIN_SPEC.fullmatch(spec)
-            w = wheels.get(_norm(m.group(1))) if m else None
+            w = wheels.get(normalize(m.group(1))) if m else None
             if m is None or w is None or not _satisfies(w.version, m.group(2), m.group(3)):
                 return []
             out.append(w)
@@ -84,11 +86,7 @@ def _already_installed(ctx: Ctx, steps: Sequence[PackageStep]) -> list[NvidiaWhe
 
 
 # a plain requirement: name, optionally ==X.*, ==X.Y.Z or ~=X.Y (what the fixes of the NVIDIA wheels write)
-_PLAIN_SPEC = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:(==|~=)([0-9][0-9.]*(?:\.\*)?))?")
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+_PLAIN_SPEC = lazy(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:(==|~=)([0-9][0-9.]*(?:\.\*)?))?")
 
 
 def _satisfies(version: str, op: str | None, want: str | None) -> bool:
