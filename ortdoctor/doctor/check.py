@@ -179,7 +179,8 @@ class _Check:
                 os.fspath(opts.model), input_shapes=shapes, device_id=opts.device_id, cuda_graph=opts.model_cuda_graph,
                 timeout=opts.model_timeout, env=None if opts.environ is None else dict(opts.environ),
                 import_path=opts.import_path, python=opts.interpreter, driver=env.driver,
-                provider_options=opts.model_provider_options, input_files=files, iobinding=opts.model_iobinding)
+                provider_options=opts.model_provider_options, input_files=files, iobinding=opts.model_iobinding,
+                environment_errors=[f.id for f in findings if f.severity == "error"])
             findings = sorted([*findings, *model_report.findings], key=_severity_rank)
             self.timings["model"] = _ms(t)
         self.timings["total"] = _ms(t0)
