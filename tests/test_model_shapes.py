@@ -153,6 +153,7 @@ def test_bert_2x128_is_refused_against_its_64_row_table(tmp_path: Path) -> None:
     assert report.ran is False
     assert report.exit_code == USAGE
     assert report.trt is None  # no TensorRT profile for shapes that cannot run
+    assert report.client is None
     (refusal,) = report.refused
     assert "64-row position table bert.embeddings.position_embeddings.weight" in refusal
     (finding,) = [f for f in report.findings if f.severity == "error"]

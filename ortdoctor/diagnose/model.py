@@ -139,8 +139,8 @@ def placement_findings(p: Placement, child: Mapping[str, Any], ins: ModelInspect
         if environment_errors:
             causes = ", ".join(dict.fromkeys(environment_errors))
             out.append(make_finding("model-not-on-gpu", detail + f" The cause is the environment's ({causes}).",
-                                    severity="info", title="the model ran on the CPU: the environment's "
-                                    "error above is the cause",
+                                    severity="info",
+                                    title="the model ran on the CPU because of the environment's error",
                                     fix=f"Fix the environment first ({causes} in this report); then the model "
                                     "check shows the GPU placement."))
         else:

@@ -87,7 +87,7 @@ def check_model(
     if refused:  # an --input-shape / --input the model cannot run: a usage error, nothing is started
         found.append(mf.refused_shapes_finding(refused, shapes, files))
         return ModelReport(path=abspath, inspection=ins, findings=tuple(_ordered(found)), run=not_run,
-                           refused=tuple(refused), **static)
+                           refused=tuple(refused), **{**static, "client": None})
     request = {"model": abspath, "device_id": device_id, "cuda_graph": cuda_graph, "ep": ep,
                "provider_options": {str(k): str(v) for k, v in (provider_options or {}).items()},
                "run": not problems, "plan": plan.to_json() if plan is not None else None,
