@@ -21,6 +21,7 @@ from typing import Any
 
 from ortdoctor.core.facts import DriverInfo, Finding
 from ortdoctor.diagnose import model as mf
+from ortdoctor.prove.model_check.budget import BOUNDED_SEQUENCE, available_host_memory, plan_comparison
 from ortdoctor.prove.model_check.compare import QUANTIZED
 from ortdoctor.prove.model_check.given_inputs import headers, parse_input_files
 from ortdoctor.prove.model_check.inspect import ModelInspection, inspect_model, normalise_input_shapes
@@ -50,6 +51,8 @@ def check_model(
     import_path: Sequence[str] | None = None,
     ep: str = CUDA_EP,
     environment_errors: Sequence[str] = (),
+    compare_limit: int | None = None,
+    host_memory: int | None = None,
 ) -> ModelReport:
     """Inspect ``path`` and, when it is usable, place and run it on the CUDA EP in a child; never raises for
     a bad model.
@@ -64,6 +67,9 @@ def check_model(
     are the ids of the environment's error findings: when the CUDA EP is missing for their reason, the model
     part says so once, as a note, instead of repeating the cause as another error.
 
+    ``compare_limit`` (bytes) is the model size above which the test run is bounded to one token (default:
+    half the free host memory, ``host_memory`` or ``/proc/meminfo``'s; :mod:`~ortdoctor.prove.model_check.budget`).
+
     A shape set the model cannot run (``--input-shape input_ids=2x128`` against a 64-row position table)
     is refused before anything starts: the report's ``refused`` names the limit, its exit code is 2.
     """
@@ -77,13 +83,16 @@ def check_model(
     found += mf.structure_findings(ins, cuda_graph=cuda_graph)
     found += mf.memory_findings(ins, driver, device_id)
 
-    plan, problems, refused = _plan(ins, shapes, files)
+    compare = plan_comparison(ins.total_bytes, available_host_memory() if host_memory is None else host_memory,
+                              limit=compare_limit, shapes_given=bool(shapes or files))
+    plan, problems, refused = _plan(ins, shapes, files, bounded=compare.bounded)
     not_run = {"problems": problems} if problems else None  # stays the run's record whatever the child does
     static: dict[str, Any] = {
         "ep": ep, "test_inputs": _test_inputs(plan, files),
         # advice only for shapes that can run (the TensorRT profile is built around the tested shapes)
         "trt": advise(ins.graph, plan, abspath, env) if ins.graph is not None and plan and not problems else None,
-        "client": _client(ins, plan, device_id, iobinding) if ep != CPU_EP else None}
+        "client": _client(ins, plan, device_id, iobinding) if ep != CPU_EP else None,
+        "comparison": compare.to_json()}
     if refused:  # an --input-shape / --input the model cannot run: a usage error, nothing is started
         found.append(mf.refused_shapes_finding(refused, shapes, files))
         return ModelReport(path=abspath, inspection=ins, findings=tuple(_ordered(found)), run=not_run,
@@ -91,7 +100,8 @@ def check_model(
     request = {"model": abspath, "device_id": device_id, "cuda_graph": cuda_graph, "ep": ep,
                "provider_options": {str(k): str(v) for k, v in (provider_options or {}).items()},
                "run": not problems, "plan": plan.to_json() if plan is not None else None,
-               "input_files": files, "iobinding": iobinding, "compute_types": _compute_types(ins)}
+               "input_files": files, "iobinding": iobinding, "compute_types": _compute_types(ins),
+               "concurrent_reference": compare.concurrent}
     outcome = run_child(request, timeout=timeout, env=env, python=python, import_path=import_path)
     child = outcome.result
     if child is None or child.get("stage") == "child":
@@ -137,8 +147,8 @@ def check_model(
     )
 
 
-def _plan(ins: ModelInspection, shapes: Mapping[str, tuple[int, ...]],
-          files: Mapping[str, str]) -> tuple[SyntheticPlan | None, list[str], list[str]]:
+def _plan(ins: ModelInspection, shapes: Mapping[str, tuple[int, ...]], files: Mapping[str, str], *,
+          bounded: bool = False) -> tuple[SyntheticPlan | None, list[str], list[str]]:
     """The inputs to run with: the files' shapes and the given shapes bind the model's symbols. Returns
     the plan, why it cannot run, and, of those reasons, the ones the given shapes cause (a usage error)."""
     if ins.graph is None:
@@ -150,14 +160,15 @@ def _plan(ins: ModelInspection, shapes: Mapping[str, tuple[int, ...]],
     problems += [f"--input names {n!r}, which is not an input of the model (its inputs: {inputs})"
                  for n in sorted(set(files) - names)]
     given = {**shapes, **{n: h.shape for n, h in headers(files).items() if n in names}}
-    plan = propose_inputs(ins.graph, shapes=given)
+    defaults = Defaults(sequence=BOUNDED_SEQUENCE) if bounded and not given else Defaults()
+    plan = propose_inputs(ins.graph, shapes=given, defaults=defaults)
     problems += list(plan.problems)
     limits = position_limits(ins.graph)
     impossible = shape_problems(ins.graph, {i.name: i.shape for i in plan.inputs}, limits)
     if impossible and not given:  # the default sequence is longer than the model's position table
         fitting = min(lim.rows for lim in limits) // 2 if limits else 0
         if fitting >= 1:
-            plan = propose_inputs(ins.graph, defaults=Defaults(sequence=min(Defaults().sequence, fitting)))
+            plan = propose_inputs(ins.graph, defaults=Defaults(sequence=min(defaults.sequence, fitting)))
             impossible = shape_problems(ins.graph, {i.name: i.shape for i in plan.inputs}, limits)
     return plan, problems + impossible, impossible if given else []
 

@@ -124,6 +124,9 @@ class ModelReport:
     client: dict[str, Any] | None = None  # what an IO-binding client must place on the device
     # why the given --input-shape / --input cannot run on the model (its limits named); nothing was started
     refused: tuple[str, ...] = ()
+    # what the proof compared and how (prove/model_check/budget.py): the whole model or a bounded run, and
+    # whether the CPU reference loaded beside the session under test
+    comparison: dict[str, Any] | None = None
 
     @property
     def input_error(self) -> bool:
@@ -186,6 +189,7 @@ class ModelReport:
             },
             "test_inputs": self.test_inputs,
             "refused": list(self.refused),
+            "comparison": self.comparison,
             "run": self.run,
             "client": self.client,
             "tensorrt": self.trt.to_json() if self.trt is not None else None,

@@ -46,6 +46,8 @@ def render_model(report: ModelReport) -> str:
         lines.append(_row("test inputs", "; ".join(_input_text(i) for i in report.test_inputs["inputs"])))
     if report.run:
         lines += _run_lines(report.run, report.ep)
+        if report.comparison and not report.run.get("problems"):
+            lines.append(_row("compared", str(report.comparison.get("why"))))
     if report.client:
         lines.append(_row("client", _client_text(report.client)))
     if report.trt is not None:
