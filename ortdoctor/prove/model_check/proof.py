@@ -44,9 +44,13 @@ NUMPY_TYPES = {
     "tensor(uint8)": "uint8", "tensor(bool)": "bool",
 }
 
-#: Steady runs: at most this many, within this many seconds (the first run is timed apart).
+#: Steady runs: at most this many, within this many seconds (the first run is timed apart), and within
+#: STEADY_FACTOR times the first run (at least STEADY_FLOOR_S): a speed-up figure needs a few runs, not
+#: seconds of a large model's CPU time.
 MAX_RUNS = 10
 TIME_BUDGET_S = 2.0
+STEADY_FACTOR = 3.0
+STEADY_FLOOR_S = 0.2
 
 
 @contextlib.contextmanager
@@ -102,15 +106,18 @@ def build_feeds(session: Any, plan: Mapping[str, Any] | None, files: Mapping[str
 
 def timed(run: Callable[[], Any]) -> dict[str, Any]:
     """Run once (timed apart: it includes kernel selection and allocations), then steady runs: up to
-    :data:`MAX_RUNS` within :data:`TIME_BUDGET_S`, none when the first run alone took longer (a large
-    model on the CPU), and then the first run's time stands for the steady one (``runs`` 0)."""
+    :data:`MAX_RUNS` within :data:`TIME_BUDGET_S` and within :data:`STEADY_FACTOR` times the first run
+    (a fast model gets its ten runs, a slow one two or three), none when the first run alone took longer
+    than the budget (a large model on the CPU), and then the first run's time stands for the steady one
+    (``runs`` 0)."""
     try:
         t0 = time.perf_counter()
         outputs = run()
         first = time.perf_counter() - t0
         steady: list[float] = []
+        budget = min(TIME_BUDGET_S, max(STEADY_FACTOR * first, STEADY_FLOOR_S))
         start = time.perf_counter()
-        while len(steady) < MAX_RUNS and first < TIME_BUDGET_S and time.perf_counter() - start < TIME_BUDGET_S:
+        while len(steady) < MAX_RUNS and first < TIME_BUDGET_S and time.perf_counter() - start < budget:
             t = time.perf_counter()
             run()
             steady.append(time.perf_counter() - t)
