@@ -295,7 +295,10 @@ def run_findings(run: Mapping[str, Any] | None, *, ep: str = CUDA_EP, given: Map
     if not run:
         return []
     if run.get("problems"):
-        return [make_finding("model-run-failed", "Not run: " + "; ".join(run["problems"]) + ".")]
+        # nothing ran, so there is no onnxruntime message to read: the fix is the inputs'
+        return [make_finding("model-run-failed", "Not run: " + "; ".join(run["problems"]) + ".",
+                             fix="Give the input's shape with --input-shape NAME=D1xD2 or its values with "
+                             "--input NAME=file.npy.")]
     cpu, device = run.get("cpu") or {}, run.get("ep") or {}
     out: list[Finding] = []
     if run.get("inputs_valid") is False:
