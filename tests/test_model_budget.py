@@ -10,7 +10,9 @@ exercised whatever this machine has.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,3 +130,19 @@ def test_parent_reads_the_model_once_and_never_its_external_data(tmp_path: Path,
     assert report.inspection.external_bytes == data.stat().st_size
     assert str(data) not in opened
     assert opened.count(str(path)) == 1
+
+
+@pytest.mark.realwheels
+def test_compare_limit_from_the_command_line() -> None:
+    env = {**_env(), "PYTHONPATH": os.pathsep.join([str(ROOT), str(testenvs.ensure("ort-cpu"))])}
+    base = [sys.executable, "-m", "ortdoctor", "check", "--no-smoke"]
+    proc = subprocess.run([*base, "--json", "--model", str(DATA / "gpt2_with_past.onnx"), "--compare-limit", "0.0001"],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    model = json.loads(proc.stdout)["model"]
+    assert model["comparison"]["bounded"] is True
+    assert model["comparison"]["limit_bytes"] == int(0.0001 * GIB)
+    assert model["run"]["inputs"]["input_ids"]["shape"] == [1, 1]
+    alone = subprocess.run([*base, "--compare-limit", "1"], capture_output=True, text=True, env=env, timeout=300,
+                           check=False)
+    assert alone.returncode == 2
+    assert "--compare-limit needs --model" in alone.stderr
