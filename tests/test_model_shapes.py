@@ -196,10 +196,10 @@ def test_check_cli_exits_2_for_an_impossible_shape() -> None:
 # --------------------------------------------------------------------------------------------------
 # Graphs of other exporters' shape (onnx.helper): positions from a Range after the cache; a short buffer
 # --------------------------------------------------------------------------------------------------
-def _range_positions_decoder() -> onnx.ModelProto:
+def _range_positions_decoder(rows: int = 24) -> onnx.ModelProto:
     """What exporters that compute positions in the graph write: Range(past, past + seq) from the two
     Shapes, then the position Gather (Llama-style exports without a position_ids input)."""
-    rows, hidden = 24, 8
+    hidden = 8
     rng = np.random.default_rng(3)
     inits = [numpy_helper.from_array(rng.standard_normal((rows, hidden)).astype(np.float32), "wpe"),
              numpy_helper.from_array(rng.standard_normal((50, hidden)).astype(np.float32), "wte"),
@@ -242,6 +242,19 @@ def test_range_positions_count_the_cache(tmp_path: Path) -> None:
     refused = check_model(path, input_shapes=["input_ids=1x10", "past_key=1x2x20x4"], python=str(tmp_path / "none"))
     assert refused.exit_code == USAGE
     assert "positions up to 29" in refused.refused[0]
+
+
+def test_default_sequence_shrinks_to_a_short_position_table(tmp_path: Path) -> None:
+    """The proposed 16 tokens do not fit an 8-row table: the test run takes a sequence that does."""
+    path = tmp_path / "short_table.onnx"
+    onnx.save(_range_positions_decoder(rows=8), path)
+    report = check_model(path, python=str(tmp_path / "no-python"))
+    assert report.refused == ()
+    assert report.test_inputs is not None
+    shapes = {i["name"]: i["shape"] for i in report.test_inputs["inputs"]}
+    assert shapes["input_ids"] == [1, 4]
+    assert report.trt is not None
+    assert shape_problems(_graph(path), {p.name: p.max for p in report.trt.profiles}) == []
 
 
 @pytest.mark.realwheels
