@@ -68,11 +68,19 @@ def test_available_host_memory_reads_meminfo(tmp_path: Path) -> None:
         assert (available_host_memory() or 0) > 0
 
 
+def test_no_concurrency_with_the_cpu_ep_under_test() -> None:
+    cpu = plan_comparison(1 * GIB, 64 * GIB, on_device=False)
+    assert not cpu.concurrent
+    assert "they would share its cores" in cpu.why
+    assert plan_comparison(1 * GIB, 64 * GIB, on_device=False, concurrent=True).concurrent
+
+
 @pytest.mark.realwheels
 @pytest.mark.parametrize("memory", [10 ** 12, 1], ids=["concurrent", "sequential"])
 def test_concurrent_and_sequential_reference_prove_the_same(memory: int) -> None:
+    # the CPU EP stands in for the device here: concurrency is forced where memory allows
     report = check_model(DATA / "gpt2_with_past.onnx", env=_env(), ep=CPU, host_memory=memory,
-                         compare_limit=10 ** 12)
+                         compare_limit=10 ** 12, concurrent_reference=True if memory > 1 else None)
     run = report.run
     assert run is not None
     assert run["reference_concurrent"] is (memory == 10 ** 12)

@@ -53,6 +53,7 @@ def check_model(
     environment_errors: Sequence[str] = (),
     compare_limit: int | None = None,
     host_memory: int | None = None,
+    concurrent_reference: bool | None = None,
 ) -> ModelReport:
     """Inspect ``path`` and, when it is usable, place and run it on the CUDA EP in a child; never raises for
     a bad model.
@@ -69,6 +70,8 @@ def check_model(
 
     ``compare_limit`` (bytes) is the model size above which the test run is bounded to one token (default:
     half the free host memory, ``host_memory`` or ``/proc/meminfo``'s; :mod:`~ortdoctor.prove.model_check.budget`).
+    ``concurrent_reference`` forces whether the CPU reference loads beside the session under test (None:
+    where host memory holds both and the EP under test is a device's).
 
     A shape set the model cannot run (``--input-shape input_ids=2x128`` against a 64-row position table)
     is refused before anything starts: the report's ``refused`` names the limit, its exit code is 2.
@@ -84,7 +87,8 @@ def check_model(
     found += mf.memory_findings(ins, driver, device_id)
 
     compare = plan_comparison(ins.total_bytes, available_host_memory() if host_memory is None else host_memory,
-                              limit=compare_limit, shapes_given=bool(shapes or files))
+                              limit=compare_limit, shapes_given=bool(shapes or files), on_device=ep != CPU_EP,
+                              concurrent=concurrent_reference)
     plan, problems, refused = _plan(ins, shapes, files, bounded=compare.bounded)
     not_run = {"problems": problems} if problems else None  # stays the run's record whatever the child does
     static: dict[str, Any] = {

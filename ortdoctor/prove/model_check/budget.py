@@ -7,7 +7,8 @@ external data, :attr:`~.inspect.ModelInspection.total_bytes`) and the host's fre
 (``MemAvailable`` of ``/proc/meminfo``):
 
 - **concurrent reference**: the CPU reference loads and runs in a thread of the child while the session
-  under test is created, when both fit: ``2 x model + margin <= free``. Otherwise one after the other.
+  under test is created, when both fit: ``2 x model + margin <= free``, and the EP under test is a
+  device's (with the CPU EP under test both would load on the same cores). Otherwise one after the other.
 - **bounded comparison**: above the size limit (default: half the free memory), the synthetic test run
   is made at the shortest sequence (one token), so that the CPU reference of a multi-GB decoder costs one
   token's compute, not a prompt's. The report says which part was compared and why. Shapes the user gave
@@ -58,11 +59,16 @@ class ComparePlan:
 
 
 def plan_comparison(model_bytes: int, available: int | None, *, limit: int | None = None,
-                    shapes_given: bool = False) -> ComparePlan:
-    """The rules of the module docstring; ``limit`` overrides the default (half the free memory)."""
+                    shapes_given: bool = False, on_device: bool = True,
+                    concurrent: bool | None = None) -> ComparePlan:
+    """The rules of the module docstring; ``limit`` overrides the default (half the free memory).
+    ``on_device``: the EP under test is a device's; with the CPU EP under test both sessions would load on
+    the same cores, so the reference waits (measured: no gain on a loaded 2-core host). ``concurrent``
+    forces the choice either way (None: decide)."""
     if limit is None and available is not None:
         limit = available // 2
-    concurrent = available is not None and 2 * model_bytes + MARGIN_BYTES <= available
+    if concurrent is None:
+        concurrent = on_device and available is not None and 2 * model_bytes + MARGIN_BYTES <= available
     over = limit is not None and model_bytes > limit
     bounded = over and not shapes_given
     size, free = _gib(model_bytes), _gib(available) if available is not None else "unknown"
@@ -75,8 +81,15 @@ def plan_comparison(model_bytes: int, available: int | None, *, limit: int | Non
                "compared at those shapes")
     else:
         why = f"the whole model at the tested shapes ({size} GiB of weights, {free} GiB of host memory free)"
-    why += ("; the CPU reference loaded beside the session under test" if concurrent
-            else "; the CPU reference loaded after the session under test (host memory does not hold both)")
+    fits = available is not None and 2 * model_bytes + MARGIN_BYTES <= available
+    if concurrent:
+        why += "; the CPU reference loaded beside the session under test"
+    elif not fits:
+        why += "; the CPU reference loaded after the session under test (host memory does not hold both)"
+    elif not on_device:
+        why += "; the CPU reference loaded after the session under test (both on the CPU: they would share its cores)"
+    else:
+        why += "; the CPU reference loaded after the session under test"
     return ComparePlan(model_bytes, available, limit, concurrent, bounded, why)
 
 
