@@ -173,6 +173,17 @@ def test_gpt2_1x70_is_refused_and_advises_nothing(tmp_path: Path) -> None:
     assert "model-run-failed" not in [f.id for f in report.findings]
 
 
+def test_an_input_file_of_an_impossible_shape_is_refused(tmp_path: Path) -> None:
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.ones((1, 100), dtype=np.int64))
+    report = check_model(DATA / "bert_optimum.onnx", input_files={"input_ids": str(ids)},
+                         python=str(tmp_path / "no-python"))
+    assert report.exit_code == USAGE
+    assert "positions up to 99 (input_ids[1] 100)" in report.refused[0]
+    (finding,) = [f for f in report.findings if f.severity == "error"]
+    assert finding.detail.startswith(f"--input input_ids={ids}: ")
+
+
 def test_a_given_shape_inside_the_limits_still_runs_the_proof_plan(tmp_path: Path) -> None:
     report = check_model(DATA / "bert_optimum.onnx", input_shapes=["input_ids=2x64"],
                          python=str(tmp_path / "no-python"))
