@@ -7,13 +7,16 @@ timings, and one node in ten on an older driver. Three inputs are written, as a 
 
 * ``reports.jsonl``: one compact report per line (what a log collector or a script would keep);
 * ``kubectl.log``: the pretty reports of ``kubectl logs --prefix --timestamps``, pods' lines interleaved;
-* ``dir/``: one pretty ``<node>.json`` per node (``--save-reports``, or ``srun --output``).
+* ``dir/``: one pretty ``<node>.json`` per node (``--save-reports``, or ``srun --output``);
+* ``bomb.json.gz`` (shape ``bomb``): 1 MB of gzip holding one 1 GB line that starts like a report, beside
+  the others: memory must stay near the 64 MiB report limit (the line becomes one node in error, and the
+  reading of that file stops there).
 
 Each measurement is a fresh interpreter that reads one input and reports its wall time and its peak
 memory (``VmHWM`` of /proc/self/status); the anchor, in the same run, is ``json.loads`` of every line of
 ``reports.jsonl``, one at a time, keeping nothing. A bare interpreter's peak memory is given too.
 
-Usage: python bench/bench_fleet_merge.py [--nodes 10000] [--runs 3] [--shapes jsonl,kubectl,dir] [--keep DIR]
+Usage: python bench/bench_fleet_merge.py [--nodes 10000] [--runs 3] [--shapes jsonl,kubectl,dir,bomb] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -114,6 +117,20 @@ def _write_inputs(nodes: list[dict[str, Any]], into: Path) -> dict[str, Path]:
     return {"jsonl": jsonl, "kubectl": log, "dir": directory}
 
 
+def _write_bomb(into: Path) -> Path:
+    """1 MB of gzip: one line of 1 GB that starts like a report."""
+    import gzip
+
+    bomb = into / "bomb.json.gz"
+    with gzip.open(bomb, "wb") as g:
+        g.write(b'{"schema_version": 2, "verdict": "ok", "findings": [], "x": "')
+        chunk = b"A" * (1 << 20)
+        for _ in range(1024):
+            g.write(chunk)
+        g.write(b'"}\n')
+    return bomb
+
+
 def _measure(what: str, path: Path, runs: int) -> dict[str, float]:
     results = []
     for _ in range(runs):
@@ -137,7 +154,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--shapes", default="jsonl,kubectl,dir", help="which inputs to merge (comma-separated)")
+    ap.add_argument("--shapes", default="jsonl,kubectl,dir,bomb", help="which inputs to merge (comma-separated)")
     ap.add_argument("--keep", type=Path, default=None, help="write the inputs here and keep them")
     args = ap.parse_args()
 
@@ -163,6 +180,13 @@ def main() -> None:
             assert m["n"] == args.nodes, m
             print(f"{what + ' ' + shape:<34} {m['n']:>6} {m['seconds']:>8.2f} {m['seconds'] / anchor['seconds']:>9.2f} "
                   f"{m['maxrss_mib']:>9.0f}")
+        if "bomb" in shapes:
+            bomb = _write_bomb(work)
+            m = _measure("merge", bomb, args.runs)
+            assert m["n"] == 1, m  # the line is one node in error
+            print(f"input bomb: {_size(bomb) >> 10} KiB of gzip")
+            print(f"{'merge bomb (1 GiB line)':<34} {m['n']:>6} "
+                  f"{m['seconds']:>8.2f} {'':>9} {m['maxrss_mib']:>9.0f}")
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

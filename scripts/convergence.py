@@ -42,11 +42,12 @@ def _cell(text: str | None) -> str:
 
 
 def table(outcomes: list[harness.Outcome]) -> str:
-    rows = ["| scenario | found | rounds | outcome | primary fix as printed (first line, pasted) | seconds |",
+    rows = ["| scenario | found | rounds | outcome | primary fix as printed (the first block, pasted) | seconds |",
             "|---|---|---|---|---|---|"]
     for o in outcomes:
         found = o.primary_id or "—"
-        fix = f"`{_cell(o.pasted)}`" if o.pasted else "—"
+        # one code span per pasted line (the block is pasted whole, a line each)
+        fix = "<br>".join(f"`{_cell(line)}`" for line in o.pasted.splitlines() if line.strip()) if o.pasted else "—"
         rows.append(f"| {o.scenario} | {found} | {o.rounds} | {_cell(o.summary())} | {fix} | {o.seconds:.0f} |")
     return "\n".join(rows)
 

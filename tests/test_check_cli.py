@@ -80,7 +80,7 @@ def test_cuda_13_build_with_only_the_cuda_12_runtime_wheel() -> None:
     assert "libcudart.so.13" in f["detail"]
     assert "nvidia-cuda-runtime-cu12" in f["detail"]
     # one command brings the whole CUDA 13 set, with the inspected interpreter's pip
-    assert f'{sys.executable} -m pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"' in f["fix"]
+    assert f"{sys.executable} -m pip install 'onnxruntime-gpu[cuda,cudnn]==1.31.1'" in f["fix"]
     assert rep["verdict"] == "fail"
 
 

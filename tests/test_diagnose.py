@@ -250,7 +250,7 @@ def test_ort_not_installed_but_recorded_means_files_were_removed() -> None:
     f = one(run(healthy_env(ort=OrtInfo(installed=False, distributions=(dist,)))), "ort-not-installed")
     assert "files are gone" in f.detail
     assert f.fix is not None
-    assert f.fix.startswith("/venv/bin/python -m pip uninstall -y onnxruntime-gpu && ")
+    assert f.fix.startswith("/venv/bin/python -m pip uninstall -y onnxruntime-gpu\n")
 
 
 def test_installed_gpu_build_is_not_reported_missing_or_cpu() -> None:
@@ -354,7 +354,7 @@ def test_cuda_lib_missing_required_is_an_error_naming_the_wheel() -> None:
     assert "libcurand.so.10" in f.detail
     assert f.fix is not None
     # 1.31.1's own extras bring every library of the build (curand included), pinned to the build
-    assert f.fix.startswith('/venv/bin/python -m pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"')
+    assert f.fix.startswith("/venv/bin/python -m pip install 'onnxruntime-gpu[cuda,cudnn]==1.31.1'")
     assert [s.args for s in f.steps] == [("onnxruntime-gpu[cuda,cudnn]==1.31.1",)]
 
 
@@ -366,7 +366,7 @@ def test_cuda_lib_missing_lazy_only_is_a_warning() -> None:
 def test_cudnn_missing_is_an_error_even_though_lazily_loaded() -> None:
     f = one(run(plan=full_plan(cudnn=lib("cudnn", "libcudnn.so.9", None, required=False))), "cuda-lib-missing")
     assert f.severity == "error"
-    assert '"onnxruntime-gpu[cuda,cudnn]==1.31.1"' in (f.fix or "")
+    assert '\'onnxruntime-gpu[cuda,cudnn]==1.31.1\'' in (f.fix or "")
 
 
 def test_libcuda_in_the_plan_is_left_to_the_driver_checks() -> None:
@@ -382,7 +382,7 @@ def test_cuda_major_mismatch_names_the_soname_and_both_fixes() -> None:
     assert "libcudart.so.13" in f.detail
     assert "libcudart.so.12" in f.detail
     assert f.fix is not None
-    assert '"onnxruntime-gpu[cuda,cudnn]==1.31.1"' in f.fix  # the whole CUDA 13 set in one command
+    assert '\'onnxruntime-gpu[cuda,cudnn]==1.31.1\'' in f.fix  # the whole CUDA 13 set in one command
     assert CU12_FEED in f.fix
     assert "cuda-lib-missing" not in ids(found)
     assert "cuda-major-mismatch" not in ids(run())
@@ -394,7 +394,7 @@ def test_cudnn_major_mismatch() -> None:
     f = one(found, "cudnn-major-mismatch")
     assert f.severity == "error"
     assert "libcudnn.so.8" in f.detail
-    assert '"onnxruntime-gpu[cuda,cudnn]==1.31.1"' in (f.fix or "")
+    assert '\'onnxruntime-gpu[cuda,cudnn]==1.31.1\'' in (f.fix or "")
     assert "cuda-major-mismatch" not in ids(found)
 
 
@@ -701,7 +701,7 @@ def test_ld_library_path_unsafe_entries() -> None:
     assert "/tmp/libs: world-writable" in f.detail
     assert CU13 not in f.detail
     assert f.fix is not None
-    assert f.fix.startswith(f'export LD_LIBRARY_PATH="{CU13}:{CUDNN}"')  # the variable without the unsafe ones
+    assert f.fix.startswith(f"export LD_LIBRARY_PATH={CU13}:{CUDNN}\n")  # the variable without the unsafe ones
     assert "ld-library-path-unsafe" not in ids(run())
 
 
@@ -709,9 +709,9 @@ def test_nvidia_wheel_stub() -> None:
     stub = NvidiaWheel("nvidia-cublas-cu13", "0.0.1", SITE)
     f = one(run(healthy_env(nvidia_wheels=(stub,))), "nvidia-wheel-stub")
     # with this interpreter's pip (the test matrix has no package table, so no series pin)
-    assert "/venv/bin/python -m pip uninstall -y nvidia-cublas-cu13 && /venv/bin/python -m pip install nvidia-cublas" == f.fix
+    assert "/venv/bin/python -m pip uninstall -y nvidia-cublas-cu13\n/venv/bin/python -m pip install nvidia-cublas" == f.fix
     real_matrix = diagnose(healthy_env(nvidia_wheels=(stub,)), full_plan(), load_matrix())
-    assert one(real_matrix, "nvidia-wheel-stub").fix.endswith('-m pip install "nvidia-cublas==13.*"')
+    assert one(real_matrix, "nvidia-wheel-stub").fix.endswith("-m pip install 'nvidia-cublas==13.*'")
     real = NvidiaWheel("nvidia-cublas", "13.1.0.3", SITE, (CU13,), ("libcublas.so.13",), 13)
     assert "nvidia-wheel-stub" not in ids(run(healthy_env(nvidia_wheels=(real,))))
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import shutil
 import struct
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 from ortdoctor.formats import elf
 from ortdoctor.formats.elf import ElfError, is_elf, read_elf
-from tests.support import testenvs
+from tests.support import crafted, testenvs
 from tests.support.sharedlibs import build_so
 
 
@@ -243,3 +245,49 @@ def test_reads_through_a_symlink(chain: tuple[Path, Path, Path], tmp_path: Path)
     copy = tmp_path / "copy.so"
     shutil.copyfile(chain[0], copy)
     assert read_elf(copy).soname == "liba.so.1"
+
+
+# ---------------------------------------------------------------------------------------------
+# Amplification: headers that ask for far more memory than the file holds
+# ---------------------------------------------------------------------------------------------
+def _peak_bytes(call: Callable[[], object]) -> int:
+    """The most memory Python allocated at once while ``call`` ran."""
+    tracemalloc.start()
+    try:
+        call()
+    except ElfError:
+        pass
+    finally:
+        _now, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return peak
+
+
+def test_needed_entries_naming_one_long_string_decode_it_once(tmp_path: Path) -> None:
+    """256 DT_NEEDED entries naming one 1 MB string: decoded once (each entry a copy cost 256 MB; the
+    full-size file, 65,533 entries and 16 MB, asked for a terabyte)."""
+    path = tmp_path / "libcudart.so.13"
+    path.write_bytes(crafted.elf_needed_bomb(256, 1 << 20))
+    info = read_elf(path)
+    assert len(info.needed) == 256
+    assert len({id(n) for n in info.needed}) == 1  # one string, named 256 times
+    assert _peak_bytes(lambda: read_elf(path)) < 8 << 20
+
+
+def test_needed_entries_naming_overlapping_strings_are_bounded(tmp_path: Path) -> None:
+    """4,096 entries each one byte further into one unterminated 1 MB string: ElfError once the names
+    take more than the table holds (each entry a copy: 4 GB)."""
+    path = tmp_path / "libcudart.so.13"
+    path.write_bytes(crafted.elf_needed_bomb(4096, 1 << 20, distinct=True))
+    with pytest.raises(ElfError, match="more string bytes than the string table holds"):
+        read_elf(path)
+    assert _peak_bytes(lambda: read_elf(path)) < 8 << 20
+
+
+def test_program_header_table_larger_than_the_file(tmp_path: Path) -> None:
+    """4,096 program headers of 65,535 bytes claimed by a 64-byte file: refused before 268 MB are asked for."""
+    path = tmp_path / "libx.so"
+    path.write_bytes(crafted.elf_huge_program_header_table())
+    with pytest.raises(ElfError, match="truncated"):
+        read_elf(path)
+    assert _peak_bytes(lambda: read_elf(path)) < 1 << 20

@@ -138,3 +138,37 @@ def test_here_says_something_about_this_environment() -> None:
     code, out, _ = _run("CUDA failure 100: no CUDA-capable device is detected")
     assert code == 0
     assert "This environment" in out
+
+
+def test_a_hostile_log_line_is_shown_not_obeyed() -> None:
+    # a pasted log whose matched line carries a clipboard write (OSC 52), a window title (OSC 0, ended by
+    # BEL and by ST), a DCS string, a bidi override, a lone ESC, a carriage return and a bell
+    line = ("libcudnn.so.9: cannot open shared object file \x1b]52;c;ZWNobyBoaQ==\x07 \x1b]0;title\x1b\\ "
+            "\x1bP1$r\x1b\\ \u202eelif\x1b\x1b \x07 no such file\r\n")
+    code, out, _ = _run("-", "--no-here", stdin=line)
+    assert code == 0
+    seen = next(ln for ln in out.splitlines() if ln.startswith("  Seen: "))
+    assert "libcudnn.so.9" in seen
+    bad = [c for c in out if (ord(c) < 0x20 and c not in "\n") or 0x7f <= ord(c) < 0xa0
+           or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"]
+    assert bad == [], repr(seen)
+
+
+def test_this_environments_paths_are_shown_not_obeyed() -> None:
+    # `explain` says whether this machine has the problem now, with the finding's detail and fix: both
+    # name paths, which another user may have chosen
+    from ortdoctor.cli.explain import _here_lines
+    from ortdoctor.core.record import replace
+    from tests.test_diagnose import driver_none, full_plan, healthy_env
+    from tests.test_report import make_report
+
+    rep = make_report(healthy_env(driver=driver_none()), full_plan())
+    hostile = "\x1b]0;pwned\x07\u202e\r"
+    rep = replace(rep, findings=tuple(replace(f, detail=f.detail + hostile, fix=f"{f.fix}{hostile}")
+                                      for f in rep.findings))
+    lines, data = _here_lines(["driver-missing"], rep, None)
+    text = "\n".join(lines)
+    assert "YES" in text
+    assert "\\x1b]0;pwned\\x07" in text
+    assert not any((ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) < 0xa0 or c == "\u202e" for c in text)
+    assert data["driver-missing"]["detail"].endswith(hostile)  # the JSON keeps it as it was

@@ -11,13 +11,15 @@ import sys
 import zipfile
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from ortdoctor.formats import fatbin
 from ortdoctor.formats.fatbin import FatbinError, FatbinInfo, KernelImage, read_fatbin
-from tests.support import testenvs
+from ortdoctor.formats.regular_file import read_at
+from tests.support import crafted, testenvs
 from tests.support.fatbins import FIXTURES, cuobjdump_listing, fatbin_containers, library, make_pe
 from tests.support.sharedlibs import build_so
 
@@ -188,6 +190,51 @@ def test_corrupt_headers(tmp_path: Path, field_at: int, value: int, message: str
     path.write_bytes(bytes(data))
     with pytest.raises(FatbinError, match=message):
         read_fatbin(path)
+
+
+class _Reads:
+    """fatbin.read_at, counting what the reader asks for; a request of more than 64 MB is refused
+    (FatbinError) instead of being allocated."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.largest = 0
+
+    def __call__(self, f: Any, offset: int, size: int, what: str, path: str, error: type[Exception]) -> bytes:
+        self.largest = max(self.largest, size)
+        if size > 64 << 20:
+            raise FatbinError(f"{path}: a read of {size} bytes")
+        data = read_at(f, offset, size, what, path, error)
+        self.total += len(data)
+        return data
+
+
+def test_sparse_section_of_zeros_is_skipped_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .nv_fatbin section over 1 GB of a hole: the holes are jumped (SEEK_DATA), and where the file
+    system cannot say, at most 64 MB of zeros are read (19 GB of zeros took 150 s, 64 KB a read)."""
+    path = crafted.elf_with_sparse_fatbin(tmp_path / "libx.so", 1 << 30)
+    reads = _Reads()
+    monkeypatch.setattr(fatbin, "read_at", reads)
+    with open(path, "rb") as f:
+        holes = fatbin._next_data(f, 4096, 4096 + (1 << 30)) > 4096  # this file system reports holes
+    if holes:
+        info = read_fatbin(path)
+        assert (info.sections, info.containers) == (1, 0)
+    else:
+        with pytest.raises(FatbinError, match="bytes of zeros"):
+            read_fatbin(path)
+    assert reads.total <= (64 << 20) + (1 << 20)
+
+
+def test_section_count_from_section_zero_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """262,144 section headers of 65,535 bytes (the count kept in section 0): refused, not one 17 GB read."""
+    path = tmp_path / "libx.so"
+    path.write_bytes(crafted.elf_with_huge_section_table())
+    reads = _Reads()
+    monkeypatch.setattr(fatbin, "read_at", reads)
+    with pytest.raises(FatbinError, match="implausible section header table"):
+        read_fatbin(path)
+    assert reads.largest <= 16 << 20
 
 
 # --------------------------------------------------------------------------------------------------

@@ -103,7 +103,7 @@ def test_without_yes_it_shows_the_commands_and_runs_nothing(tmp_path: Path) -> N
     assert "Traceback" not in proc.stderr, proc.stderr
     py = str(venv / "bin" / "python")
     assert f"  {py} -m pip uninstall -y onnxruntime onnxruntime-gpu\n" in proc.stdout
-    assert f'  {py} -m pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"\n' in proc.stdout
+    assert f"  {py} -m pip install 'onnxruntime-gpu[cuda,cudnn]==1.31.1'\n" in proc.stdout
     assert f"ortdoctor fix --python {py} --yes" in proc.stdout
     assert "driver-missing:" in proc.stdout  # no driver here: the user's part, named
     assert _log(tmp_path) == []

@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from ortdoctor.core.facts import Candidate, DriverInfo, Finding, OrtDistribution
+from ortdoctor.core.shell import render_all
 from ortdoctor.decide.fixes import Installer, quote
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.resolve import resolve
@@ -94,26 +95,29 @@ def test_a_reinstall_keeps_the_installed_version() -> None:
 
 def test_without_pip_the_fix_bootstraps_it_or_uses_uv() -> None:
     steps = next(f.steps for f in FINDINGS if f.steps)
-    assert Installer("/v/bin/python", has_pip=False).commands(steps).startswith(
+    assert Installer("/v/bin/python", has_pip=False).commands(steps).startswith(  # one line, for a sentence
         "/v/bin/python -m ensurepip --upgrade && /v/bin/python -m pip install ")
     assert Installer("/v/bin/python", has_pip=False, uv="/usr/bin/uv").commands(steps).startswith(
         "/usr/bin/uv pip install --python /v/bin/python ")
 
 
-def test_the_first_line_of_a_package_fix_is_the_command_alone() -> None:
-    """Pasted as it stands, the first line runs the fix: the command, at most a shell comment after it
-    (prose in brackets or an apostrophe there is a bash syntax error, and nothing is installed). For the
-    errors and warnings, whose fix is the one to paste (tests/convergence/); a note may lead with advice."""
+def test_a_package_fix_pasted_whole_runs_its_commands_and_nothing_else() -> None:
+    """Every line of a package fix is one of its commands or a shell comment: the whole fix pasted into a
+    shell runs the commands (prose in brackets or an apostrophe outside a comment is a bash syntax error,
+    and "then ..." stops the paste). For the errors and warnings, whose fix is the one to paste
+    (tests/convergence/); a note may lead with advice."""
     python = healthy_env().python
     installer = Installer.of(python)
     seen = set()
     for f in FINDINGS:
         if not f.steps or f.fix is None or f.severity == "info":
             continue
-        first = f.fix.splitlines()[0]
-        command = installer.commands(f.steps)
-        assert first == command or first.startswith(command + "  # "), (f.id, first)
-        if first not in seen:
-            seen.add(first)
-            proc = subprocess.run(["bash", "-n", "-c", first], capture_output=True, text=True, check=False)
-            assert proc.returncode == 0, (f.id, first, proc.stderr)
+        assert f.commands, f.id
+        lines = [line for line in f.fix.splitlines() if not line.startswith("# ")]
+        assert lines == render_all(f.commands), (f.id, f.fix)
+        package = render_all(installer.lines(f.steps))
+        assert any(lines[i:i + len(package)] == package for i in range(len(lines))), (f.id, f.fix)
+        if f.fix not in seen:
+            seen.add(f.fix)
+            proc = subprocess.run(["bash", "-n", "-c", f.fix], capture_output=True, text=True, check=False)
+            assert proc.returncode == 0, (f.id, f.fix, proc.stderr)

@@ -122,13 +122,15 @@ def test_the_command_line_with_smoke_sessions_and_saved_reports(cluster: Any, tm
     assert nodes["gpu-c"]["smoke"] == "not run"
     assert {f["id"] for f in nodes["gpu-b"]["findings"]} >= {"driver-too-old", "smoke-fell-back-to-cpu"}
 
-    # the saved reports merge into the same fleet, less the node that never answered
+    # the saved reports merge into the same fleet: the node that never answered has its record too
     files = sorted(p.name for p in saved.iterdir())
-    assert [f[:6] for f in files] == ["gpu-a-", "gpu-b-", "gpu-c-"], files
+    assert len(files) == 4, files
+    assert [f[:6] for f in files if f.startswith("gpu-")] == ["gpu-a-", "gpu-b-", "gpu-c-"], files
     merged = subprocess.run([sys.executable, "-m", "ortdoctor", "fleet", "merge", "--json", str(saved)],
                             capture_output=True, text=True, timeout=60, cwd=ROOT)
-    again = {n["host"]["name"]: n["status"] for n in json.loads(merged.stdout)["nodes"]}
-    assert again == {name: nodes[name]["status"] for name in ("gpu-a", "gpu-b", "gpu-c")}
+    again = {n["host"]["ray_node_id"]: (n["status"], n["reason"]) for n in json.loads(merged.stdout)["nodes"]}
+    assert again == {n["host"]["ray_node_id"]: (n["status"], n["reason"]) for n in data["nodes"]}
+    assert sorted(status for status, _ in again.values()).count("unreachable") == 1
 
 
 def test_a_hanging_check_is_killed_at_the_time_limit(cluster: Any, tmp_path: Path) -> None:

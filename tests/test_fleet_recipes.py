@@ -1,19 +1,23 @@
 """docs/fleet.md, run as far as a machine without a cluster allows.
 
-Each block marked ``# ortdoctor-recipe: NAME`` is extracted. The DaemonSet manifest is parsed and
-checked; its container's command is run here once per "node" (real onnxruntime wheels on PYTHONPATH,
-the fake NVML library as the driver, the downward-API variables the manifest asks for), and the pods'
-output is put together as ``kubectl logs --prefix`` prints it (``[pod/NAME/CONTAINER] `` before each
-line, pod after pod) and fed to the collect step's merge command. The Slurm script's ``srun`` step is
-run once per task with the variables Slurm sets, its output labelled and interleaved as ``srun
---label`` writes it, and the rest of the script is run on that.
+Each block marked ``# ortdoctor-recipe: NAME`` is extracted. The Job manifest is parsed, checked and
+validated against the Kubernetes API schema (``kubernetes-validate``, where installed); its container's
+command is run here once per "node" (real onnxruntime wheels on PYTHONPATH, the fake NVML library as
+the driver, the downward-API variables the manifest asks for), the pods' output is put together as
+``kubectl logs --prefix`` prints it (``[pod/NAME/CONTAINER] `` before each line, pod after pod), and
+the collect script runs as printed with a ``kubectl`` that answers from that. The Slurm script's
+``srun`` step is run once per task with the variables Slurm sets, its output labelled and interleaved
+as ``srun --label`` writes it, and the rest of the script is run on that; the Slurm health check runs
+with ``scontrol`` recorded. Every script is parsed by bash, and by shellcheck where installed.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,7 +45,23 @@ def recipes() -> dict[str, str]:
 
 
 def test_every_recipe_is_found() -> None:
-    assert set(recipes()) == {"daemonset", "daemonset-collect", "slurm"}
+    assert set(recipes()) == {"job", "job-collect", "slurm", "slurm-healthcheck"}
+
+
+@pytest.mark.parametrize("name", ["slurm", "slurm-healthcheck", "job-collect"])
+def test_each_script_runs_as_printed(name: str, tmp_path: Path) -> None:
+    # sbatch and slurmd run a script only when its first line is its "#!" (sbatch: "This does not look
+    # like a batch script"); bash must parse it; shellcheck, where installed, must find nothing
+    script = recipes()[name]
+    assert script.startswith("#!/bin/bash\n"), script.splitlines()[0]
+    path = tmp_path / f"{name}.sh"
+    path.write_text(script)
+    proc = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    shellcheck = shutil.which("shellcheck") or shutil.which("shellcheck", path=str(Path(sys.executable).parent))
+    if shellcheck is not None:
+        proc = subprocess.run([shellcheck, "--shell=bash", str(path)], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stdout
 
 
 @pytest.fixture(scope="module")
@@ -69,33 +89,38 @@ def node_env(bin_dir: Path, node: Any, extra: dict[str, str]) -> dict[str, str]:
 # --------------------------------------------------------------------------------------------------
 # Kubernetes
 # --------------------------------------------------------------------------------------------------
-def daemonset() -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load(recipes()["daemonset"])
+def job() -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load(recipes()["job"])
     return doc
 
 
-def test_the_daemonset_manifest() -> None:
-    ds = daemonset()
-    assert (ds["apiVersion"], ds["kind"]) == ("apps/v1", "DaemonSet")
-    labels = ds["spec"]["template"]["metadata"]["labels"]
-    assert ds["spec"]["selector"]["matchLabels"].items() <= labels.items()  # the API server requires it
-    pod = ds["spec"]["template"]["spec"]
+def test_the_job_manifest() -> None:
+    j = job()
+    assert (j["apiVersion"], j["kind"]) == ("batch/v1", "Job")
+    spec = j["spec"]
+    assert spec["completionMode"] == "Indexed"
+    assert spec["completions"] == spec["parallelism"]
+    labels = spec["template"]["metadata"]["labels"]
+    pod = spec["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
     assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert pod["runtimeClassName"] == "nvidia"
+    # one pod per node: required anti-affinity on the host name, against the pods' own label
+    (term,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"].items() <= labels.items()
     (container,) = pod["containers"]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}
     assert env == {"NODE_NAME": "spec.nodeName", "POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
     assert "ortdoctor check --json" in " ".join(container["args"])
+    assert "sleep" not in " ".join(container["args"])  # it ends: no GPU held while idle
 
-    # the collect step selects these pods, with every line (not the last 10) and a prefix per pod
-    collect = next(line for line in recipes()["daemonset-collect"].splitlines() if line.startswith("kubectl logs"))
-    left = shlex.split(collect.split("|")[0])
-    assert left[left.index("-l") + 1] == "app=" + labels["app"]
-    assert "--prefix" in left
-    assert "--tail=-1" in left
-    rollout = next(line for line in recipes()["daemonset-collect"].splitlines() if "rollout status" in line)
-    assert f"daemonset/{ds['metadata']['name']}" in rollout
+
+def test_the_job_manifest_against_the_kubernetes_api_schema() -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    for version in ("1.33.0", "1.37.0"):  # backoffLimitPerIndex is GA from 1.33
+        kubernetes_validate.validate(job(), version, strict=True)
 
 
 def _downward_api(container: dict[str, Any], node: str, pod: str) -> dict[str, str]:
@@ -105,30 +130,62 @@ def _downward_api(container: dict[str, Any], node: str, pod: str) -> dict[str, s
     return {**env, "HOSTNAME": pod, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
 
 
-def test_the_daemonset_pods_output_merged_as_the_recipe_says(bin_dir: Path, tmp_path: Path) -> None:
-    ds = daemonset()
-    (container,) = ds["spec"]["template"]["spec"]["containers"]
+_FAKE_KUBECTL = """#!/bin/sh
+# kubectl as the collect step uses it, on a cluster of {nodes} GPU nodes whose pods already ran
+case "$1 $2" in
+  "get nodes") i=0; while [ $i -lt {nodes} ]; do echo "gpu-$i   Ready    <none>   9d   v1.33.1"; i=$((i+1)); done ;;
+  "delete job") echo "job.batch \"ortdoctor\" deleted" ;;
+  "apply -f") cat > {applied}; echo "job.batch/ortdoctor created" ;;
+  "wait --for=condition=complete") echo "job.batch/ortdoctor condition met" ;;
+  "logs -l") [ "$*" = "logs -l app=ortdoctor --prefix --tail=-1" ] || exit 9; cat {log} ;;
+  *) echo "unexpected: kubectl $*" >&2; exit 9 ;;
+esac
+"""
+
+
+def test_the_job_run_on_each_node_and_collected_as_printed(bin_dir: Path, tmp_path: Path) -> None:
+    j = job()
+    (container,) = j["spec"]["template"]["spec"]["containers"]
     argv = [*container["command"], *container["args"]]
     log = []
     for node in NODES:
-        pod = f"ortdoctor-{node.name[-1]}q9zt"
+        pod = f"ortdoctor-{NODES.index(node)}-q9zt{node.name[-1]}"
         proc = subprocess.run(argv, env=node_env(bin_dir, node, _downward_api(container, node.name, pod)),
                               capture_output=True, text=True, timeout=120, cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr  # `exec sleep` ran: the pod stays up
+        assert proc.returncode == 0, proc.stderr  # the pod completes, whatever the verdict
         assert len(proc.stdout.splitlines()) == 1  # one report, one line
         # kubectl logs without -f reads the pods one after another; kubelet logs stdout and stderr
         log += [f"[pod/{pod}/{container['name']}] {line}" for line in (proc.stdout + proc.stderr).splitlines()]
+    # a node whose image lacks ortdoctor: its pod printed the shell's error instead of a report
+    log.append(f"[pod/ortdoctor-6-q9ztx/{container['name']}] /bin/sh: 1: ortdoctor: not found")
+    (tmp_path / "pods.log").write_text("\n".join(log) + "\n")
 
-    collect = next(line for line in recipes()["daemonset-collect"].splitlines() if line.startswith("kubectl logs"))
-    merge_cmd = collect.split("|", 1)[1].strip()
-    proc = subprocess.run(["bash", "-e", "-c", merge_cmd], input="\n".join(log) + "\n",
-                          env=node_env(bin_dir, NODES[0], {}), capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path)
+    # the collect step, as printed, with the manifest saved where it reads it and a kubectl that answers
+    (tmp_path / "ortdoctor-job.yaml").write_text(recipes()["job"])
+    fake = tmp_path / "kbin"
+    fake.mkdir()
+    applied = tmp_path / "applied.yaml"
+    (fake / "kubectl").write_text(_FAKE_KUBECTL.format(nodes=len(NODES) + 1, applied=shlex.quote(str(applied)),
+                                                       log=shlex.quote(str(tmp_path / "pods.log"))))
+    (fake / "kubectl").chmod(0o755)
+    (tmp_path / "collect.sh").write_text(recipes()["job-collect"])
+    env = node_env(bin_dir, NODES[0], {})
+    env["PATH"] = f"{fake}{os.pathsep}{env['PATH']}"
+    proc = subprocess.run(["bash", str(tmp_path / "collect.sh")], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr  # nodes fail
-    out = proc.stdout
+
+    # as many pods as GPU nodes, and still the manifest the API accepts
+    sent = yaml.safe_load(applied.read_text())
+    assert (sent["spec"]["completions"], sent["spec"]["parallelism"]) == (len(NODES) + 1, len(NODES) + 1)
+    assert {k: v for k, v in sent["spec"].items() if k not in ("completions", "parallelism")} == {
+        k: v for k, v in j["spec"].items() if k not in ("completions", "parallelism")}
+
+    out = proc.stdout[proc.stdout.find("ortdoctor fleet: "):]  # after kubectl's own lines
     # the container runs the whole check: the smoke session fails on every node here (no GPU)
-    assert out.startswith("ortdoctor fleet: 6 nodes: 6 fail\n"), out
-    assert "  gpu-a  FAIL        onnxruntime-gpu 1.31.1 · driver 580.159.04 · 1 x NVIDIA H200 · smoke failed" in out
+    assert out.startswith("ortdoctor fleet: 7 nodes: 6 fail, 1 error\n"), proc.stdout
+    assert "  gpu-a              FAIL        onnxruntime-gpu 1.31.1 · driver 580.159.04 · 1 x NVIDIA H200 · smoke failed" in out
+    assert "ortdoctor-6-q9ztx  ERROR       no report: its output was '/bin/sh: 1: ortdoctor: not found'" in out
     assert "driver-too-old  (1 node: gpu-b)" in out
     assert "ort-cpu-only  (1 node: gpu-c)" in out
     assert "cuda-major-mismatch  (1 node: gpu-e)" in out
@@ -178,3 +235,30 @@ def test_the_slurm_script_run_as_srun_would(bin_dir: Path, tmp_path: Path) -> No
     assert "1 node on driver 535.x while onnxruntime-gpu 1.31.1 (CUDA 13.0) needs >= 580: gpu-b" in proc.stdout
     nodes = proc.stdout.split("\nNodes\n", 1)[1]
     assert [line.split()[0] for line in nodes.splitlines() if line.startswith("  ")] == [n.name for n in NODES]
+
+
+def test_the_slurm_health_check_drains_a_failing_node_with_a_short_reason(bin_dir: Path, tmp_path: Path) -> None:
+    # slurmd runs it as HealthCheckProgram; `scontrol` here records what it was asked to do
+    script = tmp_path / "ortdoctor-health.sh"
+    script.write_text(recipes()["slurm-healthcheck"])
+    script.chmod(0o755)
+    fake = tmp_path / "sbin"
+    fake.mkdir()
+    calls = tmp_path / "scontrol.calls"
+    (fake / "scontrol").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {shlex.quote(str(calls))}\n')
+    (fake / "scontrol").chmod(0o755)
+
+    def run(node_name: str) -> list[str]:
+        node = next(n for n in NODES if n.name == node_name)
+        env = node_env(bin_dir, node, {"NODE_NAME": node_name})
+        env["PATH"] = f"{fake}{os.pathsep}{env['PATH']}"
+        calls.unlink(missing_ok=True)
+        proc = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr  # a health check that fails itself would drain every node
+        return calls.read_text().splitlines() if calls.exists() else []
+
+    assert run("gpu-a") == []  # warnings only: the node stays in service
+    (call,) = run("gpu-b")
+    why = json.loads(fleet_reports.run_check(next(n for n in NODES if n.name == "gpu-b")))
+    first = next(f["id"] for f in why["findings"] if f["severity"] == "error")
+    assert call == f"update NodeName=gpu-b State=DRAIN Reason=ortdoctor: {first}"

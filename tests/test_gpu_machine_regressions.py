@@ -189,7 +189,8 @@ def test_default_loader_copies_are_named_instead_of_needs_preload(machine: Machi
     assert "the same files PyTorch 2.11.0 loads" in f.detail
     assert "libcudnn.so.9 9.14.0 instead of 9.19.0.56" in f.detail
     assert f.fix is not None
-    assert f.fix.startswith("import ortdoctor.hook")
+    assert f.fix.startswith("export LD_LIBRARY_PATH=")  # the shell line first, alone on its line
+    assert "import ortdoctor.hook" in f.fix
     assert str(machine.cu13) in f.fix
     assert "import torch before onnxruntime" in f.fix
     # the Libraries rows say where the loader would take each from; no "(needs preload)" noise
@@ -289,7 +290,7 @@ def test_shadowed_cpu_package_in_the_venv(machine: Machine) -> None:
     assert "flips" in f.detail
     assert "pip sees both" in f.detail
     assert f.fix is not None
-    assert f.fix.startswith(f"{machine.python} -m pip uninstall -y onnxruntime  #")
+    assert f.fix.startswith(f"{machine.python} -m pip uninstall -y onnxruntime\n# removes onnxruntime from ")
     assert "onnxruntime-gpu" not in f.fix.split("#")[0]
     assert "also installed, shadowed: onnxruntime 1.30.0" in text
 
@@ -303,19 +304,25 @@ def test_shadowed_gpu_package_in_a_target_dir(machine: Machine) -> None:
     f = by_id(diagnose(replace(env, ort=ort), None, MATRIX), "ort-multiple-packages")
     assert f.severity == "error"
     assert f.fix is not None
-    assert f.fix.startswith(f"{machine.python} -m pip uninstall -y onnxruntime  #")
+    assert f.fix.startswith(f"{machine.python} -m pip uninstall -y onnxruntime\n# ")
     assert f"takes onnxruntime-gpu 1.31.1 from {machine.target}" in f.fix
 
 
-def test_a_target_dir_is_removed_by_hand(machine: Machine) -> None:
+def test_a_target_dir_is_moved_aside(machine: Machine) -> None:
+    """pip does not manage a --target directory: the copy's directories go into a backup folder there
+    (nothing deleted), with the paths quoted; ``ortdoctor fix`` runs the same move."""
     env = machine_env(machine, cpu_package_too=True)
     target_cpu = OrtDistribution("onnxruntime", "1.30.0", str(machine.root / "cpu-target"),
                                  str(machine.root / "cpu-target/onnxruntime-1.30.0.dist-info"), owns_files_on_disk=True)
     env = replace(env, ort=replace(env.ort, distributions=(env.ort.distributions[0], target_cpu)))
     f = by_id(diagnose(env, None, MATRIX), "ort-multiple-packages")
     assert f.fix is not None
-    assert f.fix.startswith(f"rm -rf {machine.root}/cpu-target/onnxruntime {target_cpu.dist_info}")
+    backup = f"{machine.root}/cpu-target/ortdoctor-backup"
+    assert f.fix.startswith(f"mkdir -p -- {backup} && mv -- {machine.root}/cpu-target/onnxruntime "
+                            f"{target_cpu.dist_info} {backup}\n")
+    assert "rm " not in f.fix
     assert f"drop {machine.root}/cpu-target from PYTHONPATH" in f.fix
+    assert [c.kind for c in f.commands] == ["move"]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -62,7 +62,7 @@ def test_hook_warns_once_with_id_and_fix(tmp_path: Path):
     category, message = got["warnings"][0]
     assert category == "OrtdoctorWarning"
     assert message.startswith("ortdoctor [cuda-lib-missing]")
-    assert f'Fix: {sys.executable} -m pip install "onnxruntime-gpu[cuda,cudnn]' in message
+    assert f"Fix: {sys.executable} -m pip install 'onnxruntime-gpu[cuda,cudnn]" in message
 
 
 def test_hook_strict_raises(tmp_path: Path):
@@ -171,7 +171,7 @@ def test_hook_install_refuses_where_there_is_nothing_to_preload(tmp_path: Path):
     assert proc.returncode == 1
     assert "no CUDA build of onnxruntime is installed here" in proc.stderr
     assert "[ort-cpu-only]" in proc.stderr
-    assert 'pip install "onnxruntime-gpu[cuda,cudnn]' in proc.stderr
+    assert "pip install 'onnxruntime-gpu[cuda,cudnn]" in proc.stderr
     assert os.listdir(pth_dir) == []
     forced = subprocess.run([sys.executable, "-c", install, "--force"], capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})

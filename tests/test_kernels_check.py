@@ -88,7 +88,7 @@ def test_b200_has_no_kernels_in_1_31_1() -> None:
     assert "cudaErrorNoKernelImageForDevice" in f.detail
     fix = f.fix or ""
     # the newest release with native code for sm_100 on the same CUDA major (1.27.0 is known bad)
-    assert '/venv/bin/python -m pip install "onnxruntime-gpu[cuda,cudnn]==1.28.0"  (1.28.0: native code sm_100a' in fix
+    assert "/venv/bin/python -m pip install 'onnxruntime-gpu[cuda,cudnn]==1.28.0'  (1.28.0: native code sm_100a" in fix
     assert "CMAKE_CUDA_ARCHITECTURES=100" in fix
     # the same as package steps, with the inspected interpreter
     assert [(s.verb, s.args) for s in f.steps] == [("install", ("onnxruntime-gpu[cuda,cudnn]==1.28.0",))]
@@ -99,7 +99,7 @@ def test_v100_has_no_kernels_in_1_31_1() -> None:
     assert "compute capability 7.0 (sm_70)" in f.detail
     assert "CUDA 13 dropped Maxwell, Pascal and Volta" in f.detail
     # no CUDA 13 release has sm_70: the newest CUDA 12 one that does
-    assert 'pip install "onnxruntime-gpu[cuda,cudnn]==1.26.0"  (1.26.0: native code sm_70; built for CUDA 12.8)' \
+    assert "pip install 'onnxruntime-gpu[cuda,cudnn]==1.26.0'  (1.26.0: native code sm_70; built for CUDA 12.8)" \
         in (f.fix or "")
     assert "CMAKE_CUDA_ARCHITECTURES=70" in (f.fix or "")
 
@@ -118,7 +118,7 @@ def test_gb10_runs_the_aarch64_wheel_but_not_the_x86_64_one() -> None:
     # the x86_64 wheel's sm_120a is for 12.0 only; 1.28's compute_120 PTX would be JIT-compiled
     f = arch(findings(env_with(gpu("GB10"))))
     assert "compute capability 12.1 (sm_121)" in f.detail
-    assert "==1.28.0\"  (1.28.0: PTX compute_120 only, JIT-compiled at first use" in (f.fix or "")
+    assert "==1.28.0'  (1.28.0: PTX compute_120 only, JIT-compiled at first use" in (f.fix or "")
 
 
 def test_jetson_orin_sass_of_other_minors_does_not_run() -> None:
@@ -160,7 +160,7 @@ def test_old_releases_ptx_is_reported_as_jit_coverage() -> None:
     h200 = get(findings(env_with(gpu("H200"), kernels=None, version="1.20.2", cuda="12.2")), "gpu-arch-ptx-jit")
     assert h200 is not None
     # native code for sm_90 exists from 1.21 on; 1.31.1 is the newest that this CUDA 13 driver runs
-    assert 'For native code on sm_90: /venv/bin/python -m pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"' \
+    assert "For native code on sm_90: /venv/bin/python -m pip install 'onnxruntime-gpu[cuda,cudnn]==1.31.1'" \
         in (h200.fix or "")
     # V100 has native code in 1.20.2
     assert get(findings(env_with(gpu("V100"), kernels=None, version="1.20.2", cuda="12.2")), "gpu-arch-ptx-jit") is None
@@ -381,7 +381,7 @@ def test_matrix_recommends_a_wheel_with_kernels_for_the_gpu_given() -> None:
     assert data["query"]["gpus"] == ["10.0"]
     rec = data["recommendation"]
     assert rec["version"] == "1.28.0"
-    assert rec["command"] == 'pip install "onnxruntime-gpu[cuda,cudnn]==1.28.0"'
+    assert rec["command"] == "pip install 'onnxruntime-gpu[cuda,cudnn]==1.28.0'"
     assert rec["kernels"]["verdict"] == "sass"
     assert rec["kernels"]["sass"] == ["sm_100a"]
     text = matrix_cli("--cuda", "13", "--gpu", "10.0")
@@ -445,6 +445,6 @@ def test_the_install_command_for_a_cpu_build_has_kernels_for_the_gpu() -> None:
         f = get(findings(env), "ort-cpu-only")
         assert f is not None
         if version:
-            assert f'onnxruntime-gpu[cuda,cudnn]=={version}"' in (f.fix or "")
+            assert f"onnxruntime-gpu[cuda,cudnn]=={version}'" in (f.fix or "")
         else:
-            assert '"onnxruntime-gpu[cuda,cudnn]==1.31.1"' in (f.fix or "")
+            assert "'onnxruntime-gpu[cuda,cudnn]==1.31.1'" in (f.fix or "")

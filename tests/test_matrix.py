@@ -398,7 +398,7 @@ def test_recommend_other_stacks(matrix: Matrix) -> None:
     r13 = matrix.recommend(cuda="13", torch=None)
     assert r13 is not None
     assert r13.version == "1.31.1"
-    assert r13.command == 'pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"'
+    assert r13.command == "pip install 'onnxruntime-gpu[cuda,cudnn]==1.31.1'"
     r11 = matrix.recommend(cuda="11.8", torch="2.3.1+cu118")
     assert r11 is not None
     assert r11.version == "1.18.1"

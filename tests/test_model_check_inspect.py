@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import onnx
 import pytest
 
 from ortdoctor.diagnose import model as mf
+from ortdoctor.prove.model_check import inspect
 from ortdoctor.prove.model_check.inspect import inspect_model, parse_input_shape
 from tests.support import models
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +140,71 @@ def test_parse_input_shape(text: str, expected: tuple[str, tuple[int, ...]]) -> 
 def test_parse_input_shape_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="--input-shape"):
         parse_input_shape(text)
+
+
+# --------------------------------------------------------------------------------------------------
+# A model rewritten while it is read (an exporter truncates and writes it in place)
+# --------------------------------------------------------------------------------------------------
+_REWRITE_DURING_WALK = """
+import os, sys
+from ortdoctor.prove.model_check import inspect
+
+path, how = sys.argv[1], sys.argv[2]
+walk = inspect._fields
+done = []
+
+def rewrite_then_walk(*args):
+    if not done:  # once, when the walk has begun: the file was opened and its size taken
+        done.append(1)
+        data = open(path, "rb").read()
+        with open(path, "r+b") as f:
+            if how == "truncate":
+                f.truncate(8192)  # what `cat new > model.onnx` does first, caught two pages in
+            elif how == "grow":
+                f.seek(0, 2)
+                f.write(b"\\0" * 4096)
+            else:  # the same size, new bytes
+                f.write(data)
+        st = os.stat(path)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    return walk(*args)
+
+inspect._fields = rewrite_then_walk
+ins = inspect.inspect_model(path)
+print(ins.problem, ins.problem_detail)
+"""
+
+
+@pytest.mark.parametrize("how", ["truncate", "grow", "same-size"])
+def test_model_rewritten_during_the_check(tmp_path: Path, how: str) -> None:
+    """Reported as a file that changed (model-invalid, exit 2), never read from a mapping: a page past the
+    new end of a mapped file is SIGBUS, which kills the process."""
+    model = tmp_path / "live.onnx"
+    model.write_bytes((ROOT / "tests" / "data" / "models" / "bert_dynamo.onnx").read_bytes())  # 350 KB
+    proc = subprocess.run([sys.executable, "-c", _REWRITE_DURING_WALK, str(model), how], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)  # -7: SIGBUS
+    assert proc.stdout.startswith("unreadable the file changed while it was read"), proc.stdout
+
+
+def test_large_payloads_are_skipped_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 64 MB initializer: the walk reads its head and skips its raw data by length."""
+    big = onnx.helper.make_tensor("w", onnx.TensorProto.FLOAT, [16 << 20], vals=b"\0" * (64 << 20), raw=True)
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                                   [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                                   initializer=[big])
+    path = tmp_path / "big.onnx"
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), path)
+    read: list[int] = []
+    original = inspect._Source.read
+
+    def counting(self: inspect._Source, start: int, stop: int, need: int) -> bytes:
+        data = original(self, start, stop, need)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(inspect._Source, "read", counting)
+    ins = inspect_model(path)
+    assert ins.ok, ins.problem_detail
+    assert ins.initializer_bytes == 64 << 20
+    assert sum(read) < 1 << 20

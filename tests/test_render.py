@@ -116,3 +116,60 @@ def test_a_failed_device_shows_its_classified_cause() -> None:
     rep = make_report(healthy_env(), full_plan(), all_devices=True, device_smokes=(DeviceSmoke(1, None, smoke),))
     line = next(line for line in render(rep).splitlines() if "cuda:1" in line)
     assert line.endswith("failed: the driver loads but no GPU is visible [no-gpu-visible]")
+
+
+def test_text_from_child_processes_and_paths_is_shown_not_obeyed() -> None:
+    # an error the smoke child brought back and a file name, each carrying a window-title sequence, a
+    # clipboard write, a carriage return and a bidi override; --debug prints the child's error in full
+    from ortdoctor.prove.smoke.runner import SmokeResult
+    from ortdoctor.report.model import Report, verdict_of
+    from tests.test_diagnose import python_info, run
+
+    hostile = "\x1b]0;pwned\x07\x1b]52;c;ZWNobyBoaQ==\x1b\\\rrm -rf ~\u202e"
+    error = f"RuntimeError: cannot load /opt/{hostile}/libcudnn.so.9\nInvalid device ID: 1 {hostile}"
+    smoke = SmokeResult(ran=True, ok=False, device_id=1, error=error, finding_id="smoke-failed")
+    env = healthy_env(python=python_info(executable=f"/srv/{hostile}/bin/python"))
+    found = run(env, full_plan(), smoke=smoke)
+    rep = Report(verdict=verdict_of(found), findings=tuple(found), env=env, plan=full_plan(),
+                 matrix_path=f"/tmp/{hostile}.yaml", smoke=smoke)
+    for text in (render(rep), render(rep, debug=True)):
+        assert "Invalid device ID: 1" in text
+        assert "/srv/\\x1b]0;pwned\\x07" in text
+        bad = sorted({c for c in text if (ord(c) < 0x20 and c not in "\n") or 0x7f <= ord(c) < 0xa0
+                      or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"})
+        assert bad == []
+    # with colour, the only escape sequences are the report's own colours
+    import re
+
+    coloured = render(rep, color=True, debug=True)
+    assert set(re.findall(r"\x1b[^m]*m", coloured)) <= {"\x1b[0m", "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[32m",
+                                                         "\x1b[33m"}
+    assert "\x07" not in coloured
+    assert "\x1b]" not in coloured
+
+
+def test_preload_and_short_reports_show_paths_not_obey_them() -> None:
+    from ortdoctor.preloading.preloader import FailedLib, LoadedLib, PreloadResult
+    from ortdoctor.report import short
+    from ortdoctor.report.preload import render_text as render_preload
+
+    hostile = "\x1b]0;pwned\x07\u202e\r"
+    result = PreloadResult(directory=f"/srv/{hostile}", dry_run=False, cuda_major=13, cudnn_major=9,
+                           loaded=[LoadedLib("cudart", "libcudart.so.13", f"/srv/{hostile}/libcudart.so.13",
+                                             "directory", "13.0.96", mapped=f"/srv/{hostile}/libcudart.so.13")],
+                           failed=[FailedLib("cudnn", "libcudnn.so.9", f"/srv/{hostile}/libcudnn.so.9: invalid ELF header",
+                                             searched=(f"/srv/{hostile}",))])
+    text = render_preload(result)
+    assert "/srv/\\x1b]0;pwned\\x07" in text
+    assert not _UNSAFE & set(text)
+    from ortdoctor.core.record import replace
+
+    rep = make_report(healthy_env(driver=driver_none()), full_plan())
+    rep = replace(rep, findings=tuple(replace(f, fix=f"{f.fix}{hostile}") for f in rep.findings))
+    out = short.render(rep)
+    assert "\\x1b]0;pwned" in out
+    assert not _UNSAFE & set(out)
+
+
+_UNSAFE = set(map(chr, [*range(0x00, 0x0a), *range(0x0b, 0x20), *range(0x7f, 0xa0)])) | set(
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ortdoctor.core.catalog import CATALOG, CONTRACT_IDS, explain_text, render_markdown
 from ortdoctor.core.facts import Finding, OrtInfo, SystemInfo
 from ortdoctor.report.json_report import dumps, to_json
@@ -39,7 +41,7 @@ def test_json_has_the_contract_fields() -> None:
     assert data["schema_version"] == 2
     assert data["verdict"] == "fail"
     assert data["findings"][0]["id"] == "driver-missing"
-    assert set(data["findings"][0]) == {"id", "severity", "title", "detail", "fix", "steps"}
+    assert set(data["findings"][0]) == {"id", "severity", "title", "detail", "fix", "steps", "commands"}
     assert data["ort"]["active"] == "onnxruntime-gpu"
     assert data["ort"]["distributions"][0] == {**data["ort"]["distributions"][0], "name": "onnxruntime-gpu",
                                               "version": "1.31.1"}
@@ -88,3 +90,22 @@ def test_gen_findings_doc_check_mode() -> None:
 
 def test_matrix_used_by_the_tests_is_real() -> None:
     assert MATRIX.release_for("1.31.1") is not None
+
+
+def test_json_says_when_the_report_was_taken() -> None:
+    import re
+    from datetime import datetime, timedelta, timezone
+
+    from tests.support.report_schema import validate
+
+    before = datetime.now(timezone.utc)
+    data = validate(json.loads(dumps(make_report(healthy_env(), full_plan()))))
+    taken = data["taken_at"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", taken), taken
+    at = datetime.fromisoformat(taken.replace("Z", "+00:00"))
+    assert before - timedelta(seconds=1) <= at <= datetime.now(timezone.utc)
+    assert to_json(make_report(), taken_at="2026-12-01T10:00:00.000Z")["taken_at"] == "2026-12-01T10:00:00.000Z"
+    # an invalid value is not a date-time the schema accepts
+    bad = {**data, "taken_at": "yesterday"}
+    with pytest.raises(AssertionError, match="taken_at"):
+        validate(bad)

@@ -201,7 +201,7 @@ def test_numpy_abi_failure_says_what_numpy_printed_and_the_fix_names_the_interpr
     assert [c.finding_id for c in result.causes][:1] == ["numpy-abi-mismatch"]
     found: list[Finding] = merge_smoke([], result, Installer("/venv/bin/python"))
     fix = next(f for f in found if f.id == "numpy-abi-mismatch").fix or ""
-    assert fix.splitlines()[0] == '/venv/bin/python -m pip install "numpy<2"'
+    assert fix.splitlines()[0] == "/venv/bin/python -m pip install 'numpy<2'"
 
 
 def test_a_device_id_out_of_range_is_reported_once_by_its_cause() -> None:

@@ -80,7 +80,7 @@ def test_1_31_1_with_tensorrt_11_names_both_majors_and_pins_tensorrt_10(trt11_si
     assert "links libnvinfer.so.10 and libnvonnxparser.so.10 (TensorRT 10)" in f["detail"]
     assert "tensorrt-cu13-libs 11.4.0.106" in f["detail"]
     assert "libnvinfer.so.11" in f["detail"]
-    assert f["fix"].startswith(f'{sys.executable} -m pip install "tensorrt-cu13==10.*" --extra-index-url '
+    assert f["fix"].startswith(f"{sys.executable} -m pip install 'tensorrt-cu13==10.*' --extra-index-url "
                                "https://pypi.nvidia.com")
     (install,) = report["tensorrt"]["installs"]
     assert (install["major"], install["version"], install["cuda_major"]) == (11, "11.4.0.106", 13)
@@ -121,7 +121,7 @@ def test_preload_tensorrt_with_only_tensorrt_11_fails_with_the_fix(trt11_site: P
     assert [(x["name"], x["soname"]) for x in result["failed"]] == [("nvinfer", "libnvinfer.so.10")]
     f = next(x for x in result["findings"] if x["id"] == "tensorrt-major-mismatch")
     assert f["severity"] == "error"
-    assert 'pip install "tensorrt-cu13==10.*"' in f["fix"]
+    assert "pip install 'tensorrt-cu13==10.*'" in f["fix"]
 
 
 def test_preload_tensorrt_dry_run_loads_nothing(trt10_site: Path) -> None:
@@ -175,7 +175,7 @@ def test_check_provider_tensorrt_without_tensorrt_is_an_error() -> None:
     report = checked(cli("check", "--provider", "tensorrt", "--json"))
     f = finding(report, "tensorrt-unavailable")
     assert f["severity"] == "error"
-    assert 'pip install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com' in f["fix"]
+    assert "pip install 'tensorrt-cu13==10.*' --extra-index-url https://pypi.nvidia.com" in f["fix"]
     causes = report["smoke"]["causes"]
     assert causes[0]["id"] == "tensorrt-unavailable"
     assert "libnvinfer.so.10: cannot open shared object file" in json.dumps(causes)  # ORT's own log line

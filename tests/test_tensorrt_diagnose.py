@@ -181,7 +181,7 @@ def test_tensorrt_11_beside_a_build_that_needs_10_names_both_majors_and_pins_10(
     assert "libnvinfer.so.10" in f.detail
     assert "libnvinfer.so.11" in f.detail
     assert f.fix is not None
-    assert f.fix.startswith(f'{PIP} install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com')
+    assert f.fix.startswith(f"{PIP} install 'tensorrt-cu13==10.*' --extra-index-url https://pypi.nvidia.com")
     assert "pypi.nvidia.com while installing" in f.fix  # the -libs package is an sdist that downloads from there
     assert "ortdoctor preload --tensorrt" in f.fix
 
@@ -190,7 +190,7 @@ def test_tensorrt_11_from_the_unsuffixed_meta_package_is_uninstalled_first() -> 
     dists = (TensorrtDistribution("tensorrt", "11.4.0.106", SITE), *pip_dists("11.4.0.106"))
     f = one(run(env_with(trt_install("11.4.0.106"), dists=dists)), "tensorrt-major-mismatch")
     assert f.fix is not None
-    assert f.fix.startswith(f'{PIP} uninstall -y tensorrt && {PIP} install "tensorrt-cu13==10.*"')
+    assert f.fix.startswith(f"{PIP} uninstall -y tensorrt\n{PIP} install 'tensorrt-cu13==10.*'")
 
 
 def test_a_cuda_12_build_is_pinned_to_tensorrt_cu12() -> None:
@@ -201,7 +201,7 @@ def test_a_cuda_12_build_is_pinned_to_tensorrt_cu12() -> None:
     env = replace(env, ort=replace(env.ort, **ort))
     f = one(diagnose(env, replace(full_plan(), cuda_major=12), SHIPPED), "tensorrt-major-mismatch")
     assert f.fix is not None
-    assert 'pip install "tensorrt-cu12==10.*"' in f.fix
+    assert "pip install 'tensorrt-cu12==10.*'" in f.fix
 
 
 def test_tensorrt_missing_is_a_note_unless_the_smoke_asks_for_it() -> None:
@@ -209,7 +209,7 @@ def test_tensorrt_missing_is_a_note_unless_the_smoke_asks_for_it() -> None:
     assert f.severity == "info"
     assert "libnvinfer.so.10 and libnvonnxparser.so.10 (TensorRT 10)" in f.detail
     assert f.fix is not None
-    assert 'pip install "tensorrt-cu13==10.*" --extra-index-url https://pypi.nvidia.com' in f.fix
+    assert "pip install 'tensorrt-cu13==10.*' --extra-index-url https://pypi.nvidia.com" in f.fix
     asked = [x for x in run(env_with(), smoke=TRT_SMOKE) if x.id == "tensorrt-unavailable"]
     assert asked
     assert asked[0].severity == "error"
@@ -244,7 +244,7 @@ def test_tensorrt_for_cuda_12_beside_a_cuda_13_build() -> None:
     assert "CUDA 12 (the -cu12 package name)" in f.detail
     assert f.fix is not None
     assert f.fix.startswith(f"{PIP} uninstall -y tensorrt-cu12 tensorrt-cu12-libs "
-                            f'tensorrt-cu12-bindings && {PIP} install "tensorrt-cu13==10.*"')
+                            f"tensorrt-cu12-bindings\n{PIP} install 'tensorrt-cu13==10.*'")
 
 
 def test_the_matching_cuda_major_is_preferred_when_both_are_installed() -> None:
@@ -257,7 +257,7 @@ def test_no_onnx_parser_and_no_builder_resource() -> None:
     f = one(run(env_with(trt_install("10.16.1.11", parser=False, resource=False))), "tensorrt-incomplete")
     assert "lacks libnvonnxparser.so.10; libnvinfer_builder_resource.so.10.16.1 " in f.detail
     assert f.fix is not None
-    assert f.fix.startswith(f'{PIP} install --force-reinstall "tensorrt-cu13==10.*"')
+    assert f.fix.startswith(f"{PIP} install --force-reinstall 'tensorrt-cu13==10.*'")
     g = one(run(env_with(trt_install("10.16.1.11", resource=False))), "tensorrt-incomplete")
     assert "lacks libnvinfer_builder_resource.so.10.16.1 " in g.detail
     assert "Unable to load library" in g.detail
@@ -361,7 +361,7 @@ def test_with_no_other_cudart_registration_fails_although_the_package_ships_one(
     assert f.severity == "warning"
     assert "registering the plugin fails with `libcudart.so.13: cannot open shared object file`" in f.detail
     assert f.fix is not None
-    assert f.fix.startswith(f'{PIP} install "nvidia-cuda-runtime==13.*"')
+    assert f.fix.startswith(f"{PIP} install 'nvidia-cuda-runtime==13.*'")
 
 
 def test_a_cuda_12_plugin_beside_a_cuda_13_build() -> None:
@@ -369,7 +369,7 @@ def test_a_cuda_12_plugin_beside_a_cuda_13_build() -> None:
     f = one(run(env), "plugin-ep-cuda-major-mismatch")
     assert "libcudart.so.12" in f.detail
     assert "CUDA 13" in f.detail
-    assert f.fix == (f"{PIP} uninstall -y onnxruntime-ep-nv-tensorrt-rtx-cu12 && "
+    assert f.fix == (f"{PIP} uninstall -y onnxruntime-ep-nv-tensorrt-rtx-cu12\n"
                      f"{PIP} install onnxruntime-ep-nv-tensorrt-rtx-cu13==0.5.0")
 
 

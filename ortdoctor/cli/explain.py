@@ -24,6 +24,7 @@ from typing import Any
 import click
 
 from ortdoctor.core import exitcodes
+from ortdoctor.core.terminal import terminal_safe
 
 _RUNTIME_ONLY = ("explain", "smoke")  # catalog ids that only a running program can show
 _ID_SHAPE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)+$")  # kebab-case with at least one dash: meant as an id
@@ -106,11 +107,12 @@ def _here_lines(ids: list[str], report: Any, problem: str | None) -> tuple[list[
     for fid in ids:
         if fid in by_id:
             f = by_id[fid]
-            detail = f.detail.strip().splitlines()
+            # details and fixes name this machine's paths: shown, not obeyed
+            detail = terminal_safe(f.detail.strip(), multiline=True).splitlines()
             lines.append(f"  [{fid}] YES: {f.title}")
             lines += [f"      {d}" for d in detail[:6]]
             if f.fix:
-                lines.append(f"      fix: {f.fix}")
+                lines.append(f"      fix: {terminal_safe(f.fix, multiline=True)}")
             data[fid] = {"present": True, "title": f.title, "detail": f.detail, "fix": f.fix}
         elif fid not in catalog or catalog[fid].produced_by in _RUNTIME_ONLY:
             lines.append(

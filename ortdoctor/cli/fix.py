@@ -53,17 +53,18 @@ def command(yes: bool, python_path: str | None, no_smoke: bool, matrix_file: str
     if not yes or plan.empty:
         sys.exit(exitcodes.FAIL if before.verdict == "fail" else exitcodes.OK)
 
-    from ortdoctor.decide.fixes import quote
+    from ortdoctor.core.shell import posix_join, powershell_join
+
+    join = powershell_join if installer.windows else posix_join
 
     def announce(argv: Sequence[str]) -> None:
-        words = " ".join(quote(a) for a in argv)
-        click.echo(f"\n$ {words}", err=True)
+        click.echo(f"\n$ {join(argv)}", err=True)
 
     result = apply_fix(options, before, log=sys.stderr, on_step=announce)
     failed = result.failed_step
     reason = None
     if failed is not None:
-        words = " ".join(quote(a) for a in failed.argv)
+        words = join(failed.argv)
         reason = f"{words} failed ({failed.error or f'exit {failed.returncode}'})"
     click.echo(render_result(before, result.after, reason), nl=False)
     if failed is not None or result.after is None or result.after.verdict == "fail":

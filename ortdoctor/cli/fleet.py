@@ -9,6 +9,7 @@ the worst node's. Progress and errors go to stderr, the report alone to stdout.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -17,8 +18,9 @@ from typing import Any
 import click
 
 from ortdoctor.core import exitcodes
+from ortdoctor.core.terminal import terminal_safe
 
-_FORMATS = ["text", "json", "markdown"]
+_FORMATS = ["text", "json", "markdown", "prometheus"]
 
 
 def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -26,14 +28,15 @@ def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--debug", is_flag=True, expose_value=False, help="Show the traceback of an internal error.")(f)
     f = click.option("--strict", is_flag=True, help="Exit 1 when a node warns, too.")(f)
     f = click.option("--format", "fmt", type=click.Choice(_FORMATS), default=None,
-                     help="text (default), json (docs/fleet.md describes it), or markdown for an issue or "
-                     "a job summary.")(f)
+                     help="text (default), json (docs/fleet.md describes it), markdown for an issue or "
+                     "a job summary, or prometheus (one gauge per node and finding, for a textfile collector).")(f)
     f = click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(f)
     return f
 
 
 def _usage_error(message: str) -> None:
-    click.echo(f"ortdoctor: error: {message}", err=True)
+    # it names files (a directory's, chosen by whoever wrote them) and quotes Ray and the input: shown, not obeyed
+    click.echo(f"ortdoctor: error: {terminal_safe(message)}", err=True)
     sys.exit(exitcodes.USAGE)
 
 
@@ -57,6 +60,10 @@ def _emit(fleet: Any, fmt: str, strict: bool) -> None:
         from ortdoctor.fleet.render import render_markdown
 
         click.echo(render_markdown(fleet), nl=False)
+    elif fmt == "prometheus":
+        from ortdoctor.fleet.render import render_prometheus
+
+        click.echo(render_prometheus(fleet), nl=False)
     else:
         from ortdoctor.fleet.render import render_text
 
@@ -96,6 +103,8 @@ class _Progress:
               "one here), or ray://HOST:10001 (Ray Client).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
               help="Seconds one node's check may take; past it the node is reported as timed out.")
+@click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+              help="Seconds Ray has to connect to the cluster; past it the command ends with Ray's reason.")
 @click.option("--start-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Seconds a node has to start a first no-op task (runtime_env setup counts); past it the node "
               "is reported as unreachable.")
@@ -113,7 +122,8 @@ class _Progress:
               help="Also write each node's full report into this directory (for `fleet merge` later).")
 @_output_options
 @click.pass_context
-def command(ctx: click.Context, ray_address: str | None, timeout: float, start_timeout: float, all_devices: bool,
+def command(ctx: click.Context, ray_address: str | None, connect_timeout: float, timeout: float,
+            start_timeout: float, all_devices: bool,
             no_smoke: bool, python: str | None, gpu_nodes_only: bool, runtime_env: str | None,
             reports_dir: str | None, as_json: bool, fmt: str | None, strict: bool) -> None:
     if ctx.invoked_subcommand is not None:
@@ -136,15 +146,21 @@ def command(ctx: click.Context, ray_address: str | None, timeout: float, start_t
             _usage_error("--runtime-env must be a JSON object")
 
     from ortdoctor.fleet.drift import summarize
-    from ortdoctor.fleet.ray_runner import FleetRunError, RayNotInstalled, run_on_ray
+    from ortdoctor.fleet.ray_runner import ConnectTimeout, FleetRunError, RayNotInstalled, run_on_ray
 
     try:
         result = run_on_ray(ray_address, timeout=timeout, start_timeout=start_timeout, all_devices=all_devices,
                             no_smoke=no_smoke, python=python, gpu_nodes_only=gpu_nodes_only, runtime_env=env,
-                            progress=_Progress(), reports_dir=reports_dir)
+                            progress=_Progress(), reports_dir=reports_dir, connect_timeout=connect_timeout)
     except RayNotInstalled as exc:
         _usage_error(str(exc))
         return
+    except ConnectTimeout as exc:
+        # Ray's connecting thread cannot be stopped, and its exit handlers would wait for it: end here
+        click.echo(f"ortdoctor: error: {terminal_safe(exc)}", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exitcodes.USAGE)
     except FleetRunError as exc:
         _usage_error(str(exc))
         return

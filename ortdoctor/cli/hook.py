@@ -32,7 +32,11 @@ def _nothing_to_preload(site_dir: str | None) -> str | None:
         if f.severity == "error" and f.id.startswith("ort-"):
             lines.append(f"  {f.title}  [{f.id}]")
             if f.fix:
-                lines += [f"    fix: {line}" for line in f.fix.splitlines()[:1]]
+                from ortdoctor.core.shell import split_fix
+
+                # the command lines (each whole, to paste), else the first line of the prose
+                commands = split_fix(f.fix, bool(f.commands))[0] or f.fix.splitlines()[:1]
+                lines += [f"    fix: {line}" for line in commands]
     lines.append("Install onnxruntime-gpu first (`ortdoctor fix` shows the commands), or pass --force.")
     return "\n".join(lines)
 

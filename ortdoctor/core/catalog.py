@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ortdoctor.core.facts import Finding, PackageStep, Severity
 from ortdoctor.core.record import record
+from ortdoctor.core.shell import Command
 
 _ORT_ISSUES = "https://github.com/microsoft/onnxruntime/issues/"
 _CUDA_EP_DOCS = "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html"
@@ -1571,10 +1572,12 @@ def make(
     severity: Severity | None = None,
     title: str | None = None,
     steps: tuple[PackageStep, ...] = (),
+    commands: tuple[Command, ...] = (),
 ) -> Finding:
     """A Finding for a catalogued id; title and severity default to the catalog's, fix to its template
     (``fix=""``: this finding has nothing to fix). ``steps`` are the package commands of the fix, for
-    ``ortdoctor fix`` (the ``fix`` text shows them for the inspected interpreter)."""
+    ``ortdoctor fix`` (the ``fix`` text shows them for the inspected interpreter); ``commands`` every
+    command line of the ``fix`` text, as :func:`ortdoctor.core.shell.compose` wrote it."""
     e = CATALOG[finding_id]
     return Finding(
         id=finding_id,
@@ -1583,6 +1586,7 @@ def make(
         detail=detail,
         fix=(fix or None) if fix is not None else e.fix,
         steps=steps,
+        commands=commands,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 
 from ortdoctor.core.record import field, field_names, record
+from ortdoctor.core.shell import Command
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,6 +83,10 @@ class PythonInfo:
     virtual_env: str | None = None  # $VIRTUAL_ENV: the venv the shell has activated
     inspected_other: bool = False  # --python: not the interpreter ortdoctor itself runs in
     hook_pth: str | None = None  # ortdoctor's .pth file in a site directory: every start preloads
+    base_executable: str | None = None  # the interpreter a venv was made from (its pip reaches the user site)
+    user_site: str | None = None  # the user site directory this interpreter reads (pip install --user)
+    venv_creator: str | None = None  # "uv" for a venv `uv venv` made (its pyvenv.cfg says so)
+    env_manager: str | None = None  # "pixi", "poetry" or "conda": the tool whose project owns the environment
 
 
 # --------------------------------------------------------------------------------------------------
@@ -352,6 +357,7 @@ class PackageStep:
 
     verb: Literal["install", "uninstall"]
     args: tuple[str, ...]  # requirement specs and options, in order
+    python: str | None = None  # run by this interpreter's pip (None: the inspected one's)
 
 
 @record
@@ -362,6 +368,7 @@ class Finding:
     detail: str  # what was seen: versions, paths, file names
     fix: str | None  # the exact command(s) or change that resolves it
     steps: tuple[PackageStep, ...] = ()  # the package commands of the fix, when it is one
+    commands: tuple[Command, ...] = ()  # every command line of ``fix``, as argument vectors (core/shell.py)
 
 
 @record

@@ -5,6 +5,8 @@ Pure: findings in, a :class:`FixPlan` out. The steps come from the findings them
 
 * every uninstall first, in one command, so a package that one finding removes and another reinstalls
   ends up installed;
+* directories pip does not manage (a ``--target`` copy) are moved into a backup folder before any pip
+  command, with ``mkdir``/``mv`` argument vectors;
 * then one install per distinct set of options (``--force-reinstall --no-deps`` must not spread to the
   specs of another finding), each spec once, in the order the findings gave them.
 
@@ -17,6 +19,8 @@ from collections.abc import Iterable
 
 from ortdoctor.core.facts import Finding, PackageStep
 from ortdoctor.core.record import record
+from ortdoctor.core.shell import Command, move_argvs
+from ortdoctor.decide.fixes import Installer
 
 __all__ = ["FixPlan", "plan_fix"]
 
@@ -24,12 +28,21 @@ __all__ = ["FixPlan", "plan_fix"]
 @record
 class FixPlan:
     steps: tuple[PackageStep, ...]  # what to run, in order
-    fixed: tuple[Finding, ...]  # the findings whose fix is these steps
+    fixed: tuple[Finding, ...]  # the findings whose fix is these steps (and moves)
     manual: tuple[Finding, ...]  # errors and warnings whose fix is not a package command
+    moves: tuple[Command, ...] = ()  # directories pip does not manage, moved aside first (--target copies)
 
     @property
     def empty(self) -> bool:
-        return not self.steps
+        return not self.steps and not self.moves
+
+    def lines(self, installer: Installer) -> tuple[Command, ...]:
+        """The plan as the command lines the report and ``fix`` print: the moves, then pip."""
+        return (*self.moves, *installer.lines(self.steps))
+
+    def argvs(self, installer: Installer) -> list[list[str]]:
+        """What ``fix --yes`` runs: the same lines as argument vectors (a move is ``mkdir``, then ``mv``)."""
+        return [*(argv for m in self.moves for argv in move_argvs(m)), *installer.argvs(self.steps)]
 
 
 def _split(step: PackageStep) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -38,33 +51,40 @@ def _split(step: PackageStep) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return options, specs
 
 
-def plan_fix(findings: Iterable[Finding]) -> FixPlan:
+def plan_fix(findings: Iterable[Finding], *, windows: bool = False) -> FixPlan:
+    """``windows``: a move is left to the user (``fix --yes`` runs ``mkdir``/``mv`` on POSIX only)."""
     order = {"error": 0, "warning": 1}
     relevant = sorted((f for f in findings if f.severity in order), key=lambda f: order[f.severity])
-    uninstall_options: list[str] = []
-    uninstall: list[str] = []
-    installs: dict[tuple[str, ...], list[str]] = {}
+    uninstalls: dict[str | None, tuple[list[str], list[str]]] = {}  # interpreter -> (options, names)
+    installs: dict[tuple[str | None, tuple[str, ...]], list[str]] = {}
+    moves: list[Command] = []
     fixed: list[Finding] = []
     manual: list[Finding] = []
     for finding in relevant:
-        if not finding.steps:
+        own_moves = [c for c in finding.commands if c.kind == "move"]
+        if not finding.steps and (windows or not own_moves):
             if finding.fix:
                 manual.append(finding)
             continue
         fixed.append(finding)
+        moves += [m for m in own_moves if m not in moves]
         for s in finding.steps:
             options, specs = _split(s)
             if s.verb == "uninstall":
-                uninstall_options += [o for o in options if o not in uninstall_options]
-                uninstall += [p for p in specs if p not in uninstall]
+                opts, names = uninstalls.setdefault(s.python, ([], []))
+                opts += [o for o in options if o not in opts]
+                names += [p for p in specs if p not in names]
             else:
-                group = installs.setdefault(options, [])
+                group = installs.setdefault((s.python, options), [])
                 group += [p for p in specs if p not in group]
     steps: list[PackageStep] = []
-    if uninstall:
-        steps.append(PackageStep("uninstall", (*uninstall_options, *uninstall)))
+    # another interpreter's removal (a --user copy) first: it is the one the next check would still see
+    for python in sorted(uninstalls, key=lambda p: p is None):
+        opts, names = uninstalls[python]
+        if names:
+            steps.append(PackageStep("uninstall", (*opts, *names), python))
     # plain installs first: a forced reinstall of one file set is the last word on that package
-    for options in sorted(installs, key=len):
-        if installs[options]:
-            steps.append(PackageStep("install", (*options, *installs[options])))
-    return FixPlan(tuple(steps), tuple(fixed), tuple(manual))
+    for python, options in sorted(installs, key=lambda k: len(k[1])):
+        if installs[(python, options)]:
+            steps.append(PackageStep("install", (*options, *installs[(python, options)]), python))
+    return FixPlan(tuple(steps), tuple(fixed), tuple(manual), tuple(moves))

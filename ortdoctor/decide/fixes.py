@@ -4,7 +4,7 @@ Every package command of a finding's fix is built here (``check``, ``preload``, 
 ``matrix`` command's recommendation and ``explain``'s sentences (which do not know the interpreter, so
 they say ``python -m pip``) take their specs from the same package table. A command:
 
-* it names the interpreter it fixes (``"/venv/bin/python" -m pip ...``), because the ``pip`` a shell
+* it names the interpreter it fixes (``/venv/bin/python -m pip ...``), because the ``pip`` a shell
   finds first often belongs to another Python (a system pip beside a venv, an unactivated venv, a venv
   created without pip); where that interpreter has no pip, ``uv pip install --python ...`` or
   ``ensurepip`` first;
@@ -13,6 +13,9 @@ they say ``python -m pip``) take their specs from the same package table. A comm
   build's CUDA and cuDNN majors;
 * it names only packages and versions that exist: versions are chosen from the matrix's package table
   (``compat_matrix.yaml`` ``packages:``, read from PyPI), and a test lists every spec any fix can print.
+
+* it is built as an argument vector and only turned into text by :mod:`ortdoctor.core.shell`, so a path
+  or version that holds spaces, quotes, ``$(...)`` or ``!`` is printed as one word that means itself.
 
 The functions are pure; :class:`Installer` is built from the inspected facts.
 """
@@ -23,35 +26,38 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 
-from ortdoctor.core.facts import Environment, LibraryPlan, NvidiaWheel, PackageStep, Plan, PythonInfo
-from ortdoctor.core.record import record
+from ortdoctor.core.facts import Environment, Finding, LibraryPlan, NvidiaWheel, PackageStep, Plan, PythonInfo
+from ortdoctor.core.record import record, replace
+from ortdoctor.core.shell import (
+    BACKUP_DIR,
+    Command,
+    compose,
+    posix_quote,
+    powershell_quote,
+    render,
+    render_all,
+)
 from ortdoctor.decide.matrix.model import LibSpec, Matrix, Release
 from ortdoctor.formats.distinfo import normalize
 
-__all__ = ["GPU_PACKAGE", "Installer", "gpu_install", "library_fix", "library_specs", "ort_gpu_spec",
-           "other_cuda_cudnn_wheels", "pin_series", "quote", "step", "wrong_cuda_cudnn"]
+__all__ = ["GPU_PACKAGE", "Installer", "check_again", "gpu_install", "library_fix", "library_specs",
+           "move_aside", "ort_gpu_spec", "other_cuda_cudnn_wheels", "pin_series", "quote", "search_path", "step",
+           "wrong_cuda_cudnn"]
 
 GPU_PACKAGE = "onnxruntime-gpu"
-# The characters a shell word may hold unquoted (a str.strip set: "-" needs no escaping there)
-_SAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._=/:@+%,-"
 
 
 def quote(arg: str, *, windows: bool = False) -> str:
-    """A shell word for ``arg``: as is when it is plain, else in double quotes (which both POSIX shells and
-    cmd/PowerShell read; on POSIX ``"``, ``$``, backquote and backslash are escaped)."""
-    if arg and not arg.strip(_SAFE):  # every character is a safe one
-        return arg
-    if windows:
-        return '"' + arg.replace('"', '\\"') + '"'
-    # the backslash first, so that the escapes added after it stay single
-    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`") + '"'
+    """One shell word for ``arg`` (:mod:`ortdoctor.core.shell`: POSIX, or PowerShell with ``windows``)."""
+    return powershell_quote(arg) if windows else posix_quote(arg)
 
 
-def step(verb: str, *args: str) -> PackageStep:
-    """A package step (``verb`` is ``install`` or ``uninstall``)."""
+def step(verb: str, *args: str, python: str | None = None) -> PackageStep:
+    """A package step (``verb`` is ``install`` or ``uninstall``); ``python``: run by that interpreter's pip
+    instead of the inspected one's (the base interpreter of a venv, for a ``--user`` copy)."""
     if verb not in ("install", "uninstall"):
         raise ValueError(verb)
-    return PackageStep(verb, tuple(args))  # type: ignore[arg-type]
+    return PackageStep(verb, tuple(args), python)  # type: ignore[arg-type]
 
 
 @record
@@ -62,47 +68,100 @@ class Installer:
     has_pip: bool | None = None  # None: not known (assume pip, the normal case)
     uv: str | None = None
     windows: bool = False
+    manager: str | None = None  # "pixi" or "poetry": its project owns the package list (a note names its command)
 
     @classmethod
     def of(cls, python: PythonInfo) -> Installer:
-        return cls(python.executable, python.has_pip, python.uv_on_path, python.os == "windows")
+        manager = python.env_manager if python.env_manager in ("pixi", "poetry") else None
+        return cls(python.executable, python.has_pip, python.uv_on_path, python.os == "windows", manager)
 
-    @property
-    def pip(self) -> str:
-        """The command prefix that runs this interpreter's pip."""
-        py = quote(self.python, windows=self.windows)
-        if self.has_pip is False and self.uv:
-            return f"{quote(self.uv, windows=self.windows)} pip"
-        return f"{py} -m pip"
-
-    def command(self, s: PackageStep) -> str:
-        words = [quote(a, windows=self.windows) for a in s.args]
-        if self.has_pip is False and self.uv:
-            # uv pip: --python selects the environment; uninstall takes no -y
-            flags = [f"--python {quote(self.python, windows=self.windows)}"]
-            words = [w for w in words if w != "-y"]
-            return " ".join([self.pip, s.verb, *flags, *words])
-        return " ".join([self.pip, s.verb, *words])
+    def manager_note(self, steps: Sequence[PackageStep]) -> str:
+        """For a pixi or poetry environment: the same change as its project's command, which keeps it (the
+        next ``pixi install`` / ``poetry sync`` puts the environment back to the lock file)."""
+        if self.manager is None:
+            return ""
+        tool = ["pixi", "add", "--pypi"] if self.manager == "pixi" else ["poetry", "add"]
+        drop = ["pixi", "remove", "--pypi"] if self.manager == "pixi" else ["poetry", "remove"]
+        names = [a for s in steps if s.verb == "uninstall" for a in s.args if not a.startswith("-")]
+        specs = [a for s in steps if s.verb == "install" for a in s.args if not a.startswith("-")]
+        parts = [render(Command((*drop, *names)), windows=self.windows)] if names else []
+        parts += [render(Command((*tool, *specs)), windows=self.windows)] if specs else []
+        if not parts:
+            return ""
+        sync = "pixi install" if self.manager == "pixi" else "poetry sync"
+        return (f"this environment belongs to a {self.manager} project: to keep the change there, run in the project "
+                f"{' && '.join(parts)} instead (the next `{sync}` puts back what the lock file says)")
 
     def argv(self, s: PackageStep) -> list[str]:
         """The step as the argument vector ``ortdoctor fix --yes`` runs (no shell in between)."""
+        if s.python is not None and s.python != self.python:
+            # another interpreter's pip (pip refuses to remove a user-site copy from inside a venv)
+            return [s.python, "-m", "pip", s.verb, *s.args]
         if self.has_pip is False and self.uv:
+            # uv pip: --python selects the environment; uninstall takes no -y
             return [self.uv, "pip", s.verb, "--python", self.python, *(a for a in s.args if a != "-y")]
         return [self.python, "-m", "pip", s.verb, *s.args]
 
     def argvs(self, steps: Sequence[PackageStep]) -> list[list[str]]:
         """The steps' argument vectors, an ``ensurepip`` first where the interpreter has no pip."""
         out = [self.argv(s) for s in steps]
-        if self.has_pip is False and not self.uv and out:
+        if self.has_pip is False and not self.uv and any(s.python in (None, self.python) for s in steps):
             out.insert(0, [self.python, "-m", "ensurepip", "--upgrade"])
         return out
 
+    def lines(self, steps: Sequence[PackageStep]) -> tuple[Command, ...]:
+        """The steps as the command lines a fix prints, one per command (:func:`ortdoctor.core.shell.compose`)."""
+        return tuple(Command(tuple(argv)) for argv in self.argvs(steps))
+
+    def command(self, s: PackageStep) -> str:
+        return render(Command(tuple(self.argv(s))), windows=self.windows)
+
     def commands(self, steps: Sequence[PackageStep]) -> str:
-        """The steps as one line, joined with ``&&``; a first ``ensurepip`` where the interpreter has no pip."""
-        lines = [self.command(s) for s in steps]
-        if self.has_pip is False and not self.uv and lines:
-            lines.insert(0, f"{quote(self.python, windows=self.windows)} -m ensurepip --upgrade")
-        return " && ".join(lines)
+        """The steps as one line, joined with ``&&`` (for a sentence that names the commands)."""
+        return " && ".join(render_all(self.lines(steps), windows=self.windows))
+
+    def complete(self, f: Finding) -> Finding:
+        """``f`` with its command lines as data: a fix written as this installer's ``&&`` line of its steps
+        (then a ``  # why`` and lines of prose) becomes one command a line, then the prose as comments.
+        A fix that already carries its commands, or that does not start with its steps, is left as it is."""
+        if f.commands or not f.steps or not f.fix:
+            return f
+        lines = self.lines(f.steps)
+        if f.fix.splitlines()[:len(lines)] == render_all(lines, windows=self.windows):
+            return replace(f, commands=lines)  # composed already (compose()), only the data was not passed
+        joined = self.commands(f.steps)
+        first, _, rest = f.fix.partition("\n")
+        if not first.startswith(joined):
+            return f
+        tail = first[len(joined):].strip()
+        prose = "\n".join(x for x in (tail.removeprefix("#").strip(), rest) if x)
+        fix, commands = self.fix(f.steps, prose)
+        return replace(f, fix=fix, commands=commands)
+
+    def fix(self, steps: Sequence[PackageStep], prose: str | None = None,
+            extra: Sequence[Command] = ()) -> tuple[str, tuple[Command, ...]]:
+        """A finding's fix text and its commands: the steps' lines, then ``extra``, then ``prose`` as comments."""
+        commands = (*self.lines(steps), *extra)
+        note = self.manager_note(steps)
+        prose = "\n".join(x for x in (prose, note) if x)
+        return compose(commands, prose, windows=self.windows), commands
+
+
+def move_aside(paths: Sequence[str], location: str) -> Command:
+    """Move ``paths`` (directories pip does not manage, e.g. in a ``pip install --target`` directory) into a
+    backup folder inside ``location``: nothing is deleted, and the folder's name is not importable."""
+    sep = "\\" if "\\" in location and "/" not in location else "/"  # a Windows path read on any OS
+    return Command((*paths, location.rstrip(sep) + sep + BACKUP_DIR), "move")
+
+
+def search_path(variable: str, dirs: Sequence[str], *, keep: bool = True) -> Command:
+    """Put ``dirs`` first on a search-path variable (``keep``: its current value after them)."""
+    return Command((variable, *dirs), "path", keep)
+
+
+def check_again(python: str | None) -> Command:
+    """``ortdoctor check`` for another interpreter."""
+    return Command(("ortdoctor", "check", *(("--python", python) if python else ())))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Candidate, Environment, Finding, LibraryPlan, Plan, Source
 from ortdoctor.core.patterns import lazy
+from ortdoctor.core.shell import Command, compose
 from ortdoctor.decide.build import build_majors
 from ortdoctor.decide.fixes import Installer, gpu_install
 from ortdoctor.decide.matrix.model import LibSpec, Matrix
@@ -152,11 +153,13 @@ def resolve(
         cands[s.name] = _candidates(w, s, tiers, index, all_mapped, cwd_real, unsafe_dirs,
                                     allow_unsafe_dirs, used_unsafe, allowed)
         other[s.name] = _other_majors(w, s, tiers, index)
+    windows = w.env.python.os == "windows"
     for d in sorted(used_unsafe):
+        chmod = Command(("chmod", "o-w", index[d].unsafe_where()))
         w.findings.append(make(
             "unsafe-library-dir",
             f"{unsafe_dirs.get(d, d)}: anyone who can write there can plant a library that runs in your process.",
-            f"chmod o-w {index[d].unsafe_where()}  (or, if you trust it, pass --allow-unsafe-dirs)"))
+            compose((chmod,), "or, if you trust it, pass --allow-unsafe-dirs", windows=windows), commands=(chmod,)))
 
     skip = _skip_reasons(w.specs, cuda=cuda, cudnn=cudnn)
     chosen = _choose(w, matrix, cands, skip)
@@ -432,9 +435,9 @@ def _note_mixed_sources(w: _Work, matrix: Matrix, gname: str, active: Sequence[L
         w.findings.append(make(
             "lib-sources-mixed",
             f"No single location has the whole set: {detail}. Libraries of one family must come from one release.",
-            "Install the matching NVIDIA wheels in one environment: "
-            + Installer.of(w.env.python).commands(steps),
-            title=f"{a} and {b} would come from different places", steps=steps))
+            Installer.of(w.env.python).fix(steps, "installs the matching NVIDIA wheels in one environment")[0],
+            title=f"{a} and {b} would come from different places", steps=steps,
+            commands=Installer.of(w.env.python).lines(steps)))
     else:
         family = "CUDA" if gname == "cuda" else "cuDNN"
         w.findings.append(make("lib-sources-mixed", f"No single location has all of them: {detail}.", "",

@@ -257,4 +257,4 @@ def tensorrt_fix(plan: TensorrtPlan, installer: Installer, installed: Sequence[t
                 "for your CUDA (`ortdoctor matrix`)", ())
     note = (f"({plan.pip.libs_package} is a source package that downloads the wheel from {plan.index_url} while "
             "installing: that host must be reachable)") if plan.pip.libs_package and plan.index_url else ""
-    return "\n".join(x for x in (installer.commands(steps), note, LOAD_HINT) if x), steps
+    return installer.fix(steps, "\n".join(x for x in (note, LOAD_HINT) if x))[0], steps

@@ -103,4 +103,6 @@ def diagnose(
     found = merge_plan_findings(found, plan)
     found = merge_smoke(found, smoke, ctx.installer)
     found = merge_device_smokes(found, ctx, smoke, device_smokes)
+    # every package fix one command a line, its prose as comments (decide/fixes.py: Installer.complete)
+    found = [ctx.installer.complete(f) for f in found]
     return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))

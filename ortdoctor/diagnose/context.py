@@ -13,7 +13,8 @@ from ortdoctor.core.facts import (
 )
 from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import record
-from ortdoctor.decide.fixes import Installer
+from ortdoctor.core.shell import Command
+from ortdoctor.decide.fixes import Installer, search_path
 from ortdoctor.decide.names import major_of
 from ortdoctor.formats.distinfo import normalize
 
@@ -115,13 +116,11 @@ def search_path_entries(ctx: Ctx) -> tuple[list[str], list[str]]:
     return keep, lines
 
 
-def search_path_line(ctx: Ctx, dirs: Sequence[str]) -> str:
+def search_path_line(ctx: Ctx, dirs: Sequence[str]) -> Command:
     """The shell line that puts ``dirs`` first on the loader's path: the current value appended, or, when it
-    holds unsafe entries, only its safe ones (written out)."""
+    holds unsafe entries, only its safe ones (written out). Rendered by :mod:`ortdoctor.core.shell`."""
     keep, unsafe = search_path_entries(ctx)
-    if ctx.os_name == "windows":
-        rest = ";".join(keep) if unsafe else "%PATH%"
-        return "set PATH=" + ";".join([*dirs, *([rest] if rest else [])])
+    variable = "PATH" if ctx.os_name == "windows" else "LD_LIBRARY_PATH"
     if unsafe:
-        return "export LD_LIBRARY_PATH=" + ":".join([*dirs, *(k for k in keep if k not in dirs)])
-    return "export LD_LIBRARY_PATH=" + ":".join(dirs) + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        return search_path(variable, [*dirs, *(k for k in keep if k not in dirs)], keep=False)
+    return search_path(variable, dirs)

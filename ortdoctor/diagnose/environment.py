@@ -8,7 +8,8 @@ from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import (
     Finding,
 )
-from ortdoctor.decide.fixes import pin_series, quote, step
+from ortdoctor.core.shell import compose
+from ortdoctor.decide.fixes import check_again, pin_series, quote, search_path, step
 from ortdoctor.diagnose.context import Ctx, search_path_entries
 from ortdoctor.formats.realpath import real_path
 
@@ -21,12 +22,15 @@ def check_search_path(ctx: Ctx) -> list[Finding]:
     # The resolver refuses these directories for ortdoctor's own preloads; the process the user starts
     # still searches them, so the fix is the variable without them (and the start-up file that sets it).
     sep = ";" if ctx.os_name == "windows" else ":"
-    if ctx.os_name == "windows":
-        fix = f'set "PATH={sep.join(keep)}"' if keep else "remove those entries from PATH"
-    else:
-        fix = f'export LD_LIBRARY_PATH="{sep.join(keep)}"' if keep else "unset LD_LIBRARY_PATH"
-    fix += f"  (and in the shell start-up file that sets {var}; never end it with '{sep}' or use '{sep * 2}')"
-    return [make("ld-library-path-unsafe", f"{var} entries:\n" + "\n".join(lines), fix)]
+    windows = ctx.os_name == "windows"
+    if windows and not keep:
+        return [make("ld-library-path-unsafe", f"{var} entries:\n" + "\n".join(lines),
+                     f"remove those entries from PATH (and in the settings that set it; never end it with '{sep}' "
+                     f"or use '{sep * 2}')")]
+    line = search_path(var, keep, keep=False)
+    prose = f"also in the shell start-up file that sets {var}; never end it with '{sep}' or use '{sep * 2}'"
+    return [make("ld-library-path-unsafe", f"{var} entries:\n" + "\n".join(lines),
+                 compose((line,), prose, windows=windows), commands=(line,))]
 
 
 def check_nvidia_stubs(ctx: Ctx) -> list[Finding]:
@@ -36,9 +40,10 @@ def check_nvidia_stubs(ctx: Ctx) -> list[Finding]:
     real = [pin_series(ctx.matrix, w.name.removesuffix("-cu13")) for w in stubs if "cudnn" not in w.name]
     steps = (step("uninstall", "-y", *(w.name for w in stubs)),
              *((step("install", *real),) if real else ()))
+    fix, commands = ctx.installer.fix(steps)
     return [make("nvidia-wheel-stub",
                  "Deprecated stub distributions without libraries: " + ", ".join(f"{w.name} {w.version}" for w in stubs),
-                 ctx.run(*steps), steps=steps)]
+                 fix, steps=steps, commands=commands)]
 
 
 def check_installer(ctx: Ctx) -> list[Finding]:
@@ -52,8 +57,9 @@ def check_installer(ctx: Ctx) -> list[Finding]:
             "pip-other-interpreter",
             f"`pip` on PATH ({py.pip_on_path}) installs into {py.pip_on_path_python}; the interpreter inspected "
             f"here is {py.executable}. A bare `pip install` changes the other Python's packages, not this one's.",
-            f"Run pip through the interpreter, as every fix here does: {quote(py.executable)} -m pip ..."
-            + ("" if py.venv is None else f"\nor activate the environment first: source {py.venv}/bin/activate")))
+            f"Run pip through the interpreter, as every fix here does: {quote(py.executable, windows=ctx.os_name == 'windows')} -m pip ..."
+            + ("" if py.venv is None else "\nor activate the environment first: source "
+               + quote(os.path.join(py.venv, "bin", "activate")))))
     # --python names the environment: an activated venv beside it is the user's choice, not a mistake
     if py.virtual_env and py.prefix and not py.inspected_other and _real(py.virtual_env) != _real(py.prefix):
         other = os.path.join(py.virtual_env, "Scripts\\python.exe" if ctx.os_name == "windows" else "bin/python")
@@ -62,7 +68,7 @@ def check_installer(ctx: Ctx) -> list[Finding]:
             f"The shell has activated {py.virtual_env} ($VIRTUAL_ENV), but ortdoctor inspected {py.prefix} "
             f"({py.executable}): ortdoctor runs in its own environment (pipx, uv tool), or the venv was "
             "activated after it started. The findings below are about that other environment.",
-            f"ortdoctor check --python {quote(other)}"))
+            compose((again := check_again(other),), windows=ctx.os_name == "windows"), commands=(again,)))
     return out
 
 

@@ -16,6 +16,7 @@ from ortdoctor.core.facts import (
     Severity,
 )
 from ortdoctor.core.record import replace
+from ortdoctor.core.shell import add_note, compose
 from ortdoctor.decide.fixes import library_fix, step, wrong_cuda_cudnn
 from ortdoctor.decide.integrity import damage_of
 from ortdoctor.decide.loader_view import (
@@ -84,7 +85,7 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
     ort = ctx.env.ort
     build = f"{ort.active or 'onnxruntime-gpu'} {ort.version} (CUDA {ort.cuda_version or plan.cuda_major}"
     build += f", cuDNN {plan.cudnn_major})" if plan.cudnn_major else ")"
-    preload_hint = "then `import ortdoctor.hook` (or onnxruntime.preload_dlls()) before the first session"
+    preload_hint = "afterwards: `import ortdoctor.hook` (or onnxruntime.preload_dlls()) before the first session"
 
     # Everything a package fix must bring, for both findings below: one command covers the whole set.
     wanted = [lp for lp in libs_checked if lp.chosen is None and not _is_sublib(lp)]
@@ -130,19 +131,17 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
                             f"build's CUDA {plan.cuda_major} ones (unused by onnxruntime)"))
             continue
         steps = package_fix(ctx, wanted)
-        fixes = []
-        if steps:
-            # the command alone on the first line (pasted as it stands), the why as a shell comment
-            fixes.append(f"{ctx.run(*steps)}  # the build's CUDA {plan.cuda_major} libraries\n" + preload_hint)
+        notes = [f"installs the build's CUDA {plan.cuda_major} libraries", preload_hint] if steps else []
         have = _other_major(ctx, group)
         if have is not None and not is_cudnn and have != ctx.cuda_major:
             alt = build_for_major(ctx, have)
             if alt:
-                fixes.append(f"or keep CUDA {have} and install the onnxruntime-gpu built for it: {ctx.run(*alt)}")
+                notes.append(f"or keep CUDA {have} and install the onnxruntime-gpu built for it: {ctx.run(*alt)}")
         installed_from = [d.index_url for d in ort_family(ort) if d.index_url]
         extra = f"\nonnxruntime-gpu was installed from {installed_from[0]}" if installed_from else ""
-        out.append(make(fid, f"{build}:\n" + "\n".join(lines) + extra, "\n".join(fixes) or None, severity=sev,
-                        steps=steps))
+        fix, commands = ctx.installer.fix(steps, "\n".join(notes))
+        out.append(make(fid, f"{build}:\n" + "\n".join(lines) + extra, fix or None, severity=sev,
+                        steps=steps, commands=commands))
 
     # --- not found at all (modes 2, 21)
     missing = [lp for lp in libs_checked if lp.chosen is None and not lp.other_major]
@@ -157,10 +156,11 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
             searched = (" (refused: " + "; ".join(f"{c.path}: {c.rejected}" for c in rejected) + ")") if rejected else ""
             lines.append(f"{lp.soname} ({kind}): not found{searched}")
         steps = package_fix(ctx, wanted)
-        fix = (ctx.run(*steps) if steps else "install the CUDA "
-               f"{plan.cuda_major} toolkit and cuDNN {plan.cudnn_major} libraries (no pip wheels exist for them)")
-        fix += "\n" + preload_hint
-        out.append(make("cuda-lib-missing", f"{build}:\n" + "\n".join(lines), fix, severity=sev, steps=steps))
+        prose = ("" if steps else f"install the CUDA {plan.cuda_major} toolkit and cuDNN {plan.cudnn_major} "
+                 "libraries (no pip wheels exist for them)\n") + preload_hint
+        fix, commands = ctx.installer.fix(steps, prose)
+        out.append(make("cuda-lib-missing", f"{build}:\n" + "\n".join(lines), fix, severity=sev, steps=steps,
+                        commands=commands))
 
     # --- a chosen file that is not what its wheel installed (truncated: mapping it kills the process)
     damaged = [d for lp in libs if lp.chosen is not None and lp.chosen.source != "loaded"
@@ -168,9 +168,10 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
     if damaged:
         pins = list(dict.fromkeys(f"{d.wheel.name}=={d.wheel.version}" for d in damaged))
         steps = (step("install", "--force-reinstall", "--no-deps", *pins),)
+        fix, commands = ctx.installer.fix(steps)
         out.append(make("lib-file-damaged", "\n".join(d.describe() for d in damaged)
                         + "\nThe preload refuses these files; loading them by name would kill the process (SIGBUS).",
-                        ctx.run(*steps), steps=steps))
+                        fix, steps=steps, commands=commands))
 
     # --- the loader on its own (no preload): finds no copy at all (modes 6, 12), or another copy
     picks = {lp.name: default_loader_copy(ctx.env, lp, ctx.os_name) for lp in libs if lp.chosen is not None}
@@ -186,6 +187,7 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
         other_dirs = [os.path.dirname(lp.chosen.path) for lp in libs if lp.chosen is not None
                       and (pick := picks.get(lp.name)) is not None and not pick.same_as_chosen]
         env_fix = search_path_line(ctx, list(dict.fromkeys([*dirs, *other_dirs])))
+        windows = ctx.os_name == "windows"
         lines = [f"{d}: {', '.join(compact_sonames(names))}" for d, names in by_dir.items()]
         detail = ("Installed, but in no directory the loader searches (LD_LIBRARY_PATH, ld.so.cache, default "
                   "directories, the provider's RUNPATH), and no other copy is there either; ORT finds them only "
@@ -197,10 +199,12 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
                             f"{ctx.env.python.executable} (`ortdoctor hook install`), so its programs find them.",
                             "", severity="info"))
         else:
-            fix = ("import ortdoctor.hook  # first line of the program: preloads them by full path\n"
-                   "or `ortdoctor hook install`: every start of this Python preloads them (permanent)\n"
-                   f"or, before starting Python: {env_fix}")
-            out.append(make("cuda-lib-not-loadable", detail, fix))
+            # the shell line is the command (for the programs this shell starts); the Python line is prose
+            prose = ("the line above, before starting Python, for the programs this shell starts; or "
+                     "`import ortdoctor.hook` as the first line of the program (preloads them by full path); "
+                     "or `ortdoctor hook install`: every start of this Python preloads them (permanent)")
+            out.append(make("cuda-lib-not-loadable", detail, compose((env_fix,), prose, windows=windows),
+                            commands=(env_fix,)))
     other = [(lp, pick) for lp in libs if lp.chosen is not None and (pick := picks.get(lp.name)) is not None
              and not pick.same_as_chosen]
     if other:
@@ -210,9 +214,10 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
             # One cure for both (the preload); the other copies become part of the first finding's detail
             # rather than a second warning with an overlapping shell line.
             first = out[hit]
+            torch_note = ("or import torch before onnxruntime: both then use torch's copies"
+                          if "import torch before onnxruntime" in (loader.fix or "") else "")
             out[hit] = replace(first, detail=first.detail + "\n" + loader.detail,
-                               fix=(first.fix or "") + ("\nor import torch before onnxruntime: both then use torch's copies"
-                                                        if "import torch before onnxruntime" in (loader.fix or "") else ""))
+                               fix=add_note(first.fix or "", torch_note, bool(first.commands)))
         else:
             out.append(loader)
         loader_merged = hit is not None and loader.severity != "info"
@@ -428,13 +433,15 @@ def _default_loader_finding(ctx: Ctx, other: Sequence[tuple[LibraryPlan, LoaderP
                      f"later `import torch` runs torch on the loader's copies instead of its own{example} (and if "
                      "torch comes first, onnxruntime reuses torch's).")
     dirs = list(dict.fromkeys(os.path.dirname(lp.chosen.path) for lp in chosen_libs if lp.chosen))
-    fix = ("import ortdoctor.hook  # first line of the program: loads the chosen set by full path\n"
-           "or `ortdoctor preload` (the same choice; --print-env prints it as a shell line)\n"
-           f"or, before starting Python: {search_path_line(ctx, dirs)}")
+    line = search_path_line(ctx, dirs)
+    prose = ("the line above, before starting Python, for the programs this shell starts; or "
+             "`import ortdoctor.hook` as the first line of the program (loads the chosen set by full path); or "
+             "`ortdoctor preload` (the same choice; --print-env prints it as a shell line)")
     if torch_same:
-        fix += "\nor import torch before onnxruntime: both then use torch's copies"
-    return make("default-loader-picks-other-copy", "\n".join(lines), fix,
-                severity="warning" if differ or torch_same else "info")
+        prose += "\nor import torch before onnxruntime: both then use torch's copies"
+    return make("default-loader-picks-other-copy", "\n".join(lines),
+                compose((line,), prose, windows=ctx.os_name == "windows"),
+                severity="warning" if differ or torch_same else "info", commands=(line,))
 
 
 def check_torch_copies(ctx: Ctx) -> list[Finding]:

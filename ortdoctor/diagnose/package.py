@@ -13,8 +13,10 @@ from ortdoctor.core.facts import (
     OrtDistribution,
     PackageStep,
 )
+from ortdoctor.core.record import record
+from ortdoctor.core.shell import Command, compose
 from ortdoctor.decide.build import is_cuda_build
-from ortdoctor.decide.fixes import gpu_install, library_specs, step
+from ortdoctor.decide.fixes import gpu_install, library_specs, move_aside, step
 from ortdoctor.decide.kernels import parse_compute_capability
 from ortdoctor.decide.loader_view import (
     loader_visible,
@@ -22,6 +24,7 @@ from ortdoctor.decide.loader_view import (
 from ortdoctor.decide.matrix.model import python_line, wheel_platform
 from ortdoctor.diagnose.context import Ctx, cuda_soname, ort_family
 from ortdoctor.formats.distinfo import normalize
+from ortdoctor.formats.realpath import real_path
 
 TYPE_CHECKING = False
 
@@ -51,7 +54,8 @@ def check_package(ctx: Ctx) -> list[Finding]:
         searched = ctx.env.python.site_dirs
         if searched:
             detail += "\nSearched: " + ", ".join(searched)
-        return [make("ort-not-installed", detail, _with_alternative(ctx, steps), steps=steps)]
+        fix, commands = _with_alternative(ctx, steps)
+        return [make("ort-not-installed", detail, fix, steps=steps, commands=commands)]
 
     out: list[Finding] = []
     shadow = _shadowing(ctx, family) if len(family) > 1 else None
@@ -72,14 +76,16 @@ def check_package(ctx: Ctx) -> list[Finding]:
         gpu = [d for d in family if normalize(d.name) == "onnxruntime-gpu"]
         steps = (step("uninstall", "-y", *uninstall),
                  *((gpu_install(ctx.matrix, gpu[0].version),) if gpu else _install_steps(ctx)))
-        out.append(make("ort-multiple-packages", detail, _with_alternative(ctx, steps, keep=bool(gpu)), steps=steps))
+        fix, commands = _with_alternative(ctx, steps, keep=bool(gpu))
+        out.append(make("ort-multiple-packages", detail, fix, steps=steps, commands=commands))
     elif not is_cuda_build(ort):
         name = ort.active or (family[0].name if family else "onnxruntime")
         detail = (f"{name} {ort.version or ''} in {ort.package_dir} is a CPU build: "
                   f"package_name={ort.package_name!r}, cuda_version={ort.cuda_version!r}, and there is no "
                   "CUDA provider library (libonnxruntime_providers_cuda.so / onnxruntime_providers_cuda.dll).")
-        steps = (step("uninstall", "-y", name), *_install_steps(ctx))
-        out.append(make("ort-cpu-only", detail, _with_alternative(ctx, steps), steps=steps))
+        steps = (step("uninstall", "-y", name), *_install_steps(ctx, user=_user_install(ctx, family)))
+        fix, commands = _with_alternative(ctx, steps)
+        out.append(make("ort-cpu-only", detail, fix, steps=steps, commands=commands))
 
     problems = [*ort.problems, *(f"{d.name}: {p}" for d in family for p in d.problems)]
     if ort.build_info_error:
@@ -89,7 +95,8 @@ def check_package(ctx: Ctx) -> list[Finding]:
         version = next((d.version for d in family if d.name == dist), ort.version)
         # pinned: an unpinned reinstall moves to the newest build, which may be for another CUDA major
         steps = (step("install", "--force-reinstall", "--no-deps", f"{dist}=={version}" if version else dist),)
-        out.append(make("ort-install-damaged", "\n".join(problems), ctx.run(*steps), steps=steps))
+        fix, commands = ctx.installer.fix(steps)
+        out.append(make("ort-install-damaged", "\n".join(problems), fix, steps=steps, commands=commands))
     return out
 
 
@@ -98,14 +105,61 @@ def _is_pip_site(location: str) -> bool:
     return os.path.basename(os.path.normpath(location)) in ("site-packages", "dist-packages")
 
 
-def _remove_command(ctx: Ctx, d: OrtDistribution, family: Sequence[OrtDistribution]) -> str:
-    """How to remove one distribution from its own location, and only it."""
+@record
+class _Removal:
+    """How to take distributions out of their own locations, and only them: pip where it works, else
+    their directories moved into a backup folder (a ``--target`` directory pip does not manage)."""
+
+    steps: tuple[PackageStep, ...] = ()
+    moves: tuple[Command, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __add__(self, other: _Removal) -> _Removal:
+        return _Removal(self.steps + other.steps, self.moves + other.moves, self.notes + other.notes)
+
+
+def _under(path: str, prefix: str | None) -> bool:
+    """``path`` is ``prefix`` or inside it, by the paths as the interpreter gave them or by their real paths."""
+    if not prefix:
+        return True  # not known: assume the inspected environment's own (the old answer)
+    for p, root in ((os.path.normpath(path), os.path.normpath(prefix)), (real_path(path), real_path(prefix))):
+        if p == root or p.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def _same_dir(a: str | None, b: str | None) -> bool:
+    return bool(a and b) and os.path.normpath(str(a)) == os.path.normpath(str(b))
+
+
+def _removal(ctx: Ctx, d: OrtDistribution, family: Sequence[OrtDistribution]) -> _Removal:
+    py = ctx.env.python
     same_name_elsewhere = any(o is not d and normalize(o.name) == normalize(d.name) for o in family)
-    if _is_pip_site(d.location) and not same_name_elsewhere:
-        return f"{ctx.run(step('uninstall', '-y', d.name))}  # removes it from {d.location}"
+    in_user_site = _same_dir(d.location, py.user_site) and bool(py.venv)
+    # a venv with system site packages also sees the base interpreter's site-packages
+    outside = in_user_site or (bool(py.venv) and _is_pip_site(d.location) and not _under(d.location, py.prefix))
+    if outside and py.base_executable and not same_name_elsewhere:
+        # A venv's pip refuses a copy outside the venv ("Not uninstalling ... outside environment", exit 0):
+        # the interpreter the venv was made from owns the user site and its own site-packages.
+        where = "the user site " if in_user_site else ""
+        return _Removal((step("uninstall", "-y", d.name, python=py.base_executable),),
+                        notes=(f"removes {d.name} from {where}{d.location} with the interpreter the venv was made "
+                               "from (the venv's pip does not touch it)",))
+    if _is_pip_site(d.location) and not same_name_elsewhere and not outside:
+        return _Removal((step("uninstall", "-y", d.name),), notes=(f"removes {d.name} from {d.location}",))
     pkg = os.path.join(d.location, "onnxruntime")
-    return (f"rm -rf {pkg} {d.dist_info}  # a --target directory: pip does not manage it;\n"
-            f"or drop {d.location} from PYTHONPATH")
+    return _Removal(moves=(move_aside((pkg, d.dist_info), d.location),),
+                    notes=(f"moves {d.name}'s files out of {d.location} into a backup folder there (pip does not "
+                           f"manage a --target directory); or drop {d.location} from PYTHONPATH",))
+
+
+def _removal_fix(ctx: Ctx, removal: _Removal, *, then: tuple[PackageStep, ...] = (),
+                 prose: str = "") -> tuple[str, tuple[PackageStep, ...], tuple[Command, ...]]:
+    """The fix text, its package steps and its command lines: the moves first, then pip."""
+    steps = (*removal.steps, *then)
+    commands = (*removal.moves, *ctx.installer.lines(steps))
+    notes = "\n".join([*removal.notes, *([prose] if prose else [])])
+    return compose(commands, notes, windows=ctx.installer.windows), steps, commands
 
 
 def _shadowing(ctx: Ctx, family: Sequence[OrtDistribution]) -> Finding | None:
@@ -128,22 +182,26 @@ def _shadowing(ctx: Ctx, family: Sequence[OrtDistribution]) -> Finding | None:
     lines.append(f"Still a problem: a change of PYTHONPATH or uninstalling {imp.name} flips `import onnxruntime` "
                  f"to {shadowed[0].name}, and pip sees both (pip check, upgrades, dependency resolution).")
     if gpu:
-        fix = "\n".join(_remove_command(ctx, d, family) for d in shadowed)
-        return make("ort-multiple-packages", "\n".join(lines), fix, severity="warning")
+        removal = sum((_removal(ctx, d, family) for d in shadowed), _Removal())
+        fix, steps, commands = _removal_fix(ctx, removal)
+        return make("ort-multiple-packages", "\n".join(lines), fix, severity="warning", steps=steps,
+                    commands=commands)
     gpu_dists = [d for d in shadowed if normalize(d.name) == "onnxruntime-gpu"]
     if gpu_dists:
-        fix = (_remove_command(ctx, imp, family)
-               + f"\nthen `import onnxruntime` takes {gpu_dists[0].name} {gpu_dists[0].version} from "
-                 f"{gpu_dists[0].location}")
+        fix, steps, commands = _removal_fix(
+            ctx, _removal(ctx, imp, family),
+            prose=f"afterwards `import onnxruntime` takes {gpu_dists[0].name} {gpu_dists[0].version} from "
+                  f"{gpu_dists[0].location}")
     else:
-        fix = "\n".join(_remove_command(ctx, d, family) for d in family) + f"\nthen: {ctx.run(*_install_steps(ctx))}"
-    return make("ort-multiple-packages", "\n".join(lines), fix)
+        removal = sum((_removal(ctx, d, family) for d in family), _Removal())
+        fix, steps, commands = _removal_fix(ctx, removal, then=_install_steps(ctx))
+    return make("ort-multiple-packages", "\n".join(lines), fix, steps=steps, commands=commands)
 
 
 def recommended_install(env: Environment, matrix: Matrix) -> str:
     """The command that installs a working onnxruntime-gpu on this machine (driver's and torch's CUDA)."""
     ctx = Ctx(env, None, matrix, env.python.os, 0, None, False, None)
-    return _with_alternative(ctx, _install_steps(ctx))
+    return _with_alternative(ctx, _install_steps(ctx))[0]
 
 
 def _recommendation(ctx: Ctx) -> Recommendation | None:
@@ -171,12 +229,22 @@ def _recommendation(ctx: Ctx) -> Recommendation | None:
     return rec
 
 
-def _install_steps(ctx: Ctx) -> tuple[PackageStep, ...]:
+def _user_install(ctx: Ctx, family: Sequence[OrtDistribution]) -> bool:
+    """onnxruntime was installed with ``pip install --user`` into a Python that is no venv: its replacement
+    goes there too (without ``--user`` pip writes into the system's site-packages, or refuses)."""
+    py = ctx.env.python
+    return not py.venv and any(_same_dir(d.location, py.user_site) for d in family)
+
+
+def _install_steps(ctx: Ctx, *, user: bool = False) -> tuple[PackageStep, ...]:
     """What to install on this machine: a build for the driver's (or torch's) CUDA major, pinned; the
     newest build with its CUDA and cuDNN wheels when nothing says which CUDA the machine has."""
     rec = _recommendation(ctx)
-    return rec.steps if rec is not None and rec.steps else (
+    steps = rec.steps if rec is not None and rec.steps else (
         gpu_install(ctx.matrix, _newest_gpu(ctx.matrix, ctx.env.python.version)),)
+    if not user:
+        return steps
+    return tuple(PackageStep(s.verb, ("--user", *s.args), s.python) if s.verb == "install" else s for s in steps)
 
 
 def _newest_gpu(matrix: Matrix, python: str | None = None) -> str | None:
@@ -192,12 +260,13 @@ def _newest_gpu(matrix: Matrix, python: str | None = None) -> str | None:
     return None
 
 
-def _with_alternative(ctx: Ctx, steps: tuple[PackageStep, ...], *, keep: bool = False) -> str:
-    """The command line, plus the newest build for the same CUDA on its feed where there is one."""
+def _with_alternative(ctx: Ctx, steps: tuple[PackageStep, ...], *,
+                      keep: bool = False) -> tuple[str, tuple[Command, ...]]:
+    """The command lines, plus (as a note) the newest build for the same CUDA on its feed where there is one."""
     rec = None if keep else _recommendation(ctx)
     alternative = rec.alternative_steps if rec is not None else ()
-    head = ctx.run(*steps)
-    return head + (f"\nor the newest build for this CUDA: {ctx.run(*alternative)}" if alternative else "")
+    note = f"or the newest build for this CUDA: {ctx.run(*alternative)}" if alternative else None
+    return ctx.installer.fix(steps, note)
 
 
 def check_release(ctx: Ctx) -> list[Finding]:

@@ -22,9 +22,10 @@ from ortdoctor.core.facts import (
     TensorrtInstall,
 )
 from ortdoctor.core.patterns import lazy
+from ortdoctor.core.shell import compose
 from ortdoctor.decide.fixes import pin_series, step
 from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, tensorrt_fix
-from ortdoctor.diagnose.context import Ctx, cuda_soname
+from ortdoctor.diagnose.context import Ctx, cuda_soname, search_path_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -114,10 +115,11 @@ def check_tensorrt(ctx: Ctx, smoke: SmokeResult | None = None) -> list[Finding]:
             f"TensorRT {chosen.version or need.major} is installed in {chosen.directory} ({owner}), which neither "
             "LD_LIBRARY_PATH nor the ld.so cache names: without a preload the TensorRT EP fails with "
             f"`{first}: cannot open shared object file`. onnxruntime.preload_dlls() does not load TensorRT.",
-            "ORTDOCTOR_TENSORRT=1 with `import ortdoctor.hook` first in the program, or `ortdoctor preload "
-            "--tensorrt` (loads these files by full path after the CUDA set)\nor, before starting Python: export "
-            f"LD_LIBRARY_PATH={chosen.directory}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
-            severity="error" if requested else None))
+            compose((line := search_path_line(ctx, [chosen.directory]),),
+                    "the line above, before starting Python, for the programs this shell starts; or "
+                    "ORTDOCTOR_TENSORRT=1 with `import ortdoctor.hook` first in the program, or `ortdoctor preload "
+                    "--tensorrt` (loads these files by full path after the CUDA set)", windows=ctx.os_name == "windows"),
+            severity="error" if requested else None, commands=(line,)))
     out += _older_than_build(ctx, plan, chosen)
     return out
 
@@ -272,8 +274,9 @@ def _bundled(ctx: Ctx, pkg: PluginEpPackage) -> list[Finding]:
         else:
             fix = (f"Load the chosen CUDA set before importing {pkg.import_name or pkg.name} (`import ortdoctor.hook` "
                    f"first in the program), so the plugin uses the process's {soname}" if ctx.plan else "")
+        commands = ctx.installer.lines(steps)
         out.append(make("plugin-ep-bundled-cuda-library", "\n".join(lines), fix, severity=severity, steps=steps,
-                        title=f"{pkg.name} bundles its own {soname}"))
+                        title=f"{pkg.name} bundles its own {soname}", commands=commands))
     return out
 
 
@@ -288,8 +291,8 @@ def _runtime_fix(ctx: Ctx, soname: str) -> tuple[str, tuple[PackageStep, ...]]:
         return f"Install the CUDA library {soname} where the loader finds it (LD_LIBRARY_PATH or the ld.so cache)", ()
     steps = (step("install", pin_series(ctx.matrix, wheel)),)
     layout = "nvidia/cu13/lib" if m.group(1) == "13" else "nvidia/cuda_runtime/lib"
-    return (f"{ctx.run(*steps)}\nthen put its directory (site-packages/{layout}) on LD_LIBRARY_PATH before Python "
-            "starts"), steps
+    return ctx.installer.fix(steps, f"afterwards put its directory (site-packages/{layout}) on LD_LIBRARY_PATH "
+                             "before Python starts")[0], steps
 
 
 def check_cuda_plugin_ep(ctx: Ctx) -> list[Finding]:

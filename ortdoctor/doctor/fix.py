@@ -7,6 +7,7 @@ data for :mod:`ortdoctor.report.fix`.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Sequence
 from typing import IO, Any
@@ -15,6 +16,7 @@ from ortdoctor.core.record import record, replace
 from ortdoctor.decide.fix_plan import FixPlan, plan_fix
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.doctor.check import CheckOptions, run_check
+from ortdoctor.prove.child_process import kill_group
 from ortdoctor.report.model import Report
 
 __all__ = ["FixResult", "StepRun", "apply_fix", "plan_for"]
@@ -47,12 +49,32 @@ class FixResult:
 
 def plan_for(report: Report) -> tuple[FixPlan, Installer]:
     """The merged package steps for ``report``'s findings and the interpreter that runs them."""
-    return plan_fix(report.findings), Installer.of(report.env.python)
+    installer = Installer.of(report.env.python)
+    return plan_fix(report.findings, windows=installer.windows), installer
 
 
 def _run(argv: Sequence[str], log: IO[str] | None) -> int:
-    return subprocess.run(list(argv), stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                          timeout=STEP_TIMEOUT_S, check=False).returncode
+    """Run one command in a process group of its own; past :data:`STEP_TIMEOUT_S`, or when ortdoctor itself
+    is interrupted, the whole group is killed: pip's own children (a build backend, a download helper)
+    must not outlive it.
+
+    Raises:
+        subprocess.TimeoutExpired: it ran past the limit (the group is killed first).
+    """
+    kwargs: dict[str, Any] = {}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    else:
+        kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+    if log is not None:
+        log.flush()  # our own lines first, then the command's
+    proc = subprocess.Popen(list(argv), stdout=log, stderr=log, stdin=subprocess.DEVNULL, close_fds=True, **kwargs)
+    try:
+        return proc.wait(timeout=STEP_TIMEOUT_S)
+    except BaseException:  # the timeout, Ctrl-C, anything: nothing of the group stays behind
+        kill_group(proc)
+        proc.wait()
+        raise
 
 
 def apply_fix(options: CheckOptions, before: Report, *, log: IO[str] | None = None,
@@ -62,7 +84,7 @@ def apply_fix(options: CheckOptions, before: Report, *, log: IO[str] | None = No
     plan, installer = plan_for(before)
     run = runner or _run
     runs: list[StepRun] = []
-    for argv in installer.argvs(plan.steps):
+    for argv in plan.argvs(installer):
         if on_step is not None:
             on_step(argv)
         try:

@@ -21,6 +21,7 @@ from ortdoctor.fleet.model import (
     DriftValue,
     FindingGroup,
     FleetReport,
+    NodeFix,
     NodeResult,
     OutcomeGroup,
     Status,
@@ -135,31 +136,40 @@ def _finding_groups(nodes: Sequence[NodeResult]) -> list[FindingGroup]:
             if f.id not in seen:  # one finding id once per node (some repeat it, once per library)
                 seen.add(f.id)
                 by_id[f.id].append((n, f))
+    from ortdoctor.core.catalog import CATALOG
+
     groups = []
     for fid, hits in by_id.items():
         severity = min((f.severity for _, f in hits), key=lambda s: _SEVERITY_RANK.get(s, 3))
-        fixes = Counter(f.fix for _, f in hits)
-        titles = Counter(f.title for _, f in hits)
+        # a node's fix is shown with that node only: one node's report never supplies the fix of others
+        by_fix: dict[str, list[str]] = defaultdict(list)
+        for n, f in hits:
+            if f.fix:
+                by_fix[f.fix].append(n.label)
+        node_fixes = sorted(by_fix.items(), key=lambda kv: -len(kv[1]))  # stable: first seen first among equals
+        entry = CATALOG.get(fid)
         groups.append(FindingGroup(
             id=fid,
             severity=severity,
-            title=titles.most_common(1)[0][0],
-            fix=fixes.most_common(1)[0][0],
+            title=entry.title if entry is not None else Counter(f.title for _, f in hits).most_common(1)[0][0],
+            fix=entry.fix if entry is not None else None,
             detail=hits[0][1].detail,
             nodes=tuple(n.label for n, _ in hits),
-            fix_variants=len(fixes),
+            fix_variants=len(node_fixes),
+            node_fixes=tuple(NodeFix(fix=fix, nodes=tuple(labels)) for fix, labels in node_fixes),
         ))
     groups.sort(key=lambda g: (_SEVERITY_RANK.get(g.severity, 3), -len(g.nodes), g.id))
     return groups
 
 
 def _outcome_groups(nodes: Sequence[NodeResult]) -> list[OutcomeGroup]:
-    by_key: dict[tuple[Status, tuple[str, ...]], list[NodeResult]] = defaultdict(list)
+    # nodes without a report are together only with nodes that have the same reason: a group never
+    # speaks for a node with another one
+    by_key: dict[tuple[Status, tuple[str, ...], str | None], list[NodeResult]] = defaultdict(list)
     for n in nodes:
-        by_key[(n.status, n.problem_ids)].append(n)
-    groups = [OutcomeGroup(status=status, problem_ids=ids, nodes=tuple(n.label for n in members),
-                           reason=members[0].reason)
-              for (status, ids), members in by_key.items()]
+        by_key[(n.status, n.problem_ids, n.reason)].append(n)
+    groups = [OutcomeGroup(status=status, problem_ids=ids, nodes=tuple(n.label for n in members), reason=reason)
+              for (status, ids, reason), members in by_key.items()]
     groups.sort(key=lambda g: (_STATUS_ORDER[g.status], -len(g.nodes), g.problem_ids))
     return groups
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import chain
+from typing import IO, Any
 
 from ortdoctor.fleet.model import NotAReport
 
-__all__ = ["MAX_REPORT_BYTES", "LineReader", "pod_name", "read_stream"]
+__all__ = ["MAX_REPORT_BYTES", "LineReader", "loads", "pod_name", "read_stream"]
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024  # one report larger than this is not one (a runaway stream)
 
@@ -36,6 +37,17 @@ _CRI_TAG = re.compile(r"(stdout|stderr) ([FP]) ")
 _DOCKER_JSON_START = '{"log":'
 
 
+def loads(text: str) -> Any:
+    """``json.loads``, with every way decoding can fail raised as ValueError: JSON nested deeper than
+    Python's recursion limit raises RecursionError, and that must cost one report, not the run."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except MemoryError:
+        raise ValueError("too large to decode") from None
+
+
 @dataclass
 class _Open:
     """A report being put together from the lines of one stream."""
@@ -45,6 +57,7 @@ class _Open:
     parts: list[str] = field(default_factory=list)
     size: int = 0
     confirmed: bool = False  # its second line is a report's first field, not some other JSON or code
+    invalid: str | None = None  # why the text up to its last "}" in column 0 is not JSON (then it is not cut off)
 
 
 class LineReader:
@@ -63,6 +76,11 @@ class LineReader:
         self.not_reports = 0  # JSON objects that are something else (structured log lines)
         self.first_other: str | None = None
         self.why_not: str | None = None  # why the first JSON object that is not a report is not one
+        self.stopped_at: int | None = None  # the line of compressed input where reading stopped (too long)
+        # streams that name a node (a pod, a Slurm task): the first line each printed, and those that
+        # gave a report (or a broken one); one that printed only other lines is a node without a report
+        self.said: dict[str, tuple[int, str]] = {}
+        self.answered: set[str] = set()
 
     # -- one line ------------------------------------------------------------------------------
     def line(self, lineno: int, raw: str) -> None:
@@ -118,7 +136,7 @@ class LineReader:
     @staticmethod
     def _docker_json(line: str) -> tuple[str, str] | None:
         try:
-            rec = json.loads(line)
+            rec = loads(line)
         except ValueError:
             return None
         if isinstance(rec, dict) and isinstance(rec.get("log"), str) and "schema_version" not in rec:
@@ -128,7 +146,12 @@ class LineReader:
     def content(self, lineno: int, key: str, text: str, *, partial: bool) -> None:
         """One line of stream ``key``, its prefixes taken off (``partial``: a CRI "P" part)."""
         if partial:
-            self.partial[key] = self.partial.get(key, "") + text
+            joined = self.partial.get(key, "") + text
+            if len(joined) > MAX_REPORT_BYTES:  # "P" parts that never end: a runaway line, not a report
+                del self.partial[key]
+                self.too_long(lineno, joined[:_HEAD], key)
+                return
+            self.partial[key] = joined
             return
         if key in self.partial:
             text = self.partial.pop(key) + text
@@ -154,13 +177,53 @@ class LineReader:
         if text.endswith("{") and text.strip() != "{":
             self._begin(lineno, key, text[:-1])
             return
-        self._other(text)
+        self._other(text, lineno, key)
 
-    def _other(self, text: str) -> None:
+    def too_long(self, lineno: int, head: str, key: str | None = None) -> None:
+        """A line longer than :data:`MAX_REPORT_BYTES` (``head``: its start): a report it belongs to, or
+        starts, is broken; anything else is one more other line."""
+        if key is None:
+            key = self._key(head)
+        self.partial.pop(key, None)
+        why = f"larger than {MAX_REPORT_BYTES // (1024 * 1024)} MiB: not a report"
+        reps = self.open.pop(key, None)
+        if reps:
+            for rep in reps.values():
+                if rep.confirmed:
+                    self._broken(key, rep, why)
+                else:
+                    self._other(rep.prefix + "{")
+        elif "{" in head:
+            self._broken_at(lineno, key, why)
+        else:
+            self._other(head, lineno, key)
+
+    @staticmethod
+    def _key(line: str) -> str:
+        """The stream a line belongs to, from its prefixes (as :meth:`line` reads them)."""
+        if line[:5] == "[pod/":
+            close = line.find("] ", 5)
+            if close > 0:
+                return line[1:close]
+        m = _PREFIX.match(line)
+        if m is None or m.end() == 0:
+            return ""
+        pod, task, stream, _tag = m.groups()
+        return (pod or "") + (f"task {task}" if task is not None else "") + (f":{stream}" if stream else "")
+
+    def _other(self, text: str, lineno: int = 0, key: str = "") -> None:
         if text.strip():
             self.other += 1
             if self.first_other is None:
                 self.first_other = text.strip()[:120]
+            if key:
+                self._said(key, lineno, text.strip()[:200])
+
+    def _said(self, key: str, lineno: int, what: str) -> None:
+        """Remember the first thing a named stream (a pod, a task) printed that is not a report."""
+        node = _node_stream(key)
+        if node not in self.said and _stream_name(node) is not None:
+            self.said[node] = (lineno, what)
 
     def _begin(self, lineno: int, key: str, prefix: str) -> None:
         self.open.setdefault(key, {})[prefix] = _Open(start=lineno, prefix=prefix, parts=["{"], size=1)
@@ -183,9 +246,10 @@ class LineReader:
                 self.content(lineno, key, rep.prefix + text if rep.prefix else text, partial=False)
                 return
         elif text[:1] == "{" and text.rstrip() == "{":
-            # a new report began where the last one was still open: that one was cut off
+            # a new report began where the last one was still open: that one was cut off (or invalid)
             self._close(key, rep)
-            self._broken(key, rep, f"cut off after line {lineno - 1} (a new report starts at line {lineno})")
+            self._broken(key, rep, _invalid(rep) or
+                         f"cut off after line {lineno - 1} (a new report starts at line {lineno})")
             self._begin(lineno, key, rep.prefix)
             return
         rep.parts.append(text)
@@ -197,20 +261,23 @@ class LineReader:
         # json.dumps(indent=...) and jq close the top-level object with "}" alone in column 0
         if text[:1] == "}" and text.rstrip() == "}":
             try:
-                data = json.loads("\n".join(rep.parts))
-            except ValueError:
-                return  # not the end after all: keep collecting (a cut-off report is named at the end)
+                data = loads("\n".join(rep.parts))
+            except ValueError as exc:
+                # not the end after all, or not JSON: keep collecting; at the end of the input it is named
+                # invalid (with this error) rather than cut off
+                rep.invalid = str(exc)
+                return
             self._close(key, rep)
             self.report(rep.start, key, data)
 
     def _one_line(self, lineno: int, key: str, text: str) -> None:
         try:
-            data = json.loads(text)
+            data = loads(text)
         except ValueError as exc:
             if '"schema_version"' in text[:64]:
                 self._broken_at(lineno, key, f"not valid JSON ({exc})")
             else:
-                self._other(text)
+                self._other(text, lineno, key)
             return
         self.report(lineno, key, data)
 
@@ -222,13 +289,16 @@ class LineReader:
             self.not_reports += 1
             if self.why_not is None:
                 self.why_not = f"line {lineno}: {exc}"
+            self._said(key, lineno, f"JSON that is not a report ({exc})")
             return
+        self.answered.add(_node_stream(key))
         self.reports += 1
 
     def _broken(self, key: str, rep: _Open, why: str) -> None:
         self._broken_at(rep.start, key, why)
 
     def _broken_at(self, lineno: int, key: str, why: str) -> None:
+        self.answered.add(_node_stream(key))
         where = f"{self.name}:{lineno}" + (f" [{key}]" if key else "")
         self.broken += 1
         self.on_broken(where, f"the report starting at line {lineno} is {why}", pod_name(key))
@@ -240,10 +310,32 @@ class LineReader:
         for key, reps in list(self.open.items()):
             for rep in list(reps.values()):
                 if rep.confirmed:
-                    self._broken(key, rep, f"cut off at the end of the input (line {last_line})")
+                    self._broken(key, rep, _invalid(rep) or f"cut off at the end of the input (line {last_line})")
                 else:
                     self._other(rep.prefix + "{")
         self.open.clear()
+        for key, (lineno, text) in self.said.items():
+            if key not in self.answered:
+                self.broken += 1
+                self.on_broken(f"{self.name}:{lineno} [{key}]", f"no report: its output was {text!r}",
+                               _stream_name(key))
+
+
+def _invalid(rep: _Open) -> str | None:
+    return f"not valid JSON ({rep.invalid})" if rep.invalid is not None else None
+
+
+def _node_stream(key: str) -> str:
+    """The node's stream of a line's stream: a pod's or a task's stdout and stderr are one."""
+    return key.removesuffix(":stdout").removesuffix(":stderr")
+
+
+def _stream_name(key: str) -> str | None:
+    """What names the node of a stream: the pod of a kubectl prefix, the task of ``srun --label``."""
+    if key.startswith("pod/"):
+        return pod_name(key)
+    at = key.find("task ")
+    return key[at:] if at >= 0 else None
 
 
 def pod_name(key: str) -> str | None:
@@ -254,29 +346,104 @@ def pod_name(key: str) -> str | None:
     return None
 
 
-def read_stream(name: str, text: Iterable[str], *, on_report: Callable[[Any, str, str | None], None],
-                on_broken: Callable[[str, str, str | None], None]) -> LineReader:
-    """Feed the lines of one input through the reader; returns it, with its counts."""
+_BLOCK = 1 << 20  # characters read at a time: lines are split out of blocks, never read whole first
+_HEAD = 4096  # what is kept of a line longer than MAX_REPORT_BYTES, to say what it was
+
+
+class _TooLong(str):
+    """The head of a line longer than :data:`MAX_REPORT_BYTES`; the rest was read past, never held."""
+
+
+def _lines(stream: IO[str]) -> Iterator[list[str]]:
+    """The lines of ``stream`` (without their newline), a block at a time, in memory bounded by
+    :data:`MAX_REPORT_BYTES` however long a line is (a 1 GB line, or 1 MB of gzip that unpacks to one):
+    a longer line comes as a :class:`_TooLong` with its head, and the rest of it is skipped block by block."""
+    pending: list[str] = []  # the unfinished last line, in pieces
+    size = 0
+    skipping = False  # inside a line already reported too long: drop up to its newline
+    while True:
+        block = stream.read(_BLOCK)
+        if not block:
+            break
+        if skipping:
+            end = block.find("\n")
+            if end < 0:
+                continue
+            block, skipping = block[end + 1:], False
+        parts = block.split("\n")
+        if len(parts) == 1:  # no line ends in this block
+            pending.append(block)
+            size += len(block)
+            if size > MAX_REPORT_BYTES:
+                yield [_head(pending)]
+                pending, size, skipping = [], 0, True
+            continue
+        if pending:
+            pending.append(parts[0])
+            parts[0] = "".join(pending) if size + len(parts[0]) <= MAX_REPORT_BYTES else _head(pending)
+        last = parts.pop()
+        pending, size = ([last], len(last)) if last else ([], 0)
+        yield parts
+    if pending:
+        yield ["".join(pending)]
+
+
+def _head(pieces: list[str]) -> _TooLong:
+    """The start of a line given in pieces, without joining the whole of it."""
+    head = ""
+    for piece in pieces:
+        head += piece[:_HEAD - len(head)]
+        if len(head) >= _HEAD:
+            break
+    return _TooLong(head)
+
+
+def read_stream(name: str, stream: IO[str], *, on_report: Callable[[Any, str, str | None], None],
+                on_broken: Callable[[str, str, str | None], None], compressed: bool = False) -> LineReader:
+    """Feed the lines of one input through the reader; returns it, with its counts. Nothing is held
+    beyond :data:`MAX_REPORT_BYTES` per report being put together (a line longer than that, or a report
+    without its end, is a broken report). In ``compressed`` input such a line ends the reading
+    (``reader.stopped_at``): skipping it would mean unpacking all of it, and 1 MB of gzip holds 1 GB."""
     reader = LineReader(name, on_report, on_broken)
     lineno = 0
-    lines = iter(text)
+    lines = chain.from_iterable(_lines(stream))
     for line in lines:
         lineno += 1
-        if line == "{\n" and "" not in reader.open:
+        if type(line) is _TooLong:
+            reader.too_long(lineno, line)
+            if compressed:
+                reader.stopped_at = lineno
+                break
+            continue
+        if line == "{" and "" not in reader.open:
             # A pretty report without prefixes (a file of its own, or `srun` output): its lines are taken
             # as they are up to the closing "}" in column 0, and parsed at once. Anything odd (cut off,
-            # not JSON) is replayed through the line-by-line path, which knows what to make of it.
-            start, parts = lineno, [line]
+            # not JSON, too large) is replayed through the line-by-line path, which knows what to make of it.
+            start, parts, size = lineno, [line], 2
             for part in lines:
                 lineno += 1
                 parts.append(part)
+                size += len(part) + 1
+                if size > MAX_REPORT_BYTES or type(part) is _TooLong:
+                    break
                 if part[:1] == "}" and part.rstrip() == "}":
                     break
+            else:
+                size = -1  # the input ended inside the report
             try:
-                data = json.loads("".join(parts))
+                if size < 0 or size > MAX_REPORT_BYTES or type(parts[-1]) is _TooLong:
+                    raise ValueError("not whole")
+                data = loads("\n".join(parts))
             except ValueError:
                 for k, part in enumerate(parts):
-                    reader.line(start + k, part)
+                    if type(part) is _TooLong:
+                        reader.too_long(start + k, part)
+                        if compressed:
+                            reader.stopped_at = start + k
+                    else:
+                        reader.line(start + k, part)
+                if reader.stopped_at is not None:
+                    break
                 continue
             reader.report(start, "", data)
             continue

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ortdoctor.fleet import lines
 from ortdoctor.fleet.lines import LineReader, read_stream
 from ortdoctor.fleet.model import FleetReport, NodeResult, node_from_report, node_without_report
 
@@ -80,13 +81,20 @@ def _open_text(path: str, stdin: IO[bytes] | None) -> tuple[str, IO[str], IO[byt
                 raise InputError(f"{name}: a broken gzip file: {exc}") from None
         else:
             stream = buffered
-        if b"\0" in head:
-            raise InputError(f"{name}: a binary file, not ortdoctor reports or a log holding them")
+        # Windows PowerShell's `>` writes UTF-16 with a byte order mark, some editors UTF-8 with one
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            encoding = "utf-16"
+        elif head[:3] == b"\xef\xbb\xbf":
+            encoding = "utf-8-sig"
+        else:
+            encoding = "utf-8"
+            if b"\0" in head:
+                raise InputError(f"{name}: a binary file, not ortdoctor reports or a log holding them")
     except BaseException:
         if owned is not None:
             owned.close()
         raise
-    return name, io.TextIOWrapper(stream, encoding="utf-8", errors="replace"), owned
+    return name, io.TextIOWrapper(stream, encoding=encoding, errors="replace"), owned
 
 
 def _expand(paths: Sequence[str]) -> Iterator[tuple[str, bool]]:
@@ -123,16 +131,32 @@ def read_nodes(paths: Sequence[str], *, stdin: IO[bytes] | None = None) -> ReadR
 
     seen: set[Any] = set()
     duplicates = 0
+    latest: dict[tuple[str, ...], int] = {}  # a node's identity -> the index of its latest report so far
+    older: list[tuple[NodeResult, NodeResult]] = []  # (left out, kept)
 
     def on_report(data: Any, where: str, hint: str | None) -> None:
         nonlocal duplicates
         node = node_from_report(data, where, intern=intern, hint=hint)
-        fingerprint = _fingerprint(data)
+        # an invalid report is shown as it is, never taken for a copy of a valid one (or the other way)
+        fingerprint = _fingerprint(data) if node.reason is None else None
         if fingerprint is not None:
             if fingerprint in seen:
                 duplicates += 1
                 return
             seen.add(fingerprint)
+        taken = node.taken_at
+        ident = _identity(data) if taken is not None and node.reason is None else None
+        if ident is not None and taken is not None:
+            at = latest.get(ident)
+            if at is not None:  # the same node checked again: keep the report taken last
+                kept = result.nodes[at]
+                if (kept.taken_at or "") >= taken:
+                    older.append((node, kept))
+                    return
+                older.append((kept, node))
+                result.nodes[at] = node
+                return
+            latest[ident] = len(result.nodes)
         result.nodes.append(node)
 
     def on_broken(where: str, why: str, hint: str | None) -> None:
@@ -142,13 +166,17 @@ def read_nodes(paths: Sequence[str], *, stdin: IO[bytes] | None = None) -> ReadR
     for path, named in _expand(paths):
         name, text, owned = _open_text(path, stdin)
         try:
-            reader = read_stream(name, text, on_report=on_report, on_broken=on_broken)
+            reader = read_stream(name, text, on_report=on_report, on_broken=on_broken,
+                                 compressed=isinstance(getattr(text, "buffer", None), gzip.GzipFile))
         except (OSError, EOFError) as exc:  # EOFError: a gzip file cut short
             raise InputError(f"{name}: cannot be read: {exc}") from None
         finally:
             if owned is not None:
                 text.close()
                 owned.close()
+        if reader.stopped_at is not None:
+            result.notes.append(f"{name}: not read past line {reader.stopped_at}, a line longer than "
+                                f"{lines.MAX_REPORT_BYTES // (1024 * 1024)} MiB unpacked")
         if reader.reports == 0 and reader.broken == 0:
             why = _why_nothing(reader)
             if named:
@@ -171,6 +199,8 @@ def read_nodes(paths: Sequence[str], *, stdin: IO[bytes] | None = None) -> ReadR
     if duplicates:
         result.notes.append(f"left out {duplicates} report{'s' if duplicates != 1 else ''} seen twice "
                             "(the same node, the same run)")
+    if older:
+        result.notes.append(_older_note(older))
     if not result.nodes:
         raise InputError("no ortdoctor report in the input"
                          + (f": {result.notes[-1]}" if result.notes else ""))
@@ -194,6 +224,31 @@ def _fingerprint(data: Any) -> Any:
     ident = tuple(str(host.get(k)) for k in ("machine_id", "boot_id", "hostname", "k8s_pod_name",
                                              "slurm_job_id", "slurm_procid", "ray_node_id"))
     return ident, tuple(sorted((str(k), str(v)) for k, v in timings.items()))
+
+
+# what tells one node's runs from another node: the machine, its boot, its name, and (on one machine)
+# the Slurm task, the Ray node and the Python that ran the check
+_IDENTITY_HOST = ("machine_id", "boot_id", "hostname", "name", "slurm_procid", "ray_node_id")
+
+
+def _identity(data: Any) -> tuple[str, ...] | None:
+    """The node a report is of, where the report says (its host section): None when it cannot tell."""
+    host = data.get("host") if isinstance(data, dict) else None
+    if not isinstance(host, dict) or not (host.get("machine_id") or host.get("boot_id") or host.get("hostname")):
+        return None
+    python = data.get("python")
+    exe = python.get("executable") if isinstance(python, dict) else None
+    return (*(str(host.get(k) or "") for k in _IDENTITY_HOST), str(exe or ""))
+
+
+def _older_note(older: list[tuple[NodeResult, NodeResult]]) -> str:
+    def name(n: NodeResult) -> str:
+        return str(n.host.get("name") or n.host.get("hostname") or n.source)
+
+    shown = [f"{name(old)} taken {old.taken_at} ({old.source}; kept {new.taken_at})" for old, new in older[:5]]
+    more = f" and {len(older) - 5} more" if len(older) > 5 else ""
+    return (f"left out {len(older)} older report{'s' if len(older) != 1 else ''} of the same node"
+            f"{'s' if len(older) != 1 else ''}, keeping each node's latest: " + "; ".join(shown) + more)
 
 
 def merge(paths: Sequence[str], *, stdin: IO[bytes] | None = None, min_driver: Any = None) -> FleetReport:

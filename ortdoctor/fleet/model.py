@@ -17,17 +17,21 @@ from ortdoctor.core.record import field, record
 
 __all__ = [
     "FAILING",
+    "NO_REPORT_KEY",
     "Drift",
     "DriftValue",
     "FindingGroup",
     "FleetReport",
+    "InvalidReport",
     "NodeFinding",
+    "NodeFix",
     "NodeResult",
     "NotAReport",
     "OutcomeGroup",
     "Status",
     "Versions",
     "exit_code",
+    "host_of",
     "node_from_report",
     "node_without_report",
     "worst_status",
@@ -87,6 +91,7 @@ class NodeResult:
     ray: Mapping[str, Any] | None = field(default=None, compare=False)  # node id, address, GPUs Ray counts
     label: str = ""  # the node's unique name in its fleet (given by :func:`ortdoctor.fleet.drift.summarize`)
     hint: str | None = None  # a name to fall back on when the report has no host section (a log prefix)
+    taken_at: str | None = None  # when the report was taken (UTC, ISO 8601); None for older reports
 
     @property
     def problem_ids(self) -> tuple[str, ...]:
@@ -95,16 +100,29 @@ class NodeResult:
 
 
 @record
+class NodeFix:
+    """One fix text as nodes gave it, with those nodes."""
+
+    fix: str
+    nodes: tuple[str, ...]
+
+
+@record
 class FindingGroup:
-    """One finding id across the fleet, with the nodes that have it."""
+    """One finding id across the fleet, with the nodes that have it.
+
+    A node's report is its own word about itself: what it says never stands for other nodes. The title
+    and ``fix`` of an id ortdoctor knows come from its own catalog; the fixes the nodes gave (which name
+    their paths and versions) are kept per group of nodes that gave the same text (``node_fixes``)."""
 
     id: str
     severity: str  # the worst severity any node gave it
-    title: str
-    fix: str | None  # the fix most nodes got; ``fix_variants`` says how many different ones there were
+    title: str  # the catalog's title; for an id this ortdoctor does not know, the one most nodes gave
+    fix: str | None  # the catalog's fix (None for an id this ortdoctor does not know)
     detail: str  # one node's detail (the first node's), to show what was seen
     nodes: tuple[str, ...]
-    fix_variants: int = 1
+    fix_variants: int = 1  # how many different fix texts the nodes gave
+    node_fixes: tuple[NodeFix, ...] = ()  # each fix text with its nodes, most nodes first
 
 
 @record
@@ -133,7 +151,7 @@ class OutcomeGroup:
     status: Status
     problem_ids: tuple[str, ...]
     nodes: tuple[str, ...]
-    reason: str | None = None  # for nodes without a report: the (first) reason
+    reason: str | None = None  # for nodes without a report: their reason (the same for every node of the group)
 
 
 @record
@@ -183,29 +201,64 @@ def node_from_report(data: Any, source: str, *, intern: Intern = _same, hint: st
     """The essentials of one ``check --json`` report. ``intern`` shares equal strings between nodes
     (titles and fixes repeat on every node of a big fleet).
 
+    A report with a field of the wrong type (``"libraries": 1``) is a node in error, with the reason
+    ``invalid report: libraries: a number, not an array``: one broken node report costs that node only.
+
     Raises:
         NotAReport: ``data`` is not such a report (it says which field is missing or wrong).
     """
     if not isinstance(data, dict):
-        raise NotAReport(f"a JSON {type(data).__name__}, not an object")
+        raise NotAReport(f"a JSON {_kind(data)}, not an object")
     if "fleet_schema_version" in data:
         raise NotAReport("a fleet report (ortdoctor fleet --json), not one node's report")
+    record = data.get(NO_REPORT_KEY)
+    if record is not None:  # `fleet --ray --save-reports` for a node that gave no report
+        return _without_report(record, data, source, hint)
     schema = data.get("schema_version")
     verdict = data.get("verdict")
-    if not isinstance(schema, int) or verdict not in _VERDICTS or not isinstance(data.get("findings"), list):
+    if (not isinstance(schema, int) or isinstance(schema, bool) or verdict not in _VERDICTS
+            or not isinstance(data.get("findings"), list)):
         raise NotAReport("not an ortdoctor check report (no schema_version, verdict and findings)")
-    findings = tuple(_finding(f, intern) for f in data["findings"] if isinstance(f, dict))
-    host = data.get("host")
+    try:
+        host = host_of(data)
+    except InvalidReport as exc:
+        return node_without_report(source, "error", f"invalid report: {exc}", hint=hint)
+    try:
+        findings = tuple(_finding(f, f"findings[{i}]", intern) for i, f in enumerate(data["findings"]))
+        versions = versions_of(data, intern)
+        smoke = _smoke(_get(data, "smoke", dict, ""))
+        taken_at = _get(data, "taken_at", str, "")
+    except InvalidReport as exc:
+        return node_without_report(source, "error", f"invalid report: {exc}", host=host, hint=hint)
     return NodeResult(
         source=source,
         status=verdict,
         findings=findings,
-        versions=versions_of(data, intern),
-        host=dict(host) if isinstance(host, dict) else {},
-        smoke=_smoke(data.get("smoke")),
+        versions=versions,
+        host=host,
+        smoke=smoke,
         schema_version=schema,
         hint=hint,
+        taken_at=taken_at,
     )
+
+
+NO_REPORT_KEY = "no_report"  # {"status": "unreachable" | "timeout" | "error", "reason": "..."}
+
+
+def _without_report(record: Any, data: Mapping[str, Any], source: str, hint: str | None) -> NodeResult:
+    try:
+        host = host_of(data)
+        status = _get(record, "status", str, f"{NO_REPORT_KEY}.") if isinstance(record, dict) else None
+        reason = _get(record, "reason", str, f"{NO_REPORT_KEY}.") if isinstance(record, dict) else None
+    except InvalidReport as exc:
+        return node_without_report(source, "error", f"invalid report: {exc}", hint=hint)
+    if status not in ("unreachable", "timeout", "error") or reason is None:
+        return node_without_report(source, "error", f"invalid report: {NO_REPORT_KEY}: not a status and a reason",
+                                   host=host, hint=hint)
+    ray = data.get("ray")
+    return node_without_report(source, status, reason, host=host, hint=hint,
+                               ray=dict(ray) if isinstance(ray, dict) and ray else None)
 
 
 def node_without_report(source: str, status: Status, reason: str, *, host: Mapping[str, Any] | None = None,
@@ -213,81 +266,153 @@ def node_without_report(source: str, status: Status, reason: str, *, host: Mappi
     return NodeResult(source=source, status=status, reason=reason, host=dict(host or {}), ray=ray, hint=hint)
 
 
-def _text(value: Any) -> str:
-    return "" if value is None else str(value)
+# --------------------------------------------------------------------------------------------------
+# Fields, each read with its type checked
+# --------------------------------------------------------------------------------------------------
+class InvalidReport(ValueError):
+    """A report's field has the wrong type; the message names the field and what it holds."""
 
 
-def _finding(f: Mapping[str, Any], intern: Intern) -> NodeFinding:
-    fix = f.get("fix")
+_KINDS: tuple[tuple[type, str], ...] = ((bool, "true/false"), (str, "a string"), (int, "a number"),
+                                        (float, "a number"), (list, "an array"), (dict, "an object"))
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words."""
+    if value is None:
+        return "null"
+    return next((name for t, name in _KINDS if isinstance(value, t)), type(value).__name__)
+
+
+def _get(obj: Mapping[str, Any], key: str, want: type | tuple[type, ...], where: str) -> Any:
+    """``obj[key]`` when it is of type ``want``; None when absent or null (older reports lack fields).
+
+    Raises:
+        InvalidReport: it is there with another type (``true`` is not a number here).
+    """
+    value = obj.get(key)
+    if value is None:
+        return None
+    wanted = want if isinstance(want, tuple) else (want,)
+    if isinstance(value, wanted) and (bool in wanted or not isinstance(value, bool)):
+        return value
+    names = " or ".join(dict.fromkeys(name for t, name in _KINDS if t in wanted))
+    raise InvalidReport(f"{where}{key}: {_kind(value)}, not {names}")
+
+
+def _items(obj: Mapping[str, Any], key: str, where: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """The objects of the array ``obj[key]``, each with its place (``libraries[2].``) for a message."""
+    out: list[tuple[str, Mapping[str, Any]]] = []
+    for i, item in enumerate(_get(obj, key, list, where) or ()):
+        if not isinstance(item, dict):
+            raise InvalidReport(f"{where}{key}[{i}]: {_kind(item)}, not an object")
+        out.append((f"{where}{key}[{i}].", item))
+    return out
+
+
+# host keys a fleet view reads, with their types (the report's JSON Schema, report/check.schema.json)
+_HOST_TEXT = ("name", "hostname", "machine_id", "boot_id", "k8s_node_name", "k8s_pod_name", "k8s_namespace",
+              "slurm_job_id", "slurm_node_name", "ray_node_id")
+
+
+def host_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's host section, its fields checked; {} when it has none.
+
+    Raises:
+        InvalidReport: the section or one of the fields a fleet view reads has the wrong type.
+    """
+    host = _get(data, "host", dict, "")
+    if host is None:
+        return {}
+    for key in _HOST_TEXT:
+        _get(host, key, str, "host.")
+    _get(host, "slurm_procid", (str, int), "host.")
+    _get(host, "kubernetes", bool, "host.")
+    for i, uuid in enumerate(_get(host, "gpu_uuids", list, "host.") or ()):
+        if not isinstance(uuid, str):
+            raise InvalidReport(f"host.gpu_uuids[{i}]: {_kind(uuid)}, not a string")
+    return dict(host)
+
+
+def _finding(f: Any, where: str, intern: Intern) -> NodeFinding:
+    if not isinstance(f, dict):
+        raise InvalidReport(f"{where}: {_kind(f)}, not an object")
+    where += "."
+    fix = _get(f, "fix", str, where)
     return NodeFinding(
-        id=intern(_text(f.get("id")) or "unknown"),
-        severity=intern(_text(f.get("severity")) or "info"),
-        title=intern(_text(f.get("title"))),
-        detail=intern(_text(f.get("detail"))),
-        fix=intern(str(fix)) if fix is not None else None,
+        id=intern(_get(f, "id", str, where) or "unknown"),
+        severity=intern(_get(f, "severity", str, where) or "info"),
+        title=intern(_get(f, "title", str, where) or ""),
+        detail=intern(_get(f, "detail", str, where) or ""),
+        fix=intern(fix) if fix is not None else None,
     )
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def versions_of(data: Mapping[str, Any], intern: Intern = _same) -> Versions:
-    ort = _dict(data.get("ort"))
-    drv = _dict(data.get("driver"))
-    torch = data.get("torch")
-    py = _dict(data.get("python"))
+    """The facts that may drift between nodes.
+
+    Raises:
+        InvalidReport: a field it reads has the wrong type.
+    """
+    ort = _get(data, "ort", dict, "") or {}
+    drv = _get(data, "driver", dict, "") or {}
+    torch = _get(data, "torch", dict, "")
+    py = _get(data, "python", dict, "") or {}
 
     def s(value: Any) -> str | None:
         return intern(str(value)) if value is not None and value != "" else None
 
-    if ort.get("installed"):
-        dists = [d for d in ort.get("distributions") or [] if isinstance(d, dict)]
-        onnxruntime = " + ".join(f"{d.get('name')} {d.get('version')}" for d in dists) or s(ort.get("active"))
-        ort_cuda = "CPU build" if ort.get("is_gpu_build") is False else s(ort.get("cuda_version"))
+    if _get(ort, "installed", bool, "ort."):
+        dists = _items(ort, "distributions", "ort.")
+        onnxruntime = " + ".join(f"{_get(d, 'name', str, w)} {_get(d, 'version', str, w)}" for w, d in dists) \
+            or s(_get(ort, "active", str, "ort."))
+        ort_cuda = "CPU build" if _get(ort, "is_gpu_build", bool, "ort.") is False \
+            else s(_get(ort, "cuda_version", str, "ort."))
     else:
         onnxruntime, ort_cuda = ("not installed" if ort else None), None
-    if drv.get("available"):
-        driver = s(drv.get("version"))
+    available = _get(drv, "available", bool, "driver.")
+    devices = _items(drv, "devices", "driver.")
+    if available:
+        driver = s(_get(drv, "version", str, "driver."))
     elif drv:
-        driver = f"none ({drv.get('error_kind') or 'not available'})"
+        driver = f"none ({_get(drv, 'error_kind', str, 'driver.') or 'not available'})"
     else:
         driver = None
-    devices = [d for d in drv.get("devices") or [] if isinstance(d, dict)]
-    gpus = _gpus(devices) if drv.get("available") else ("none" if drv else None)
+    gpus = _gpus([_get(d, "name", str, w) for w, d in devices]) if available else ("none" if drv else None)
     return Versions(
         onnxruntime=s(onnxruntime),
         ort_cuda=s(ort_cuda),
         cudart=s(_library_version(data, "cudart")),
         cudnn=s(_library_version(data, "cudnn")),
         driver=s(driver),
-        driver_cuda=s(drv.get("cuda_version")),
-        torch=s(torch.get("version")) if isinstance(torch, dict) else ("not installed" if "torch" in data else None),
-        python=s(py.get("version")),
+        driver_cuda=s(_get(drv, "cuda_version", str, "driver.")),
+        torch=s(_get(torch, "version", str, "torch.")) if torch is not None
+        else ("not installed" if "torch" in data else None),
+        python=s(_get(py, "version", str, "python.")),
         gpus=s(gpus),
-        ortdoctor=s(data.get("ortdoctor_version")),
+        ortdoctor=s(_get(data, "ortdoctor_version", str, "")),
     )
 
 
 def _library_version(data: Mapping[str, Any], name: str) -> str | None:
-    for lib in data.get("libraries") or []:
-        if isinstance(lib, dict) and lib.get("name") == name:
-            if lib.get("path") is None:
+    for where, lib in _items(data, "libraries", ""):
+        if _get(lib, "name", str, where) == name:
+            if _get(lib, "path", str, where) is None:
                 return "not found"
-            return str(lib.get("version") or "found, version unknown")
+            return str(_get(lib, "version", str, where) or "found, version unknown")
     return None
 
 
-def _gpus(devices: Sequence[Mapping[str, Any]]) -> str:
-    if not devices:
+def _gpus(names: Sequence[str | None]) -> str:
+    if not names:
         return "none"
-    c = Counter(str(d.get("name") or "GPU") for d in devices)
+    c = Counter(name or "GPU" for name in names)
     return ", ".join(f"{n} x {name}" for name, n in sorted(c.items()))
 
 
-def _smoke(smoke: Any) -> str | None:
-    if not isinstance(smoke, dict):
+def _smoke(smoke: Mapping[str, Any] | None) -> str | None:
+    if smoke is None:
         return None
-    if not smoke.get("ran"):
+    if not _get(smoke, "ran", bool, "smoke."):
         return "not run"
-    return "ok" if smoke.get("ok") else "failed"
+    return "ok" if _get(smoke, "ok", bool, "smoke.") else "failed"

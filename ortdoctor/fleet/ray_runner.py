@@ -16,21 +16,31 @@ ortdoctor of their own, only the Python that runs the check does.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
+import socket
+import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ortdoctor.core.record import replace
+from ortdoctor.fleet.lines import loads
 from ortdoctor.fleet.model import NodeResult, NotAReport, Status, node_from_report, node_without_report
 
-__all__ = ["INSTALL_HINT", "FleetRunError", "RayNotInstalled", "RunResult", "run_on_ray"]
+__all__ = ["CONNECT_TIMEOUT_S", "INSTALL_HINT", "ConnectTimeout", "FleetRunError", "RayNotInstalled", "RunResult",
+           "run_on_ray"]
 
-INSTALL_HINT = "pip install 'ortdoctor[fleet]'  (or: pip install 'ray[default]'; 'ray[client]' for ray://)"
+# ortdoctor is there already (it prints this): only Ray is missing, in the version the cluster runs
+INSTALL_HINT = "pip install 'ray[default]==<the cluster's Ray version>'  ('ray[client]' for ray:// addresses)"
 DRIVER_GRACE_S = 30.0  # beyond the check's own limit, before the driver gives up on a task and cancels it
+CONNECT_TIMEOUT_S = 30.0  # for Ray to connect to a cluster (it retries an address that never answers for ever)
 
 Progress = Callable[[int, int, NodeResult], None]
 
@@ -59,19 +69,146 @@ def _import_ray() -> Any:
     return ray
 
 
-def _connect(ray: Any, address: str) -> bool:
-    """Connect (or start, for ``local``); True when this call did, so it also disconnects."""
+class ConnectTimeout(FleetRunError):
+    """Ray did not connect within the limit. Its connecting thread cannot be stopped and still runs: a
+    command ends the process (``os._exit``) after saying so, rather than wait for it."""
+
+
+def _bootstrap_address(address: str) -> str | None:
+    """The ``host:port`` that ``ray.init(address)`` will dial, where it can be told without Ray: the
+    address itself, ``ray://`` stripped, or for ``auto`` ``$RAY_ADDRESS`` or the address the last
+    ``ray start`` on this machine left in /tmp/ray (often stale: that cluster is gone)."""
+    if address == "local":
+        return None
+    if address == "auto":
+        address = os.environ.get("RAY_ADDRESS", "")
+        if not address or address == "auto":
+            try:
+                with open("/tmp/ray/ray_current_cluster", encoding="utf-8") as f:
+                    address = f.read(256).strip()
+            except OSError:
+                return None
+    address = address.removeprefix("ray://")
+    return address if re.fullmatch(r"[^\s/:]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5}", address) else None
+
+
+def _reach(address: str, limit: float) -> None:
+    """Fail at once, with the cause, where nothing can answer at ``address`` (``host:port``): a name
+    that does not resolve, a refused or unanswered connection. Ray itself retries those for minutes.
+
+    Raises:
+        FleetRunError: the address cannot be reached.
+    """
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise FleetRunError(f"cannot connect to the Ray cluster at {address!r}: the host name does not resolve "
+                            f"({getattr(exc, 'strerror', None) or exc})") from None
+    family, kind, proto, _, sockaddr = infos[0]
+    try:
+        with socket.socket(family, kind, proto) as sock:
+            sock.settimeout(limit)
+            sock.connect(sockaddr)
+    except ConnectionRefusedError:
+        raise FleetRunError(f"cannot connect to the Ray cluster at {address!r}: connection refused (nothing listens "
+                            "there: is the head node running, and is this its GCS port, 6379 by default?)") from None
+    except TimeoutError:
+        raise FleetRunError(f"cannot connect to the Ray cluster at {address!r}: no answer within {limit:g} s "
+                            "(a firewall, or the wrong host)") from None
+    except OSError as exc:
+        raise FleetRunError(f"cannot connect to the Ray cluster at {address!r}: {exc.strerror or exc}") from None
+
+
+# Ray's own lines that say why it cannot connect (it logs them and keeps retrying): "Failed to get cluster ID
+# from GCS server: TimedOut ...", "InvalidAuthToken", "Failed to connect to GCS at address ...".
+_RAY_CAUSE = re.compile(r"(?:InvalidAuthToken|[Aa]uth(?:entication)? token|UNAUTHENTICATED|Failed to get cluster ID"
+                        r"|Failed to connect to GCS|[Vv]ersion mismatch|Unable to connect)[^\n]*")
+
+
+def _connect(ray: Any, address: str, limit: float) -> bool:
+    """Connect (or start, for ``local``) within ``limit`` seconds; True when this call did, so it also
+    disconnects.
+
+    Raises:
+        FleetRunError: the address cannot be reached, or Ray refused (its cause in the message).
+        ConnectTimeout: Ray did not connect within ``limit`` (its last word on why in the message).
+    """
     if ray.is_initialized():
         return False
     kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
     if address == "local":
         kwargs["include_dashboard"] = False
-    try:
-        ray.init(address=address, **kwargs)
-    except Exception as exc:
+    target = _bootstrap_address(address)
+    if target is not None:
+        _reach(target, min(limit, 10.0))
+    outcome: dict[str, BaseException | None] = {}
+
+    def init() -> None:
+        try:
+            ray.init(address=address, **kwargs)
+            outcome["error"] = None
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+
+    with _ray_log_copy() as log:
+        thread = threading.Thread(target=init, name="ortdoctor-ray-init", daemon=True)
+        thread.start()
+        thread.join(None if address == "local" else limit)  # starting a cluster here is bounded by Ray itself
+    if "error" not in outcome:
+        cause = _cause(log.text)
+        raise ConnectTimeout(f"cannot connect to the Ray cluster at {address!r} within {limit:g} s"
+                             + (f": Ray says: {cause}" if cause else "") + " (--connect-timeout sets the limit)")
+    exc = outcome["error"]
+    if exc is not None:
+        cause = _cause(log.text)
         raise FleetRunError(f"cannot connect to the Ray cluster at {address!r}: {type(exc).__name__}: "
-                            f"{_first_line(exc)}") from None
+                            f"{_first_line(exc)}" + (f" Ray says: {cause}" if cause and cause not in str(exc) else "")
+                            ) from None
     return True
+
+
+def _cause(text: str) -> str | None:
+    """Ray's last line that says why it cannot connect, without its log prefix."""
+    found = _RAY_CAUSE.findall(text)
+    return found[-1].strip()[:300] if found else None
+
+
+class _LogCopy:
+    text = ""  # what Ray wrote on stderr while connecting, once the copy is closed
+
+
+@contextlib.contextmanager
+def _ray_log_copy() -> Iterator[_LogCopy]:
+    """While connecting, what Ray's C++ core writes on stderr (its reasons: a refused token, a GCS that
+    does not answer) goes to a private file; afterwards it is shown on stderr as it was, and kept in
+    ``text`` so the error can quote it."""
+    copy = _LogCopy()
+    try:
+        sys.stderr.flush()
+        fd, path = tempfile.mkstemp(prefix="ortdoctor-ray-", suffix=".log")
+    except OSError:  # no temporary file: connect without the copy
+        yield copy
+        return
+    saved = os.dup(2)
+    os.dup2(fd, 2)
+    try:
+        yield copy
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        try:
+            os.lseek(fd, max(0, os.fstat(fd).st_size - (1 << 20)), os.SEEK_SET)  # its last MiB at most
+            copy.text = os.read(fd, 1 << 20).decode("utf-8", "replace")
+        except OSError:
+            pass
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        if copy.text:
+            sys.stderr.write(copy.text if copy.text.endswith("\n") else copy.text + "\n")
+            sys.stderr.flush()
 
 
 def _first_line(exc: BaseException) -> str:
@@ -92,24 +229,56 @@ def run_on_ray(
     start_timeout: float = 60.0,
     progress: Progress | None = None,
     reports_dir: str | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
 ) -> RunResult:
     """Check every node of the Ray cluster at ``address`` (``auto``, ``local``, ``ray://host:10001``).
 
     ``reports_dir``: also write each node's full report there (``<host>-<node id>.json``), for a later
-    ``ortdoctor fleet merge``.
+    ``ortdoctor fleet merge``. ``connect_timeout``: seconds Ray has to connect to the cluster. Nothing
+    Ray prints reaches standard output (a raylet's state dump when a node dies, its workers' lines): the
+    caller's stdout holds the report alone.
 
     Raises:
         RayNotInstalled: ``ray`` cannot be imported.
         FleetRunError: the cluster cannot be reached, or has no node to check.
+        ConnectTimeout: Ray did not connect within ``connect_timeout``.
     """
     ray = _import_ray()
+    with _stdout_to_stderr():
+        return _run(ray, address, timeout=timeout, all_devices=all_devices, no_smoke=no_smoke, python=python,
+                    gpu_nodes_only=gpu_nodes_only, runtime_env=runtime_env, start_timeout=start_timeout,
+                    progress=progress, reports_dir=reports_dir, connect_timeout=connect_timeout)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """File descriptor 1 points at stderr meanwhile: Ray's threads and processes print there (the raylet's
+    dump when a node dies, ``(raylet)`` lines), and a ``--json`` report must stay JSON."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no descriptors to spare, or no stdout at all: nothing to protect
+        yield
+        return
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _run(ray: Any, address: str, *, timeout: float, all_devices: bool, no_smoke: bool, python: str | None,
+         gpu_nodes_only: bool, runtime_env: Mapping[str, Any] | None, start_timeout: float,
+         progress: Progress | None, reports_dir: str | None, connect_timeout: float) -> RunResult:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from ortdoctor.fleet import _node_task
     from ortdoctor.probes.host import RAY_NODE_ID_ENV
 
     t0 = time.monotonic()
-    started = _connect(ray, address)
+    started = _connect(ray, address, connect_timeout)
     try:
         _ship_by_value(ray, _node_task)
         result = RunResult()
@@ -126,6 +295,8 @@ def run_on_ray(
 
         def done(node: NodeResult) -> None:
             result.nodes.append(node)
+            if reports_dir is not None and node.reason is not None:
+                _save_no_report(reports_dir, node)  # so a later `fleet merge` of the directory has every node
             if progress is not None:
                 progress(len(result.nodes), total, node)
 
@@ -202,6 +373,13 @@ def _targets(nodes: Sequence[Mapping[str, Any]], *, gpu_nodes_only: bool
     scaled_down = 0
     for n in nodes:
         info = dict(n)
+        if gpu_nodes_only and not (info.get("Resources") or {}).get("GPU"):  # dead or alive: not asked for
+            if not info.get("Alive") and info.get("DeathReason") in _EXPECTED_DEATHS:
+                scaled_down += 1
+            else:
+                no_gpu.append(f"{info.get('NodeManagerHostname') or '?'} ({str(info.get('NodeID', '?'))[:8]}"
+                              + ("" if info.get("Alive") else ", dead") + ")")
+            continue
         if not info.get("Alive"):
             reason = info.get("DeathReason")
             if reason in _EXPECTED_DEATHS:
@@ -210,9 +388,6 @@ def _targets(nodes: Sequence[Mapping[str, Any]], *, gpu_nodes_only: bool
             why = info.get("DeathReasonMessage") or "Ray lists the node as dead"
             dead.append(node_without_report(f"ray:{info.get('NodeID', '?')[:12]}", "unreachable",
                                             f"dead: {why}", host=_ray_host(info), ray=_ray_info(info)))
-            continue
-        if gpu_nodes_only and not (info.get("Resources") or {}).get("GPU"):
-            no_gpu.append(str(info.get("NodeManagerHostname") or info.get("NodeID", "?")[:12]))
             continue
         targets.append(info)
     if no_gpu:
@@ -255,10 +430,23 @@ def _task_failed(info: Mapping[str, Any], phase: str, exc: BaseException) -> Nod
     what = "the first task" if phase == "ping" else "the check task"
     if kind == "TaskUnschedulableError":  # soft=False on a node Ray no longer has
         why = f"{what} cannot be placed on the node: Ray no longer has it ({kind})"
+    elif kind == "RuntimeEnvSetupError":  # the node answers; the environment asked for cannot be built there
+        status = "error"
+        why = f"{what} could not start: the --runtime-env could not be set up on the node: {_setup_cause(exc)}"
     else:
         why = f"{what} failed: {kind}: {_first_line(exc)}"
     return node_without_report(_source(info), status, why,
                                host=_ray_host(info, info.get("_facts")), ray=_ray_info(info))
+
+
+def _setup_cause(exc: BaseException) -> str:
+    """Why a runtime_env could not be set up, from Ray's message: pip's (or conda's) own ERROR lines,
+    else its last line. Ray's first line says only "Failed to set up runtime environment."."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if ln != "Failed to set up runtime environment."]
+    errors = [ln for ln in lines if ln.startswith("ERROR:") or "Error:" in ln]
+    chosen = errors[-2:] if errors else lines[-1:]
+    return " ".join(chosen)[:600] if chosen else f"{type(exc).__name__} (Ray gave no reason)"
 
 
 def _late(info: Mapping[str, Any], phase: str, limit: float) -> NodeResult:
@@ -288,7 +476,7 @@ def _checked(info: Mapping[str, Any], answer: Mapping[str, Any], reports_dir: st
     rc = answer.get("returncode")
     stdout = str(answer.get("stdout") or "")
     try:
-        data = json.loads(stdout)
+        data = loads(stdout)
         if rc not in (0, 1):
             raise ValueError(f"exit status {rc}")
         node = node_from_report(data, source)
@@ -298,11 +486,11 @@ def _checked(info: Mapping[str, Any], answer: Mapping[str, Any], reports_dir: st
     node_host["ray_node_id"] = info.get("NodeID")  # also when the node's ortdoctor is older than the field
     for key, value in host.items():
         node_host.setdefault(key, value)
-    if reports_dir is not None:
-        data["host"] = {**(data.get("host") or {}), **node_host}
+    if reports_dir is not None and node.reason is None:  # an invalid report gets the record of its reason
+        data["host"] = {**(data.get("host") if isinstance(data.get("host"), dict) else {}), **node_host}
         _save(reports_dir, node_host, data)
-    return NodeResult(source=node.source, status=node.status, findings=node.findings, versions=node.versions,
-                      host=node_host, smoke=node.smoke, schema_version=node.schema_version, ray=ray_info)
+    # an invalid report is a node in error: its reason stays
+    return replace(node, host=node_host, ray=ray_info)
 
 
 def _why_no_report(answer: Mapping[str, Any], rc: Any, exc: BaseException) -> str:
@@ -315,11 +503,21 @@ def _why_no_report(answer: Mapping[str, Any], rc: Any, exc: BaseException) -> st
     return f"no report from `{python} -m ortdoctor check --json` (exit status {rc}; {exc}): {last}"
 
 
+def _save_no_report(directory: str, node: NodeResult) -> None:
+    """A record for a node without a report, which `fleet merge` reads back as that node with its reason."""
+    from ortdoctor.fleet.model import NO_REPORT_KEY
+    from ortdoctor.report.json_report import SCHEMA_VERSION, utc_now
+
+    _save(directory, node.host, {"schema_version": SCHEMA_VERSION,
+                                 NO_REPORT_KEY: {"status": node.status, "reason": node.reason},
+                                 "host": dict(node.host), "ray": dict(node.ray or {}), "taken_at": utc_now()})
+
+
 def _save(directory: str, host: Mapping[str, Any], data: Any) -> None:
     os.makedirs(directory, exist_ok=True)
     name = str(host.get("name") or host.get("hostname") or "node")
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80]
-    node = str(host.get("ray_node_id") or "")[:8]
+    node = re.sub(r"[^A-Za-z0-9]+", "", str(host.get("ray_node_id") or ""))[:8]
     path = os.path.join(directory, f"{safe}-{node}.json" if node else f"{safe}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2, ensure_ascii=False)

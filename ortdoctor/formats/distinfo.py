@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from functools import cached_property
 
 from ortdoctor.core.record import field, record
-from ortdoctor.formats.regular_file import open_regular
+from ortdoctor.formats.regular_file import open_regular, read_capped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -94,7 +94,8 @@ class Distribution:
 
     @cached_property
     def record(self) -> tuple[RecordEntry, ...] | None:
-        """RECORD's rows; None when it is missing or unreadable."""
+        """RECORD's rows; None when it is missing or unreadable. Never raises: a row that cannot be read
+        is left out (it costs that row, not the distribution)."""
         source = self.record_source
         return _parse_record(source) if isinstance(source, str) else source
 
@@ -116,7 +117,7 @@ def list_dist_infos(site_dir: str) -> tuple[str, ...]:
     """Names of the ``*.dist-info`` entries in ``site_dir`` (sorted); () when it cannot be listed."""
     try:
         mtime = os.stat(site_dir).st_mtime_ns
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a path holding a NUL
         return ()
     cached = _listing_cache.get(site_dir)
     if cached is not None and cached[0] == mtime:
@@ -184,7 +185,9 @@ class _Meta:
 
 def _read_text(path: str, limit: int) -> str:
     with open_regular(path) as f:
-        data = f.read(limit + 1)
+        if os.fstat(f.fileno()).st_size > limit:  # a 100 GB sparse file is refused without reading it
+            raise ValueError(f"larger than {limit} bytes")
+        data = read_capped(f, limit)
     if len(data) > limit:
         raise ValueError(f"larger than {limit} bytes")
     return data.decode("utf-8", "replace")
@@ -211,7 +214,21 @@ def _parse_metadata(text: str) -> _Meta:
     return meta
 
 
+# A size field is a file's length in ASCII digits: 20 of them reach 10**20 bytes. str.isdigit() alone also
+# accepts "²" and other Unicode digits (int() refuses them), and int() refuses more than 4,300 digits.
+_MAX_SIZE_DIGITS = 20
+
+
+def _size(field: str) -> int | None:
+    """A RECORD size field as a number; None when empty or not a plain ASCII decimal of bounded length."""
+    if 0 < len(field) <= _MAX_SIZE_DIGITS and field.isascii() and field.isdigit():
+        return int(field)
+    return None
+
+
 def _parse_record(text: str) -> tuple[RecordEntry, ...]:
+    """RECORD's rows. Raises ValueError only for text the csv module refuses (quoted fields); a row
+    whose hash or size is odd keeps its path, with that field None."""
     rows: Iterable[list[str]]
     if '"' in text:  # a quoted field (a path with a comma or a quote): the csv module's rules throughout
         import csv  # only then: most RECORDs have no quote, and the import is not free
@@ -229,7 +246,7 @@ def _parse_record(text: str) -> tuple[RecordEntry, ...]:
             continue
         path = row[0].replace("\\", "/") if "\\" in row[0] else row[0]
         digest = row[1] if len(row) > 1 and row[1] else None
-        size = int(row[2]) if len(row) > 2 and row[2].isdigit() else None
+        size = _size(row[2]) if len(row) > 2 else None
         append(RecordEntry(path, digest, size))
     return tuple(entries)
 
@@ -298,7 +315,7 @@ def file_sha256(path: str) -> str | None:
     """The file's digest in RECORD notation (``sha256=...``), or None when it cannot be read."""
     try:
         st = os.stat(path)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a path holding a NUL
         return None
     if not stat.S_ISREG(st.st_mode):
         return None  # reading a FIFO would block forever, a device would never end
@@ -313,10 +330,10 @@ def file_sha256(path: str) -> str | None:
 
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # the file checked above may have been replaced by a FIFO since
             while chunk := f.read(1024 * 1024):
                 h.update(chunk)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: not a regular file (any more)
         return None
     digest = "sha256=" + base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode("ascii")
     _hash_cache[key] = digest

@@ -32,6 +32,7 @@ _MACHINES = {3: "x86", 8: "mips", 20: "ppc", 21: "ppc64", 22: "s390x", 40: "arm"
 _MAX_PHNUM = 4096
 _MAX_DYN_ENTRIES = 65536
 _MAX_STRTAB = 16 * 1024 * 1024
+_STRING_MARGIN = 64 * 1024  # string bytes the dynamic entries may name beyond the table's own size
 
 
 class ElfError(ValueError):
@@ -136,12 +137,27 @@ def _read(f: BinaryIO, path: str) -> ElfInfo:
         raise ElfError(f"{path}: dynamic string table address {strtab_addr:#x} is outside every segment")
     strtab = _read_at(f, strtab_off, strsz, "dynamic string table", path)
 
+    # Each distinct string is cut out and decoded once, and all of them together may take no more than
+    # the table holds: 65,536 entries naming one unterminated 16 MB string would otherwise ask for a
+    # terabyte. Real tables name each string once (a linker may share a tail: "libfoo.so" inside
+    # "libfoo.so.1" costs its few bytes twice), so the budget is the table's size plus a margin.
+    decoded: dict[int, str] = {}
+    budget = len(strtab) + _STRING_MARGIN
+
     def string(offset: int) -> str:
+        nonlocal budget
+        found = decoded.get(offset)
+        if found is not None:
+            return found
         if offset < 0 or offset >= len(strtab):
             raise ElfError(f"{path}: string offset {offset} outside the dynamic string table")
         stop = strtab.find(b"\0", offset)
-        raw = strtab[offset : stop if stop >= 0 else len(strtab)]
-        return raw.decode("utf-8", "surrogateescape")
+        stop = stop if stop >= 0 else len(strtab)
+        budget -= stop - offset
+        if budget < 0:
+            raise ElfError(f"{path}: the dynamic entries name more string bytes than the string table holds")
+        found = decoded[offset] = strtab[offset:stop].decode("utf-8", "surrogateescape")
+        return found
 
     soname: str | None = None
     needed: list[str] = []

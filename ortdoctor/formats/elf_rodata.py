@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import struct
 
-from ortdoctor.formats.regular_file import open_regular
+from ortdoctor.formats.regular_file import open_regular, read_at
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,15 +28,22 @@ _CHUNK = 256 * 1024
 _MAX_STRING = 4096
 
 
+class _Unreadable(ValueError):
+    """A header points outside the file (becomes None)."""
+
+
 def find_marked_string(path: str | os.PathLike[str], marker: bytes, section: bytes = b".rodata") -> str | None:
-    """The NUL-terminated string that starts with ``marker`` in ``section`` of the ELF file, or None."""
+    """The NUL-terminated string that starts with ``marker`` in ``section`` of the ELF file, or None.
+
+    Never raises: a file that cannot be opened, is not a regular file or not an ELF file, or whose headers
+    point outside it gives None. At most the section's first 64 MB are read, a chunk at a time."""
     try:
         with open_regular(os.fspath(path)) as f:
             bounds = _section(f, section)
             if bounds is None:
                 return None
             return _scan(f, bounds[0], bounds[1], marker)
-    except (OSError, ValueError, struct.error, OverflowError, MemoryError):
+    except (OSError, ValueError, struct.error, OverflowError, MemoryError):  # ValueError: _Unreadable too
         return None
 
 
@@ -63,17 +70,15 @@ def _section(f: BinaryIO, wanted: bytes) -> tuple[int, int] | None:
     size = struct.calcsize(sh_fmt)
     if not e_shoff or not e_shnum or e_shnum > _MAX_SECTIONS or e_shentsize < size or e_shstrndx >= e_shnum:
         return None
-    f.seek(e_shoff)
-    table = f.read(e_shnum * e_shentsize)
-    if len(table) < e_shnum * e_shentsize:
-        return None
+    # read_at refuses a table larger than the file before allocating it (65,536 headers of 65,535 bytes
+    # would be a 4 GB request)
+    table = read_at(f, e_shoff, e_shnum * e_shentsize, "section headers", "", _Unreadable)
     headers = [struct.unpack_from(sh_fmt, table, i * e_shentsize) for i in range(e_shnum)]
     # (name, type, flags, addr, offset, size, ...) in both layouts
     str_off, str_size = headers[e_shstrndx][4], headers[e_shstrndx][5]
     if str_size > _MAX_SHSTRTAB:
         return None
-    f.seek(str_off)
-    names = f.read(str_size)
+    names = read_at(f, str_off, str_size, "section names", "", _Unreadable)
     for h in headers:
         name_off, offset, length = h[0], h[4], h[5]
         stop = names.find(b"\0", name_off)

@@ -34,6 +34,7 @@ Every header is read with one bounded seek + read and the payloads are skipped, 
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 from collections import Counter
@@ -72,7 +73,12 @@ _MAX_PE_SECTIONS = 96  # the PE format's own limit
 _MAX_LFANEW = 16 * 1024 * 1024
 _MAX_HEADER = 4096  # container and entry headers are 16..112 bytes today
 _MAX_ENTRIES = 1 << 20
-_ZERO_CHUNK = 1 << 16
+_MAX_SECTION_TABLE = 16 * 1024 * 1024  # _MAX_SECTIONS headers of 64 bytes, the size linkers write
+_ZERO_CHUNK = 1 << 20
+# Zero padding between containers is a few bytes of alignment; reading more zeros than this (holes in a
+# sparse file are skipped without reading) means the section is not a fatbin, or a hostile one.
+_MAX_PADDING = 64 * 1024 * 1024
+_SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)  # Linux, the BSDs, macOS; not Windows
 
 
 class FatbinError(ValueError):
@@ -137,13 +143,14 @@ _ImageKey = tuple[ImageKind, int, str, bool, "tuple[int, int] | None"]
 class _Tally:
     """What the walk has counted so far, over every fatbin section of the file."""
 
-    __slots__ = ("entries", "images", "other", "target_sets")
+    __slots__ = ("entries", "images", "other", "padding", "target_sets")
 
     def __init__(self) -> None:
         self.images: Counter[_ImageKey] = Counter()
         self.target_sets: Counter[tuple[str, ...]] = Counter()
         self.other = 0
         self.entries = 0
+        self.padding = 0  # zero bytes read between containers
 
 
 def read_fatbin(path: str | os.PathLike[str]) -> FatbinInfo:
@@ -195,7 +202,7 @@ def _walk(f: BinaryIO, path: str, pos: int, end: int, tally: _Tally) -> None:
     while pos < end:
         head = _at(f, pos, min(_CONTAINER.size, end - pos), "fatbin header", path)
         if head[0] == 0:  # padding between containers
-            pos = _skip_zeros(f, path, pos, end)
+            pos = _skip_zeros(f, path, pos, end, tally)
             continue
         if len(head) < _CONTAINER.size:
             raise FatbinError(f"{path}: {len(head)} stray bytes at the end of the fatbin section ({pos:#x})")
@@ -207,6 +214,9 @@ def _walk(f: BinaryIO, path: str, pos: int, end: int, tally: _Tally) -> None:
         stop = pos + header_size + body
         if stop > end:
             raise FatbinError(f"{path}: fatbin at {pos:#x} claims {body} bytes, past the end of its section")
+        tally.entries += 1  # a container counts as an entry: millions of empty ones are as implausible
+        if tally.entries > _MAX_ENTRIES:
+            raise FatbinError(f"{path}: more than {_MAX_ENTRIES} fatbin containers and entries")
         targets: set[tuple[int, str]] = set()
         e = pos + header_size
         while e < stop:
@@ -220,7 +230,7 @@ def _walk(f: BinaryIO, path: str, pos: int, end: int, tally: _Tally) -> None:
                 raise FatbinError(f"{path}: fatbin entry at {e:#x} claims {payload} bytes, past the end of its fatbin")
             tally.entries += 1
             if tally.entries > _MAX_ENTRIES:
-                raise FatbinError(f"{path}: more than {_MAX_ENTRIES} fatbin entries")
+                raise FatbinError(f"{path}: more than {_MAX_ENTRIES} fatbin containers and entries")
             if kind in (_KIND_ELF, _KIND_PTX):
                 sass = kind == _KIND_ELF
                 suffix = "a" if flags & _FLAG_ARCH_SPECIFIC else "f" if flags & _FLAG_FAMILY else ""
@@ -236,15 +246,40 @@ def _walk(f: BinaryIO, path: str, pos: int, end: int, tally: _Tally) -> None:
         pos = stop
 
 
-def _skip_zeros(f: BinaryIO, path: str, pos: int, end: int) -> int:
-    """The offset of the first non-zero byte at or after ``pos`` (``end`` when there is none)."""
+def _skip_zeros(f: BinaryIO, path: str, pos: int, end: int, tally: _Tally) -> int:
+    """The offset of the first non-zero byte at or after ``pos`` (``end`` when there is none).
+
+    A hole of a sparse file is jumped over without reading it (``SEEK_DATA``); the zeros that are read
+    count against ``_MAX_PADDING``, so a section of gigabytes of zeros costs a bounded time."""
     while pos < end:
+        pos = _next_data(f, pos, end)
+        if pos >= end:
+            return end
         chunk = _at(f, pos, min(_ZERO_CHUNK, end - pos), "fatbin padding", path)
         stripped = chunk.lstrip(b"\0")
         if stripped:
             return pos + len(chunk) - len(stripped)
         pos += len(chunk)
+        tally.padding += len(chunk)
+        if tally.padding > _MAX_PADDING:
+            raise FatbinError(f"{path}: more than {_MAX_PADDING} bytes of zeros inside the fatbin sections")
     return end
+
+
+def _next_data(f: BinaryIO, pos: int, end: int) -> int:
+    """The first offset at or after ``pos`` that is not in a hole of the file (``end`` when none is
+    before it); ``pos`` where holes cannot be asked for. Reads go through ``pread``, so moving the file's
+    position here disturbs nothing."""
+    if _SEEK_DATA is None:
+        return pos
+    try:
+        return min(os.lseek(f.fileno(), pos, _SEEK_DATA), end)
+    except OSError as exc:
+        # ENXIO: no data after pos (the rest of the file is a hole); anything else (a file system
+        # without the call, or an in-memory file): read as usual
+        return end if exc.errno == errno.ENXIO else pos
+    except (AttributeError, ValueError):  # no descriptor (an in-memory file, as tests pass)
+        return pos
 
 
 def _elf_sections(f: BinaryIO, ident: bytes, path: str) -> list[tuple[int, int]]:
@@ -278,6 +313,8 @@ def _elf_sections(f: BinaryIO, ident: bytes, path: str) -> list[tuple[int, int]]
         raise FatbinError(f"{path}: implausible section count {shnum}")
     if shstrndx >= shnum:
         raise FatbinError(f"{path}: section name table index {shstrndx} outside the {shnum} sections")
+    if shnum * shentsize > _MAX_SECTION_TABLE:
+        raise FatbinError(f"{path}: implausible section header table ({shnum} x {shentsize} bytes)")
     table = _at(f, shoff, shnum * shentsize, "section header table", path)
     headers = [sh.unpack_from(table, i * shentsize) for i in range(shnum)]
     _n, _t, _fl, _a, str_off, str_size = headers[shstrndx]

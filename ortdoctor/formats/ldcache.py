@@ -6,7 +6,10 @@ use it, so they agree on what the dynamic loader would find.
 
 from __future__ import annotations
 
+import os
 import struct
+
+from ortdoctor.formats.regular_file import NotRegularFile, open_regular, read_capped
 
 __all__ = ["LdCacheError", "parse_ld_cache", "read_ld_cache", "try_read_ld_cache"]
 
@@ -28,7 +31,18 @@ def parse_ld_cache(data: bytes, machine: str | None = None) -> dict[str, tuple[s
     Reads glibc's new format (``glibc-ld.so.cache1.1``), alone or after an old-format
     (``ld.so-1.7.0``) block. With ``machine`` ("x86_64", ...) only libc6 entries for that
     architecture are kept, as the loader of such a process would; unknown machines keep every entry.
+
+    Raises:
+        LdCacheError: anything that is not such a cache; nothing else. The work and memory are bounded by
+            the size of ``data``.
     """
+    try:
+        return _parse(data, machine)
+    except (struct.error, MemoryError, OverflowError) as exc:
+        raise LdCacheError(f"cannot read the cache: {type(exc).__name__}: {exc}") from None
+
+
+def _parse(data: bytes, machine: str | None) -> dict[str, tuple[str, ...]]:
     if data.startswith(_NEW_MAGIC):
         new_at = 0
     elif data.startswith(_OLD_MAGIC):
@@ -56,21 +70,14 @@ def _parse_new(data: bytes, base: int, machine: str | None) -> dict[str, tuple[s
         raise LdCacheError(f"{nlibs} entries do not fit in {len(data)} bytes")
     want = _ARCH_FLAGS.get(machine or "")
     out: dict[str, list[str]] = {}
-    find = data.find
-    # ~500 entries on a desktop system, every check: one C iterator over the table and the strings cut
-    # out here (_string below is the same rule, and raises its errors where a string is not there)
+    strings = _Strings(data)
+    # ~500 entries on a desktop system, every check: one C iterator over the table
     table = memoryview(data)[entries_at:entries_at + nlibs * 24]
     for flags, key, value, _osversion, _hwcap in struct.iter_unpack(end + "iIIIQ", table):
         if want is not None and (flags & 0xFF != _FLAG_ELF_LIBC6 or flags & 0xFF00 != want):
             continue
         # String offsets of the new format count from the start of its header.
-        key_at, value_at = base + key, base + value
-        key_end, value_end = find(b"\0", key_at), find(b"\0", value_at)
-        if key_end < 0 or value_end < 0:  # outside the file, or unterminated: _string says which
-            _string(data, key_at)
-            _string(data, value_at)
-        out.setdefault(data[key_at:key_end].decode("utf-8", "surrogateescape"), []).append(
-            data[value_at:value_end].decode("utf-8", "surrogateescape"))
+        out.setdefault(strings.at(base + key), []).append(strings.at(base + value))
     return {k: tuple(v) for k, v in out.items()}
 
 
@@ -80,37 +87,69 @@ def _parse_old(data: bytes, nlibs: int, machine: str | None) -> dict[str, tuple[
         raise LdCacheError(f"{nlibs} entries do not fit in {len(data)} bytes")
     want = _ARCH_FLAGS.get(machine or "")
     out: dict[str, list[str]] = {}
+    strings = _Strings(data)
     for i in range(nlibs):
         flags, key, value = struct.unpack_from("<iII", data, 16 + i * 12)
         if want is not None and (flags & 0xFF != _FLAG_ELF_LIBC6 or flags & 0xFF00 != want):
             continue
         # Old-format offsets count from the end of the entry table.
-        out.setdefault(_string(data, strings_at + key), []).append(_string(data, strings_at + value))
+        out.setdefault(strings.at(strings_at + key), []).append(strings.at(strings_at + value))
     return {k: tuple(v) for k, v in out.items()}
 
 
-def _string(data: bytes, offset: int) -> str:
-    if offset >= len(data):
-        raise LdCacheError(f"string offset {offset} outside the file")
-    stop = data.find(b"\0", offset)
-    if stop < 0:
-        raise LdCacheError(f"unterminated string at {offset}")
-    return data[offset:stop].decode("utf-8", "surrogateescape")
+class _Strings:
+    """The cache's strings by offset: each distinct one cut out and decoded once, and all of them together
+    no more than the file's size (a real cache names each string once; ldconfig shares a soname with the
+    tail of its path, which the factor 2 covers). A million entries naming one 30 MB string would
+    otherwise ask for terabytes."""
+
+    __slots__ = ("_budget", "_data", "_decoded")
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._decoded: dict[int, str] = {}
+        self._budget = 2 * len(data)
+
+    def at(self, offset: int) -> str:
+        found = self._decoded.get(offset)
+        if found is not None:
+            return found
+        data = self._data
+        if offset >= len(data):
+            raise LdCacheError(f"string offset {offset} outside the file")
+        stop = data.find(b"\0", offset)
+        if stop < 0:
+            raise LdCacheError(f"unterminated string at {offset}")
+        self._budget -= stop - offset
+        if self._budget < 0:
+            raise LdCacheError("the entries name more string bytes than the file holds")
+        found = self._decoded[offset] = data[offset:stop].decode("utf-8", "surrogateescape")
+        return found
 
 
 def read_ld_cache(path: str = "/etc/ld.so.cache", machine: str | None = None) -> dict[str, tuple[str, ...]]:
-    """Read and parse a cache file. Raises OSError or :class:`LdCacheError`."""
-    with open(path, "rb") as f:
-        data = f.read(_MAX_CACHE + 1)
-    if len(data) > _MAX_CACHE:
+    """Read and parse a cache file.
+
+    Raises:
+        OSError: the file cannot be opened or read (FileNotFoundError: there is no cache).
+        LdCacheError: anything else: not a regular file (a FIFO is refused before it is read), larger
+            than any real cache, or not in a format read here.
+    """
+    try:
+        with open_regular(path) as f:  # a FIFO must not block the reader, nor a device feed it forever
+            too_big = os.fstat(f.fileno()).st_size > _MAX_CACHE  # a sparse 100 GB file: not read at all
+            data = b"" if too_big else read_capped(f, _MAX_CACHE)
+    except ValueError as exc:  # NotRegularFile, or a path holding a NUL
+        raise LdCacheError(str(exc) if isinstance(exc, NotRegularFile) else f"{path!r}: {exc}") from None
+    if too_big or len(data) > _MAX_CACHE:
         raise LdCacheError(f"larger than {_MAX_CACHE} bytes")
     return parse_ld_cache(data, machine)
 
 
 def try_read_ld_cache(path: str = "/etc/ld.so.cache", machine: str | None = None) -> dict[str, tuple[str, ...]]:
     """:func:`read_ld_cache`, with {} for an absent, unreadable or malformed cache (the fast path's form:
-    a missing cache only means the loader has nothing cached)."""
+    a missing cache only means the loader has nothing cached). Never raises."""
     try:
         return read_ld_cache(path, machine)
-    except (OSError, LdCacheError, struct.error):
+    except (OSError, LdCacheError, ValueError, MemoryError):  # ValueError: a path holding a NUL
         return {}

@@ -11,6 +11,7 @@ import os
 
 from ortdoctor.core.record import record
 from ortdoctor.formats.realpath import real_path
+from ortdoctor.formats.regular_file import open_regular, read_capped
 
 __all__ = ["MappedObject", "mapped_objects", "mapped_paths"]
 
@@ -36,14 +37,16 @@ def _is_shared_object(path: str) -> bool:
 
 def mapped_objects(maps_path: str = "/proc/self/maps") -> tuple[MappedObject, ...]:
     """The shared objects mapped in a process, once each (by realpath and inode), in mapping order;
-    () when the maps file cannot be read (not Linux, no /proc).
+    () when the maps file cannot be read (not Linux, no /proc, not a regular file). Never raises.
 
     The one parser of ``/proc/<pid>/maps``: the probes, the preloader and the hook all read it here.
     """
     try:
-        with open(maps_path, "rb") as f:
-            text = f.read(_MAX_MAPS).decode("utf-8", "surrogateescape")
-    except OSError:
+        with open_regular(maps_path) as f:  # a FIFO or device at the path is refused, not read
+            if os.fstat(f.fileno()).st_size > _MAX_MAPS:  # /proc files say 0; a huge regular file is not one
+                return ()
+            text = read_capped(f, _MAX_MAPS)[:_MAX_MAPS].decode("utf-8", "surrogateescape")
+    except (OSError, ValueError):  # ValueError: not a regular file, or a path holding a NUL
         return ()
     seen: dict[tuple[str, int], MappedObject] = {}
     for line in text.splitlines():
@@ -51,7 +54,11 @@ def mapped_objects(maps_path: str = "/proc/self/maps") -> tuple[MappedObject, ..
         if len(parts) < 6:
             continue
         _addr, _perms, _offset, device, inode_text, path = parts
-        if not inode_text.isdigit() or int(inode_text) == 0 or not path.startswith("/"):
+        if not (len(inode_text) <= 20 and inode_text.isascii() and inode_text.isdigit()):
+            continue  # the kernel writes a decimal inode; int() refuses "²" and 5,000 digits
+        if int(inode_text) == 0 or not path.startswith("/"):
+            continue
+        if "\0" in path:  # the kernel writes none; a path holding one cannot be resolved
             continue
         deleted = path.endswith(_DELETED)
         if deleted:

@@ -19,7 +19,11 @@ _remembered: ContextVar[dict[str, str] | None] = ContextVar("ortdoctor_realpaths
 
 
 def real_path(path: str) -> str:
-    """``os.path.realpath(path)``; from memory inside :func:`remembered_realpaths`."""
+    """``os.path.realpath(path)``; from memory inside :func:`remembered_realpaths`.
+
+    Nothing is opened or read: a FIFO, a device, a symlink loop (resolved as far as it goes) or a missing
+    file is a path like any other. Raises ValueError for a path holding a NUL, as ``os.path.realpath``
+    does; nothing else."""
     memory = _remembered.get()
     if memory is None:
         return os.path.realpath(path)

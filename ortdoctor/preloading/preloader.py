@@ -202,20 +202,21 @@ def _missing_finding(run: _Run, lp: LibraryPlan) -> Finding:
     severity: Severity = "error" if lp.required or lp.name == "cudnn" else "warning"
     wanted = [x for x in run.plan.libraries if x.chosen is None and x.skipped is None]
     steps = library_fix(run.matrix, run.env, run.plan, wanted)
-    fix = run.installer.commands(steps) if steps else (
-        f"install the CUDA {run.plan.cuda_major} and cuDNN {run.plan.cudnn_major} libraries (no pip wheels exist "
-        "for them)")
+    prose = "" if steps else (f"install the CUDA {run.plan.cuda_major} and cuDNN {run.plan.cudnn_major} libraries "
+                              "(no pip wheels exist for them)")
     if lp.other_major:
         others = ", ".join(o.path for o in lp.other_major[:3])
+        fix, commands = run.installer.fix(steps, prose)
         return make("cudnn-major-mismatch" if lp.name.startswith("cudnn") else "cuda-major-mismatch",
                     f"Found {others} ({lp.other_major[0].rejected}).", fix, severity=severity,
-                    title=f"{lp.soname} is missing; only another major is installed", steps=steps)
+                    title=f"{lp.soname} is missing; only another major is installed", steps=steps, commands=commands)
+    fix, commands = run.installer.fix(steps, "\n".join(
+        x for x in (prose, f"or point --directory at the directory that holds {lp.soname}") if x))
     return make("cuda-lib-missing",
                 f"onnxruntime's CUDA provider {'needs' if lp.required else 'loads on demand'} {lp.soname}; "
-                "no candidate was found (see 'searched').",
-                fix + f"\nor point --directory at the directory that holds {lp.soname}",
+                "no candidate was found (see 'searched').", fix,
                 severity="error" if lp.required else "warning",
-                title=f"{lp.soname} was not found in any search location", steps=steps)
+                title=f"{lp.soname} was not found in any search location", steps=steps, commands=commands)
 
 
 @dataclass
@@ -284,10 +285,11 @@ def preload(
     if not is_cuda_build(ort):
         # `ortdoctor check` says which build fits this machine; here the fix keeps to what is known
         steps = (step("uninstall", "-y", ort.active or "onnxruntime"), gpu_install(mat, None))
+        fix, commands = Installer.of(environment.python).fix(
+            steps, "`ortdoctor check` names the build for this machine's CUDA")
         result.findings.append(make(
             "ort-cpu-only", f"{ort.package_dir} has no CUDA provider library: there is nothing to preload.",
-            Installer.of(environment.python).commands(steps) + "  (`ortdoctor check` names the build for this "
-            "machine's CUDA)", steps=steps))
+            fix, steps=steps, commands=commands))
         return _finish(result, strict)
 
     plan = resolve(environment, mat, directory=directory, cuda=cuda, cudnn=cudnn, cwd=os.getcwd(),
@@ -352,11 +354,11 @@ def _split_sublibraries(run: _Run, sublibraries: bool) -> list[LibraryPlan]:
             where = os.path.dirname(lp.chosen.path) if lp.chosen else None
             if lp.chosen is not None and main_cudnn_dir and where != main_cudnn_dir:
                 steps = _reinstall_owner(run, os.path.join(main_cudnn_dir, "libcudnn.so"))
+                fix, commands = run.installer.fix(
+                    steps, ("reinstalls" if steps else "Reinstall") + " cuDNN so all its libraries sit in one directory")
                 run.result.findings.append(make(
                     "lib-sources-mixed", f"cuDNN would come from {main_cudnn_dir} but {lp.soname} from {where}.",
-                    "Reinstall cuDNN so all its libraries sit in one directory"
-                    + (f": {run.installer.commands(steps)}" if steps else ""),
-                    title=f"{lp.soname} is not beside the cuDNN library", steps=steps))
+                    fix, title=f"{lp.soname} is not beside the cuDNN library", steps=steps, commands=commands))
             run.result.skipped.append(SkippedLib(
                 lp.name, f"cuDNN sub-library: {spec.sublibrary_of} loads it on first use from {where}" if where
                 else f"cuDNN sub-library: not in this cuDNN (its release has none, or {spec.sublibrary_of} "
@@ -436,11 +438,11 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
             result.findings.append(_truncated_finding(run, lp, truncated, severity=severity))
         return
     steps = _reinstall_owner(run, lp.chosen.path)
+    fix, commands = run.installer.fix(steps, "reinstalls the wheel that ships it" if steps else
+                                      f"Replace {lp.chosen.path} with a good copy (reinstall what installed it)")
     result.findings.append(make(
-        "lib-load-failed", "; ".join(errors),
-        f"Reinstall the wheel that ships it: {run.installer.commands(steps)}" if steps else
-        f"Replace {lp.chosen.path} with a good copy (reinstall what installed it)",
-        severity="error" if lp.required else "warning", title=f"{lp.soname} exists but does not load", steps=steps))
+        "lib-load-failed", "; ".join(errors), fix, severity="error" if lp.required else "warning",
+        title=f"{lp.soname} exists but does not load", steps=steps, commands=commands))
 
 
 def _truncated_finding(run: _Run, lp: LibraryPlan, reasons: list[str], *, severity: Severity) -> Finding:
@@ -457,9 +459,10 @@ def _truncated_finding(run: _Run, lp: LibraryPlan, reasons: list[str], *, severi
 def _damaged_finding(run: _Run, damaged: list[Damage], *, severity: Severity) -> Finding:
     wheels = list(dict.fromkeys(f"{d.wheel.name}=={d.wheel.version}" for d in damaged))
     steps = (step("install", "--force-reinstall", "--no-deps", *wheels),)
+    fix, commands = run.installer.fix(steps)
     return make("lib-file-damaged", "\n".join(d.describe() for d in damaged) + "\nortdoctor did not load "
-                "it: mapping a truncated library kills the process.", run.installer.commands(steps),
-                severity=severity, steps=steps)
+                "it: mapping a truncated library kills the process.", fix,
+                severity=severity, steps=steps, commands=commands)
 
 
 def _reinstall_owner(run: _Run, path: str) -> tuple[PackageStep, ...]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Environment, Finding
+from ortdoctor.core.shell import Command, compose
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, tensorrt_fix
@@ -63,7 +64,8 @@ def _note_judged(result: Any, tplan: TensorrtPlan) -> None:
             "unsafe-library-dir",
             f"{r.why}: anyone who can write there can plant a library that runs in your process (TensorRT "
             f"{r.install.major} in {r.install.directory} was not loaded).",
-            f"chmod o-w {r.unsafe_dir}  (or, if you trust it, pass --allow-unsafe-dirs)"))
+            compose((chmod := Command(("chmod", "o-w", r.unsafe_dir)),), "or, if you trust it, pass "
+                    "--allow-unsafe-dirs"), commands=(chmod,)))
     for r in tplan.allowed:
         if r.install is tplan.chosen:
             result.findings.append(make(

@@ -18,8 +18,10 @@ from ortdoctor.probes.stdlib_answers import machine, platform_tag, python_implem
 __all__ = ["Interpreter", "InterpreterError", "describe", "this_interpreter"]
 
 _SCRIPT = (
-    "import json, platform, sys, sysconfig\n"
+    "import json, platform, site, sys, sysconfig\n"
     "print(json.dumps({'executable': sys.executable, 'version': platform.python_version(),\n"
+    "  'base_executable': getattr(sys, '_base_executable', None),\n"
+    "  'user_site': site.getusersitepackages() if site.ENABLE_USER_SITE else None,\n"
     "  'implementation': platform.python_implementation(), 'platform': sysconfig.get_platform(),\n"
     "  'machine': platform.machine(), 'sys_platform': sys.platform, 'prefix': sys.prefix,\n"
     "  'base_prefix': getattr(sys, 'base_prefix', sys.prefix), 'path': [p for p in sys.path if p]}))\n"
@@ -43,12 +45,17 @@ class Interpreter:
     base_prefix: str
     path: tuple[str, ...]  # its sys.path, without the current directory
     other: bool = False  # not the interpreter ortdoctor runs in
+    base_executable: str | None = None  # sys._base_executable: the interpreter a venv was made from
+    user_site: str | None = None  # the user site directory, when this interpreter reads it (--user installs)
 
 
 def this_interpreter() -> Interpreter:
+    site = sys.modules.get("site")  # imported at start-up unless -S; then no user site is read either
+    user_site = getattr(site, "USER_SITE", None) if getattr(site, "ENABLE_USER_SITE", False) else None
     return Interpreter(sys.executable, python_version(), python_implementation(),
                        platform_tag(), machine(), sys.platform, sys.prefix,
-                       getattr(sys, "base_prefix", sys.prefix), tuple(p for p in sys.path if p))
+                       getattr(sys, "base_prefix", sys.prefix), tuple(p for p in sys.path if p),
+                       base_executable=getattr(sys, "_base_executable", None), user_site=user_site)
 
 
 def describe(python: str, environ: Mapping[str, str] | None = None) -> Interpreter:
@@ -85,4 +92,9 @@ def describe(python: str, environ: Mapping[str, str] | None = None) -> Interpret
     return Interpreter(str(data["executable"]) or path, str(data["version"]), str(data["implementation"]),
                        str(data["platform"]), str(data["machine"]), str(data["sys_platform"]),
                        str(data["prefix"]), str(data["base_prefix"]),
-                       tuple(str(p) for p in data["path"] if p), other=True)
+                       tuple(str(p) for p in data["path"] if p), other=True,
+                       base_executable=_text(data.get("base_executable")), user_site=_text(data.get("user_site")))
+
+
+def _text(value: object) -> str | None:
+    return str(value) if value else None

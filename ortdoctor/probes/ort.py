@@ -125,7 +125,12 @@ def parse_literal_assignments(source: str) -> dict[str, object]:
     """``name = <literal>`` (and ``name: T = <literal>``) at module level; nothing is evaluated.
 
     A file of plain ``name = 'text'`` lines (and blank or comment lines) is read line by line; any other
-    file goes through :mod:`ast` (whose import, ~3 ms, the common case saves)."""
+    file goes through :mod:`ast` (whose import, ~3 ms, the common case saves).
+
+    Raises:
+        SyntaxError: the source does not parse as Python (a NUL, or nesting deeper than the parser or
+            the literal reader can hold, included); nothing else.
+    """
     simple: dict[str, object] = {}
     for line in source.splitlines():
         stripped = line.strip()
@@ -141,7 +146,14 @@ def parse_literal_assignments(source: str) -> dict[str, object]:
 def _parse_with_ast(source: str) -> dict[str, object]:
     import ast
 
-    tree = ast.parse(source)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        raise
+    except (ValueError, MemoryError, RecursionError) as exc:
+        # ValueError: a NUL (Python 3.11; 3.12 says SyntaxError); MemoryError, RecursionError: nesting the
+        # parser cannot hold. One error type for the callers: the file does not parse.
+        raise SyntaxError(f"{type(exc).__name__}: {exc}") from None
     out: dict[str, object] = {}
     for node in tree.body:
         target: ast.expr | None = None

@@ -137,6 +137,10 @@ def probe_python(
     sites = find_site_dirs(it.path if sys_path is None else sys_path)
     path = env.get("PATH")
     pip = which("pip", path) if path is not None else None
+    creator = _venv_creator(venv) if venv else None
+    uv = which("uv", path) if path is not None else None
+    if uv is None and creator == "uv":
+        uv = _uv_elsewhere(env)
     return PythonInfo(
         version=it.version,
         executable=it.executable,
@@ -155,8 +159,46 @@ def probe_python(
         has_pip=any(name.lower().startswith("pip-") for site in sites for name in list_dist_infos(site)),
         pip_on_path=pip,
         pip_on_path_python=_launcher_python(pip) if pip else None,
-        uv_on_path=which("uv", path) if path is not None else None,
+        uv_on_path=uv,
         virtual_env=env.get("VIRTUAL_ENV") or None,
         inspected_other=it.other,
         hook_pth=next((p for site in sites if os.path.isfile(p := os.path.join(site, HOOK_PTH))), None),
+        base_executable=it.base_executable if venv else None,
+        user_site=it.user_site,
+        venv_creator=creator,
+        env_manager=_env_manager(it.prefix, creator),
     )
+
+
+def _env_manager(prefix: str, creator: str | None) -> str | None:
+    """The tool that owns this environment's package list, so that a fix can name its command too: a pixi
+    environment (``<project>/.pixi/envs/NAME``, a conda prefix), a poetry venv (its cache directory, or an
+    in-project ``.venv`` beside ``poetry.lock``), a conda environment (``conda-meta/``)."""
+    norm = prefix.replace("\\", "/")
+    if "/.pixi/envs/" in norm + "/":
+        return "pixi"
+    if "/pypoetry/virtualenvs/" in norm or (
+            os.path.basename(norm) == ".venv" and os.path.isfile(os.path.join(os.path.dirname(prefix), "poetry.lock"))):
+        return "poetry"
+    if os.path.isdir(os.path.join(prefix, "conda-meta")):
+        return "conda"
+    return None
+
+def _venv_creator(prefix: str) -> str | None:
+    """``uv`` when ``uv venv`` made this venv (its ``pyvenv.cfg`` has a ``uv = VERSION`` line): such a venv
+    has no pip, and uv is its installer."""
+    text = _read_head(os.path.join(prefix, "pyvenv.cfg"), 4096) or ""
+    keys = {line.partition("=")[0].strip().lower() for line in text.splitlines() if "=" in line}
+    return "uv" if "uv" in keys else None
+
+
+def _uv_elsewhere(environ: Mapping[str, str]) -> str | None:
+    """uv where its own installer puts it, for a uv venv whose shell does not have uv on PATH."""
+    home = environ.get("HOME")
+    if not home or not os.path.isabs(home):
+        return None
+    for place in (environ.get("XDG_BIN_HOME") or os.path.join(home, ".local", "bin"), os.path.join(home, ".cargo", "bin")):
+        candidate = os.path.join(place, "uv")
+        if os.path.isabs(candidate) and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None

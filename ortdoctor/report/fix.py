@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ortdoctor.core.facts import Finding
+from ortdoctor.core.shell import Command, render, split_fix
 from ortdoctor.decide.fix_plan import FixPlan
-from ortdoctor.decide.fixes import Installer, quote
+from ortdoctor.decide.fixes import Installer, check_again
 from ortdoctor.report.model import Report
 
 __all__ = ["render_plan", "render_result"]
@@ -19,9 +20,10 @@ def _manual(findings: tuple[Finding, ...]) -> list[str]:
         return []
     lines = ["", "Not a package command; do it yourself:"]
     for f in findings:
-        first, *rest = (f.fix or "").splitlines()
-        lines.append(f"  {f.id}: {first}")
-        lines += [f"    {r}" for r in rest]
+        commands, prose = split_fix(f.fix or "", bool(f.commands))
+        lines.append(f"  {f.id}:")
+        lines += [f"    {r}" for r in commands]
+        lines += [f"    ({r})" if commands else f"    {r}" for r in prose]
     return lines
 
 
@@ -36,13 +38,13 @@ def render_plan(report: Report, plan: FixPlan, installer: Installer, *, python_o
     else:
         lines.append(f"{len(plan.fixed)} finding{'s' if len(plan.fixed) != 1 else ''} fixed by package commands:")
         lines += [_line(f) for f in plan.fixed]
-        lines += ["", "Commands (the inspected interpreter's pip):"]
-        lines += [f"  {' '.join(quote(a, windows=installer.windows) for a in argv)}"
-                  for argv in installer.argvs(plan.steps)]
+        lines += ["", "Commands, one per line (each names the interpreter whose pip it runs):"]
+        lines += [f"  {render(c, windows=installer.windows)}" for c in plan.lines(installer)]
     lines += _manual(plan.manual)
     if not plan.empty:
-        again = f" --python {quote(python_option)}" if python_option else ""
-        lines += ["", f"Run them and check again: ortdoctor fix{again} --yes"]
+        again = check_again(python_option)
+        yes = Command(("ortdoctor", "fix", *again.argv[2:], "--yes"))
+        lines += ["", "Run them and check again:", f"  {render(yes, windows=installer.windows)}"]
     return "\n".join(lines) + "\n"
 
 

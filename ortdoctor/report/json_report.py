@@ -13,6 +13,7 @@ from ortdoctor._version import __version__
 from ortdoctor.core.facts import Candidate, Environment, Finding, to_jsonable
 from ortdoctor.decide.devices import DeviceMap
 from ortdoctor.decide.loader_view import LibraryRow
+from ortdoctor.report.fix_block import first_fix
 from ortdoctor.report.model import Report
 
 TYPE_CHECKING = False
@@ -24,19 +25,30 @@ __all__ = ["SCHEMA_VERSION", "dumps", "to_json"]
 SCHEMA_VERSION = 2  # 2: the "host" object
 
 
-def dumps(report: Report) -> str:
+def dumps(report: Report, *, taken_at: str | None = None) -> str:
     # ASCII with \u escapes: valid JSON on any console encoding (cp1252, latin-1), decoded by every parser
-    return json.dumps(to_json(report), indent=2)
+    return json.dumps(to_json(report, taken_at=taken_at), indent=2)
 
 
-def to_json(report: Report) -> dict[str, Any]:
+def utc_now() -> str:
+    """Now, as ``taken_at`` says it: UTC, ISO 8601 to the millisecond (``2026-12-03T17:59:01.123Z``)."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def to_json(report: Report, *, taken_at: str | None = None) -> dict[str, Any]:
+    """The contract's JSON of ``report``; ``taken_at`` (default: now, as the report is written right
+    after the check) tells a node's runs apart when reports of many nodes are merged."""
     env = report.env
     return {
         "schema_version": SCHEMA_VERSION,
         "ortdoctor_version": __version__,
         "verdict": report.verdict,
         "outcome": report.outcome,
-        "findings": [finding_json(f) for f in report.findings],
+        "findings": [finding_json(f, windows=report.env.python.os == "windows") for f in report.findings],
+        # every package finding's steps merged as `ortdoctor fix` runs them: the first block to paste
+        "fix": first_fix(report).to_json(),
         "python": _python(env),
         "ort": _ort(env, report.recommendation),
         "torch": _torch(env),
@@ -44,6 +56,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "libraries": _libraries(report),
         "smoke": _smoke(report),
         "host": _host(report),
+        "taken_at": taken_at or utc_now(),
         # additions beyond the contract's minimum
         # `check --all-devices`: one entry per CUDA ordinal (null when only one device was checked)
         "smoke_devices": [d.to_json() for d in report.device_smokes] if report.all_devices else None,
@@ -82,9 +95,11 @@ def _system(env: Environment) -> dict[str, Any]:
     return data
 
 
-def finding_json(f: Finding) -> dict[str, Any]:
+def finding_json(f: Finding, *, windows: bool = False) -> dict[str, Any]:
     return {"id": f.id, "severity": f.severity, "title": f.title, "detail": f.detail, "fix": f.fix,
-            "steps": [{"verb": s.verb, "args": list(s.args)} for s in f.steps]}
+            "steps": [{"verb": s.verb, "args": list(s.args), **({"python": s.python} if s.python else {})}
+                      for s in f.steps],
+            "commands": [c.to_json(windows=windows) for c in f.commands]}
 
 
 def _python(env: Environment) -> dict[str, Any]:

@@ -22,7 +22,9 @@ from collections.abc import Iterable, Mapping
 from ortdoctor._version import __version__
 from ortdoctor.core.facts import Finding
 from ortdoctor.core.record import record
+from ortdoctor.core.shell import split_fix
 from ortdoctor.decide.loader_view import SOURCE_WORDS, LibraryRow
+from ortdoctor.report.fix_block import first_fix
 from ortdoctor.report.model import Report
 from ortdoctor.report.text import format_timings
 
@@ -298,10 +300,24 @@ def _findings(report: Report, md: _Md) -> list[str]:
     if not report.findings:
         return ["**Findings**: none"]
     out = [f"**Findings** ({_counts(report.findings)})"]
+    first = first_fix(report)
+    if first.shown:
+        ids = ", ".join(md.code(f.id) for f in first.plan.fixed)
+        out += ["", f"fix for {ids} at once (what `ortdoctor fix --yes` runs), to paste into a shell:", "",
+                *md.block(first.text(), "sh")]
     for f in report.findings:
         out += ["", f"{_MARK.get(f.severity, 'ℹ')} **{md.text(f.title)}** {md.code(f.id)} ({f.severity})", ""]
         if f.detail:
             out += md.block(f.detail)
-        if f.fix:
+        if not f.fix:
+            continue
+        commands, prose = split_fix(f.fix, bool(f.commands))
+        if first.covers(f):
+            out += ["", "fix: in the block above" + (": " + md.text(" ".join(prose)) if prose else "")]
+        elif commands:
+            out += ["", "fix:", "", *md.block("\n".join(commands), "sh")]
+            if prose:
+                out += ["", md.text(" ".join(prose))]
+        else:
             out += ["", "fix:", "", *md.block(f.fix, "")]
     return out

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ortdoctor.core.facts import to_jsonable
+from ortdoctor.core.shell import posix_join
 from ortdoctor.decide.kernels import describe_archs
 from ortdoctor.decide.matrix.model import Feed, LibSpec, Matrix, Recommendation, Release, ReleaseMatch
 
@@ -84,7 +85,8 @@ def _tensorrt_lines(matrix: Matrix, r: Release) -> list[str]:
     out = [f"  TensorRT EP DT_NEEDED: {', '.join(trt)} (TensorRT {major}; {built})"]
     pip = facts.pip_for(major, r.cuda_major)
     if pip is not None:
-        out.append(f'                pip install "{pip.spec(major)}" --extra-index-url {facts.index_url}')
+        line = posix_join(["pip", "install", pip.spec(major), "--extra-index-url", facts.index_url])
+        out.append(f"                {line}")
     return out
 
 

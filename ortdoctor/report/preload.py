@@ -6,8 +6,8 @@ Renderers return strings; the command prints them.
 from __future__ import annotations
 
 import os
-import shlex
 
+from ortdoctor.core.terminal import terminal_safe
 from ortdoctor.preloading.preloader import PreloadResult, SkippedLib
 
 __all__ = ["render_env", "render_text"]
@@ -94,7 +94,8 @@ def render_text(result: PreloadResult, *, verbose: bool = False) -> str:
             lines.extend(f"         {line}" for line in fix[1:])
     if not result.loaded and not result.failed and not result.findings:
         lines.append("Nothing to load.")
-    return "\n".join(lines) + "\n"
+    # paths, the loader's errors and the directory given are text from the file system: shown, not obeyed
+    return terminal_safe("\n".join(lines), multiline=True) + "\n"
 
 
 def render_env(result: PreloadResult) -> str:
@@ -102,5 +103,6 @@ def render_env(result: PreloadResult) -> str:
     dirs = result.chosen_dirs()
     if not dirs:
         return "# ortdoctor: no directory to add to LD_LIBRARY_PATH\n"
-    joined = ":".join(shlex.quote(d) for d in dirs)
-    return f'export LD_LIBRARY_PATH={joined}"${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"\n'
+    from ortdoctor.core.shell import Command, render
+
+    return render(Command(("LD_LIBRARY_PATH", *dirs), "path")) + "\n"

@@ -8,6 +8,7 @@ Notes (severity ``info``) are left out. Returns a string; the caller prints it.
 from __future__ import annotations
 
 from ortdoctor.core.facts import Finding
+from ortdoctor.core.terminal import terminal_safe
 from ortdoctor.report import text
 from ortdoctor.report.model import Report
 
@@ -31,8 +32,8 @@ def render(report: Report, *, color: bool = False) -> str:
     lines = [verdict_line(report, color=color)]
     for f in problems(report):
         lines.append(f"{_MARK[f.severity]} {f.title}  [{f.id}]")
-        if f.fix:
-            first, *rest = f.fix.splitlines()
+        if f.fix:  # a fix names paths: shown, not obeyed
+            first, *rest = terminal_safe(f.fix, multiline=True).splitlines()
             lines.append(f"    fix: {first}")
             lines += [f"         {line}" for line in rest]
     return "\n".join(lines) + "\n"

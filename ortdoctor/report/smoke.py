@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ortdoctor.core.terminal import terminal_safe
+
 if TYPE_CHECKING:
     from ortdoctor.diagnose.classify import Match
     from ortdoctor.prove.smoke.runner import SmokeResult
@@ -15,7 +17,7 @@ _TIMING_ORDER = ("preload", "import", "session", "first_run", "run")
 def render_smoke(result: SmokeResult, *, verbose: bool = False) -> str:
     """A few lines: the verdict, timings, the classified cause(s), ORT's own lines, the child's tail."""
     if not result.ran:
-        return f"Smoke session: not run ({result.error or 'skipped'})\n"
+        return f"Smoke session: not run ({terminal_safe(result.error or 'skipped')})\n"
     lines: list[str] = []
     if result.ok:
         lines.append(
@@ -25,7 +27,7 @@ def render_smoke(result: SmokeResult, *, verbose: bool = False) -> str:
     else:
         lines.append(f"Smoke session: FAILED ({result.finding_id or 'smoke-failed'})")
         if result.error:
-            lines.append(f"  error: {result.error}")
+            lines.append(f"  error: {terminal_safe(result.error, multiline=True)}")
         if result.exit_status and result.exit_status not in ("0", "1"):
             lines.append(f"  child: {result.exit_status}")
     if result.timings_ms:
@@ -44,10 +46,10 @@ def render_smoke(result: SmokeResult, *, verbose: bool = False) -> str:
             lines += _indent(render_matches(result.causes, evidence=True), "    ")
         elif result.evidence:
             lines.append("  ORT said:")
-            lines += ["    " + e for e in result.evidence[:10]]
+            lines += ["    " + terminal_safe(e) for e in result.evidence[:10]]
         if verbose and result.output_tail:
             lines.append("  last output of the child:")
-            lines += ["    " + ln for ln in result.output_tail.splitlines()[-30:]]
+            lines += ["    " + terminal_safe(ln) for ln in result.output_tail.splitlines()[-30:]]
     return "\n".join(lines) + "\n"
 
 
@@ -57,14 +59,15 @@ def render_matches(matches: Iterable[Match], *, evidence: bool = True) -> str:
     blocks: list[str] = []
     cause_above = False
     for m in matches:
-        block = [f"[{m.finding_id}] {m.what}"]
+        # what, why and fix name what the log named (a library, a path): shown, never obeyed
+        block = [f"[{terminal_safe(m.finding_id)}] {terminal_safe(m.what, multiline=True)}"]
         if m.consequence and cause_above:
             block[0] += " (a consequence of the cause above)"
         cause_above = cause_above or not m.consequence
-        block.append(f"  Why: {m.why}")
-        block.append(f"  Fix: {m.fix}")
+        block.append(f"  Why: {terminal_safe(m.why, multiline=True)}")
+        block.append(f"  Fix: {terminal_safe(m.fix, multiline=True)}")
         if evidence and m.evidence:
-            block.append(f"  Seen: {m.evidence}")
+            block.append(f"  Seen: {terminal_safe(m.evidence)}")  # a line of the user's log, as it came
         blocks.append("\n".join(block))
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 

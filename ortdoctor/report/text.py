@@ -12,7 +12,10 @@ from collections.abc import Sequence
 
 from ortdoctor._version import __version__
 from ortdoctor.core.facts import ElfInfo, Finding
+from ortdoctor.core.shell import split_fix
+from ortdoctor.core.terminal import terminal_safe
 from ortdoctor.decide.loader_view import SOURCE_WORDS, LibraryRow
+from ortdoctor.report.fix_block import first_fix
 from ortdoctor.report.model import Report
 from ortdoctor.report.wrap import fill, wrap
 
@@ -66,7 +69,7 @@ def render(report: Report, *, color: bool = False, debug: bool = False) -> str:
         lines += ["", s.bold("Timings (ms)"),
                   "  " + ", ".join(f"{k} {v:g}" for k, v in report.timings_ms.items())]
         if report.matrix_path:
-            lines.append(f"  matrix: {report.matrix_path}")
+            lines.append(f"  matrix: {_home(report.matrix_path)}")
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -111,12 +114,13 @@ def _row(label: str, mark: str, text: str, s: _Style) -> str:
 
 
 def _home(path: str | None) -> str:
+    """A path as printed: ``~`` for the home directory, control characters in a file name shown, not obeyed."""
     if not path:
         return ""
     home = os.path.expanduser("~")
     if home not in ("", "/") and path.startswith(home + os.sep):
-        return "~" + path[len(home):]
-    return path
+        return terminal_safe("~" + path[len(home):])
+    return terminal_safe(path)
 
 
 def _short(path: str, report: Report, debug: bool) -> str:
@@ -125,7 +129,7 @@ def _short(path: str, report: Report, debug: bool) -> str:
         return _home(path)
     for site in report.env.python.site_dirs:
         if site and path.startswith(site.rstrip(os.sep) + os.sep):
-            return "…/" + path[len(site.rstrip(os.sep)) + 1:]
+            return terminal_safe("…/" + path[len(site.rstrip(os.sep)) + 1:])
     return _home(path)
 
 
@@ -306,7 +310,7 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
             out.append(" " * _LABEL + s.dim(t))
         return out + _smoke_extra(report) + _placement(sm)
     if not getattr(sm, "ran", False):
-        return [_row("Smoke", WARN, f"did not run: {getattr(sm, 'error', None) or 'unknown reason'}", s)]
+        return [_row("Smoke", WARN, f"did not run: {terminal_safe(getattr(sm, 'error', None) or 'unknown reason')}", s)]
     where = f" (ran on {providers})" if providers else ""
     out = [_row("Smoke", FAIL, f"failed{where}", s)]
     # The classified cause, not a slice of ORT's message: the finding below carries the raw text.
@@ -319,7 +323,7 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
         fid = getattr(sm, "finding_id", None) or "smoke-failed"
         out.append(" " * _LABEL + s.dim(f"ORT's error is under [{fid}] below"))
     if debug:
-        err = (getattr(sm, "error", None) or "").strip().splitlines()
+        err = terminal_safe(getattr(sm, "error", None) or "", multiline=True).strip().splitlines()
         out += [" " * _LABEL + s.dim(line) for line in err]
     if timings:
         out.append(" " * _LABEL + s.dim(format_timings(timings)))
@@ -399,7 +403,7 @@ def _devices(report: Report, s: _Style, debug: bool) -> list[str]:
             tail = "ok" + (" — " + format_timings({k: v for k, v in t.items() if k in ("session", "run")})
                            if t else "")
         elif ds.result == "not-run":
-            tail = f"not run: {getattr(sm, 'error', None) or '?'}"
+            tail = f"not run: {terminal_safe(getattr(sm, 'error', None) or '?')}"
         else:
             causes = [c for c in getattr(sm, "causes", ()) or () if not getattr(c, "consequence", False)]
             cid = getattr(causes[0], "finding_id", "") if causes else ""
@@ -414,7 +418,8 @@ def _model(report: Report) -> list[str]:
         return []
     from ortdoctor.report.model_check import render_model
 
-    return ["", *render_model(report.model).splitlines()]
+    # the model's names and the child's errors are the model file's and onnxruntime's text: shown, not obeyed
+    return ["", *terminal_safe(render_model(report.model), multiline=True).splitlines()]
 
 
 def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
@@ -427,8 +432,15 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
         theirs = [f for f in model_findings if f.severity != "info"]
         more = f"; {_counts(theirs)} of the model's above" if theirs else ""
         out += ["", s.bold(f"Problems ({_counts(problems)}{more})")]
+        first = first_fix(report)
+        if first.shown:
+            ids = ", ".join(f.id for f in first.plan.fixed)
+            head = (f"Fix: paste these lines into a shell, as they are: they fix {ids} at once (what "
+                    "`ortdoctor fix --yes` runs).")
+            out += ["", *wrap(head, _WIDTH)]
+            out += ["    " + s.bold(line) for line in first.text().splitlines()]
         for f in problems:
-            out += _finding(f, s)
+            out += _finding(f, s, first.covers(f))
     elif model_findings and report.verdict != "ok":
         out += ["", s.bold("Problems: ") + "only the model's (listed under Model above)"]
     elif report.verdict == "ok":
@@ -436,7 +448,7 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     if notes and debug:
         out += ["", s.bold("Notes")]
         for f in notes:
-            out += _finding(f, s)
+            out += _finding(f, s, False)
     elif notes:
         # one line: notes explain, they do not block; -v (or `explain ID`) shows each in full
         ids = ", ".join(f.id for f in notes)
@@ -445,13 +457,28 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     return out
 
 
-def _finding(f: Finding, s: _Style) -> list[str]:
+def _finding(f: Finding, s: _Style, covered: bool) -> list[str]:
+    """A finding; its fix as a block of command lines (each one whole on its own line, to paste) and, apart
+    from it, the prose. ``covered``: its commands are part of the report's first fix block."""
     mark = {"error": FAIL, "warning": WARN}.get(f.severity, INFO)
     out = ["", f"{s.mark(mark)} {s.bold(f.title)}  {s.dim('[' + f.id + ']')}"]
-    for para in f.detail.splitlines():
+    for para in terminal_safe(f.detail, multiline=True).splitlines():  # quotes child processes, paths
         out += wrap(para, _WIDTH, initial_indent="    ", subsequent_indent="      ") or [""]
-    if f.fix:
-        fix_lines = f.fix.splitlines()
-        out.append("    " + s.green("fix: ") + s.bold(fix_lines[0]))
-        out += ["         " + s.bold(line) for line in fix_lines[1:]]
+    if not f.fix:
+        return out
+    # node, log and path text inside a fix is shown, not obeyed (quoting already escapes commands)
+    commands, prose = split_fix(terminal_safe(f.fix, multiline=True), bool(f.commands))
+    if covered:
+        commands = []
+        out.append("    " + s.green("fix: ") + "in the Fix block above")
+    elif commands:
+        out.append("    " + s.green("fix:"))
+        out += ["        " + s.bold(line) for line in commands]
+    if commands or covered:
+        # the prose apart from the commands (wrapped: nothing in it is pasted)
+        out += [s.dim(part) for line in prose
+                for part in wrap(line, _WIDTH, initial_indent="    ", subsequent_indent="      ")]
+    elif prose:
+        out.append("    " + s.green("fix: ") + s.bold(prose[0]))
+        out += ["         " + s.bold(line) for line in prose[1:]]
     return out

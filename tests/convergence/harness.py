@@ -7,10 +7,12 @@ One scenario, as a user lives it:
    none), then ortdoctor itself, as the README says (``pip install .``: the wheel built from this
    checkout, so the code under test is what runs);
 2. ``<venv>/bin/ortdoctor check --json --no-smoke``, the venv not activated;
-3. the **primary fix**, defined as: the first line of the ``fix`` of the first finding, in the report's
-   order, whose severity is ``error`` and which is not one this machine causes (no GPU here:
-   ``driver-missing`` and ``smoke-*``; see :data:`EXCUSED`). That line is given to ``bash -c`` exactly as
-   printed, with a **decoy** ``pip``/``pip3``/``python``/``python3`` first on ``PATH``: they belong to
+3. the **primary fix**, defined as: the first fix block the report prints for the first finding, in the
+   report's order, whose severity is ``error`` and which is not one this machine causes (no GPU here:
+   ``driver-missing`` and ``smoke-*``; see :data:`EXCUSED`): the merged block (the JSON's top-level
+   ``fix``, what ``ortdoctor fix`` runs) where it covers that finding, else the finding's whole ``fix``
+   (its command lines, then its prose as ``# `` comments). That text is pasted into ``bash`` exactly as
+   printed, with history expansion on as in an interactive shell, with a **decoy** ``pip``/``pip3``/``python``/``python3`` first on ``PATH``: they belong to
    another Python (a venv of the system interpreter), log every call and then do what the real ones
    would, i.e. install into the wrong place. A fix that says bare ``pip`` (or ``python -m pip``) is
    caught twice: the decoy log is not empty, and the venv is still broken;
@@ -18,7 +20,7 @@ One scenario, as a user lives it:
    (notes, severity ``info``, are allowed), and the decoy was never called.
 
 A fix that installs the NVIDIA wheels leaves libraries pip put where the loader does not look: its
-second line says "then ``import ortdoctor.hook``". The findings that say only that
+prose says "afterwards: ``import ortdoctor.hook``". The findings that say only that
 (:data:`PRELOAD_ADVICE`) are allowed after the fix when ``ortdoctor preload`` in the venv then loads every
 library the build needs: "works with the preload" is proven, not assumed.
 
@@ -87,6 +89,18 @@ class Scenario:
     truncate: str | None = None
     fix_needs: tuple[tuple[str, ...], ...] = ()
     ci: bool = False
+    # -- layouts beyond packages in one venv (fixes built for each installer)
+    # the venv sees the base interpreter's site-packages and the user site
+    system_site_packages: bool = False
+    # ``pip install --user`` by the interpreter the venv is made from, PYTHONUSERBASE in the workspace
+    user_installs: tuple[str, ...] = ()
+    # ``pip install --target`` into ``target_dir`` (relative to the workspace; spaces, quotes and ``$(...)``
+    # welcome), which is then on PYTHONPATH for the check and the paste
+    target_installs: tuple[str, ...] = ()
+    target_dir: str = "target"
+    # the venv made by ``uv venv`` (no pip), every install by ``uv pip --python``; uv is where its installer
+    # puts it ($HOME/.local/bin), not on PATH, and reads only the wheel cache (UV_NO_INDEX)
+    uv_venv: bool = False
 
 
 @dataclass
@@ -96,6 +110,7 @@ class Round:
     findings: list[dict[str, Any]]
     problems: list[str]  # "id (severity)" of every error/warning that is neither excused nor preload advice
     preload_advice: list[str]  # ids of PRELOAD_ADVICE findings present (warnings)
+    report: dict[str, Any] = field(default_factory=dict)  # the whole check --json
 
 
 @dataclass
@@ -104,7 +119,7 @@ class Outcome:
     first: Round | None = None
     primary_id: str | None = None
     fix: str | None = None  # the whole fix text of the primary finding
-    pasted: str | None = None  # its first line, as given to bash
+    pasted: str | None = None  # the first block the report prints for it, pasted into bash
     fix_rc: int | None = None
     fix_output: str = ""
     decoy_calls: list[str] = field(default_factory=list)
@@ -113,15 +128,16 @@ class Outcome:
     preload_failed: list[str] | None = None  # after the fix, where preload advice remains: what did not load
     # where the first round did not converge and more were allowed: (further rounds pasted, clean after them)
     later_rounds: tuple[int, bool] | None = None
-    later_fixes: list[str] = field(default_factory=list)  # the first line pasted in each further round
+    later_fixes: list[str] = field(default_factory=list)  # the block pasted in each further round
     missing_expected: list[str] = field(default_factory=list)
+    damage: list[str] = field(default_factory=list)  # what the paste did beside its job (files made or lost)
     error: str | None = None  # the harness itself could not build the scenario
     seconds: float = 0.0
 
     @property
     def converged(self) -> bool:
         return (self.error is None and self.fix_rc == 0 and not self.decoy_calls and self.printed is not False
-                and self.after is not None
+                and not self.damage and self.after is not None
                 and not self.after.problems and not self.preload_failed)
 
     @property
@@ -158,6 +174,8 @@ class Outcome:
             parts.append(f"fix exited {self.fix_rc}")
         if self.decoy_calls:
             parts.append("the decoy ran: " + "; ".join(self.decoy_calls))
+        if self.damage:
+            parts.append("the paste did more than its job: " + "; ".join(self.damage))
         if self.after is not None and self.after.problems:
             parts.append("left: " + ", ".join(self.after.problems))
         if self.preload_failed:
@@ -269,6 +287,10 @@ class Workspace:
         self.decoy_log = self.root / "decoy.log"
         self.cwd = self.root / "cwd"
         self.cwd.mkdir()
+        self.userbase = self.root / "userbase"  # PYTHONUSERBASE: a --user install stays in the workspace
+        self.target: Path | None = None  # a --target directory on PYTHONPATH
+        self.sentinel = self.root / "proj" / "my" / "keep.txt"  # beside a target dir named "my dir ..."
+        self.home: Path | None = None  # $HOME for a uv scenario (uv in ~/.local/bin)
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -304,7 +326,21 @@ class Workspace:
         env = _pip_env(local_index=True)
         env["PATH"] = f"{self.decoy_bin}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
         env["NO_COLOR"] = "1"
+        env["PYTHONUSERBASE"] = str(self.userbase)
+        if self.target is not None:
+            env["PYTHONPATH"] = str(self.target)
+        if self.home is not None:
+            env.update(HOME=str(self.home), UV_NO_INDEX="1", UV_FIND_LINKS=str(WHEELS),
+                       UV_CACHE_DIR=str(self.root / "uv-cache"), UV_PYTHON_DOWNLOADS="never", UV_LINK_MODE="copy")
         return env
+
+    def damage(self) -> list[str]:
+        """Files a pasted fix must never touch: the sentinel beside a target dir, no file made by a
+        command substitution in a path."""
+        out = [f"{p} was created" for p in self.root.rglob("INJECTED*")]
+        if self.target is not None and not self.sentinel.exists():
+            out.append(f"{self.sentinel} is gone")
+        return out
 
     def decoy_calls(self) -> list[str]:
         if not self.decoy_log.exists():
@@ -316,9 +352,38 @@ def _site_packages(ws: Workspace) -> Path:
     return next((ws.venv / "lib").glob("python3*/site-packages"))
 
 
+def _base_python() -> str:
+    """The interpreter a venv made by this one is made from (what owns the user site)."""
+    return str(getattr(sys, "_base_executable", None) or sys.executable)
+
+
+UV = ("uv==0.13.9",)
+
+
+def _build_uv(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
+    """A venv made by ``uv venv``, the packages installed with ``uv pip``, uv in ``$HOME/.local/bin``."""
+    fetch(UV)
+    ws.home = ws.root / "home"
+    tool = ws.root / "uv-tool"
+    _checked([sys.executable, "-m", "pip", "install", *PIP_QUIET, "--no-index", "--find-links", str(WHEELS),
+              "--target", str(tool), *UV], env=_pip_env())
+    uv = ws.home / ".local" / "bin" / "uv"
+    uv.parent.mkdir(parents=True)
+    uv.symlink_to(tool / "bin" / "uv")
+    env = ws.user_env()
+    _checked([str(uv), "venv", "--quiet", "--python", _base_python(), str(ws.venv)], env=env)
+    for reqs in (*s.installs, (str(ortdoctor_wheel),)):
+        _checked([str(uv), "pip", "install", "--quiet", "--python", ws.python, *reqs], env=env)
+
+
 def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
     """The broken venv, with ortdoctor installed into it."""
-    _checked([sys.executable, "-m", "venv", *(["--without-pip"] if s.without_pip else []), str(ws.venv)])
+    if s.uv_venv:
+        _build_uv(s, ws, ortdoctor_wheel)
+        ws.make_decoy()
+        return
+    _checked([sys.executable, "-m", "venv", *(["--without-pip"] if s.without_pip else []),
+              *(["--system-site-packages"] if s.system_site_packages else []), str(ws.venv)])
     env = _pip_env()
     env.pop("PIP_FIND_LINKS", None)
     offline = ["--no-index", "--find-links", str(WHEELS), "--only-binary=:all:"]
@@ -329,6 +394,14 @@ def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
     for reqs in s.installs:
         _checked([*pip, *offline, *reqs], env=env)
     _checked([*pip, *offline, str(ortdoctor_wheel)], env=env)
+    if s.user_installs:
+        _checked([_base_python(), "-m", "pip", "install", *PIP_QUIET, "--user", *offline, *s.user_installs],
+                 env={**env, "PYTHONUSERBASE": str(ws.userbase)})
+    if s.target_installs:
+        ws.sentinel.parent.mkdir(parents=True)
+        ws.sentinel.write_text("must survive the fix\n")
+        ws.target = ws.root / s.target_dir
+        _checked([*pip, *offline, "--target", str(ws.target), *s.target_installs], env=env)
     if s.truncate:
         target = _site_packages(ws) / s.truncate
         data = target.read_bytes()
@@ -347,14 +420,33 @@ def check(ws: Workspace) -> Round:
     serious = [f for f in findings if f["severity"] in ("error", "warning") and not excused(f["id"])]
     advice = [f["id"] for f in serious if f["id"] in PRELOAD_ADVICE and f["severity"] == "warning"]
     problems = [f"{f['id']} ({f['severity']})" for f in serious if f["id"] not in advice]
-    return Round(proc.returncode, report.get("verdict"), findings, problems, advice)
+    return Round(proc.returncode, report.get("verdict"), findings, problems, advice, report)
 
 
-def printed_in_text(ws: Workspace, line: str) -> bool:
-    """The human report (``check --no-smoke``, what a user copies from) shows ``line`` unbroken."""
+def printed_in_text(ws: Workspace, pasted: str) -> bool:
+    """The human report (``check --no-smoke``, what a user copies from) shows each command line of
+    ``pasted`` unbroken, on a line of its own."""
     proc = _run([str(ws.venv / "bin" / "ortdoctor"), "check", "--no-smoke"], env=ws.user_env(), cwd=ws.cwd,
                 timeout=300)
-    return any(text.rstrip().endswith(line) for text in proc.stdout.splitlines())
+    shown = [text.strip() for text in proc.stdout.splitlines()]
+    return all(line in shown for line in pasted.splitlines() if line.strip() and not line.startswith("#"))
+
+
+def first_block(report: Mapping[str, Any], finding: Mapping[str, Any]) -> str:
+    """What a user pastes for ``finding``: the report's merged block where it covers the finding (the text
+    report prints it first), else the finding's whole fix."""
+    merged = report.get("fix") or {}
+    if finding["id"] in (merged.get("findings") or []) and merged.get("text") and len(merged["findings"]) > 1:
+        return str(merged["text"])
+    return str(finding["fix"])
+
+
+def paste(ws: Workspace, text: str) -> list[str]:
+    """``bash`` reading ``text`` line by line as an interactive shell would (history expansion on, which
+    ``bash -c`` does not do): a ``!`` outside single quotes fails there as it would for the user."""
+    script = ws.root / "paste.sh"
+    script.write_text("set -o history -o histexpand\n" + text + "\n")
+    return ["bash", "--norc", "--noprofile", str(script)]
 
 
 def preload_failures(ws: Workspace) -> list[str]:
@@ -393,9 +485,10 @@ def _later_rounds(ws: Workspace, out: Outcome, limit: int) -> None:
         f = next_fix(after.findings)
         if f is None:
             break
-        line = str(f["fix"]).splitlines()[0]
-        out.later_fixes.append(f"{f['id']}: {line}")
-        _run(["bash", "-c", line], env=ws.user_env(), cwd=ws.cwd, timeout=1800)
+        assert after is not None
+        text = first_block(after.report, f)
+        out.later_fixes.append(f"{f['id']}: {text}")
+        _run(paste(ws, text), env=ws.user_env(), cwd=ws.cwd, timeout=1800)
         done += 1
         after = check(ws)
     clean = after is not None and not after.problems
@@ -437,6 +530,7 @@ def _fix_and_check(ws: Workspace, out: Outcome, argv: Sequence[str]) -> None:
     out.fix_rc = proc.returncode
     out.fix_output = (proc.stdout + proc.stderr)[-4000:]
     out.decoy_calls = ws.decoy_calls()
+    out.damage = ws.damage()
     out.after = check(ws)
     if out.after.preload_advice:
         out.preload_failed = preload_failures(ws)
@@ -450,10 +544,11 @@ def run_scenario(s: Scenario, ortdoctor_wheel: Path, *, keep: bool = False, extr
         p = _first_check(s, ws, ortdoctor_wheel, out)
         if p is None or not p.get("fix"):
             return
+        assert out.first is not None
         out.fix = str(p["fix"])
-        out.pasted = out.fix.splitlines()[0]
+        out.pasted = first_block(out.first.report, p)
         out.printed = printed_in_text(ws, out.pasted)
-        _fix_and_check(ws, out, ["bash", "-c", out.pasted])
+        _fix_and_check(ws, out, paste(ws, out.pasted))
         if not out.converged and extra_rounds:
             _later_rounds(ws, out, extra_rounds)
 

@@ -68,6 +68,18 @@ SCENARIOS: tuple[Scenario, ...] = (
              fix_needs=(FIX_CUDA13,), ci=True),
     Scenario("truncated-curand", "onnxruntime-gpu[cuda,cudnn] 1.31.1 with libcurand.so.10 cut to 4 KiB",
              ((GPU, *CUDA13),), ("lib-file-damaged",), truncate="nvidia/cu13/lib/libcurand.so.10"),
+    # ---- layouts: where each copy is installed decides which installer removes it (printed commands)
+    Scenario("target-dir-quoted", "onnxruntime-gpu[cuda,cudnn] 1.31.1 in the venv; the CPU onnxruntime 1.31.1 in a "
+             "pip install --target directory on PYTHONPATH whose path holds a space, a quote and $(...), beside "
+             "a directory the first word of that path names", ((GPU, *CUDA13),), ("ort-multiple-packages",),
+             target_installs=("--no-deps", CPU), target_dir="proj/my dir $(touch INJECTED) it's/tgt", ci=True),
+    Scenario("user-site-shadowed", "a venv with system site packages: onnxruntime-gpu 1.31.1 (no extras) in the "
+             "venv, the CPU onnxruntime 1.31.1 in the user site (pip install --user), shadowed",
+             ((GPU,),), ("ort-multiple-packages", "cuda-lib-missing"), system_site_packages=True,
+             user_installs=("--no-deps", CPU), fix_needs=(FIX_CUDA13,)),
+    Scenario("uv-venv-both-packages", "a venv made by uv venv (no pip), onnxruntime installed over onnxruntime-gpu "
+             "1.31.1 with uv pip; uv in ~/.local/bin, not on PATH", ((GPU,), (CPU,)), ("ort-multiple-packages",),
+             uv_venv=True, fix_needs=(FIX_CUDA13,)),
 )
 
 BY_NAME = {s.name: s for s in SCENARIOS}

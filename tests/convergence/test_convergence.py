@@ -1,8 +1,9 @@
 """Every printed primary fix, pasted as it stands into a broken venv built from the real wheels, leaves
 an environment the next check finds clean (the missing driver aside): one round.
 
-The four most telling scenarios of the grid run here (an old build read without its build info, a CUDA
-13 build with CUDA 12 wheels, both packages, a venv without pip); ``python scripts/convergence.py``
+The five most telling scenarios of the grid run here (an old build read without its build info, a CUDA
+13 build with CUDA 12 wheels, both packages, a venv without pip, a --target directory whose path needs
+quoting); ``python scripts/convergence.py``
 runs them all. What "primary" and "clean" mean: tests/convergence/harness.py. They need PyPI the first
 time (about 3.6 GB of wheels, cached in ``.testenvs/convergence-wheels/``) and are skipped without it.
 """
@@ -47,6 +48,7 @@ def test_the_primary_fix_converges_in_one_round(scenario: Scenario, ortdoctor_wh
     assert not o.missing_expected, _report(o)  # the diagnosis is right before the fix is tried
     assert o.pasted is not None, _report(o)
     assert not o.decoy_calls, _report(o)  # the fix never reached the `pip` first on PATH
+    assert not o.damage, _report(o)  # nothing beside the fix's job was made or lost
     assert o.converged, _report(o)
 
 
@@ -69,9 +71,11 @@ def test_ortdoctor_fix_yes_converges_in_one_round(ortdoctor_wheel: Path) -> None
     assert not o.preload_failed, _report(o)
 
 def test_the_ci_scenarios_are_the_telling_ones() -> None:
-    """An old build, another CUDA major's wheels, both packages, no pip: each defect class once."""
+    """An old build, another CUDA major's wheels, both packages, no pip, a --target directory whose path
+    needs quoting: each defect class once."""
     names = {s.name for s in CI}
-    assert len(CI) <= 4
+    assert len(CI) <= 5
+    assert any(s.target_installs for s in CI)
     assert any(n.startswith("old-") for n in names)
     assert any(s.without_pip for s in CI)
     assert "both-packages" in names

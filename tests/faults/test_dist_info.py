@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
+from tests.faults import helpers
 from tests.faults.conftest import Case
 from tests.faults.helpers import ORT_DIST_INFO, PYBIND, Result
 
@@ -269,3 +271,26 @@ def test_pybind_module_is_a_fifo(case: Case) -> None:
     res = _check(case, timeout=FIFO_TIMEOUT)
     assert res.returncode == 1
     assert all(d["owns_files_on_disk"] is not True for d in res.data["ort"]["distributions"])
+
+
+@pytest.mark.parametrize("size", ["\u00b2", "\u0663", "9" * 5000], ids=["superscript-two", "arabic-three", "5000-digits"])
+def test_one_odd_record_size_costs_that_row_only(case: Case, size: str) -> None:
+    """A size field that str.isdigit() accepts but int() refuses ("²", a non-ASCII digit, more digits than
+    int() converts): that row loses its size; check, preload and the hook go on as without it."""
+    site = case.gpu_site()
+    dist_info = next(site.glob("nvidia_cublas-*.dist-info"))
+    with open(dist_info / "RECORD", "a", encoding="utf-8") as f:
+        f.write(f"nvidia/cu13/lib/x,,{size}\n")
+    res = _check(case)
+    assert res.returncode == 1, res.text  # no driver here: fail, never 3 (an internal error)
+    assert "internal error" not in res.stderr
+    pre = case.run("preload", "--json")
+    assert pre.returncode in (0, 1), pre.text
+    assert {x["name"] for x in pre.data["loaded"]} >= {"cudart", "cublas", "cublasLt"}
+    script = case.base / "hook.py"
+    script.write_text("import ortdoctor.hook as h\nprint(sorted(x.soname for x in h.result.loaded))\n")
+    hook = helpers.run_cli([], sites=[case.site], cwd=case.cwd, env={"ORTDOCTOR_CACHE": "0"},
+                           argv0=[sys.executable, str(script)])
+    assert hook.returncode == 0, hook.text
+    assert "preload-error" not in hook.stderr
+    assert "libcublas.so.13" in hook.stdout

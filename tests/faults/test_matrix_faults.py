@@ -3,16 +3,20 @@ the key path; never a traceback."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.faults import helpers
 from tests.faults.conftest import Case
 from tests.faults.helpers import ROOT, Result
 
 SHIPPED = ROOT / "compat_matrix.yaml"
+FIFO_TIMEOUT = 20  # seconds: a healthy run takes well under one; a blocked open() never returns
 
 
 def _shipped() -> Any:
@@ -114,3 +118,45 @@ def test_preload_refuses_a_broken_matrix_with_its_key_path(case: Case) -> None:
     path = _write(case, "broken.yaml", "matrix: [unclosed\n")
     _assert_usage_error(case.run("preload", "--json", "--directory", "", env={"ORTDOCTOR_MATRIX": str(path)}), path)
     _assert_usage_error(case.run("preload", "--matrix", str(path), timeout=60), path)
+
+
+def _not_a_matrix_file(case: Case, kind: str) -> Path:
+    """A path named like a matrix that is a FIFO (no writer: a plain open() blocks forever), a device that
+    never ends, or a 100 GB sparse file."""
+    if kind == "dev-zero":
+        return Path("/dev/zero")
+    path = case.base / "matrices" / f"{kind}.yaml"
+    path.parent.mkdir(exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        with open(path, "wb") as f:
+            f.truncate(100 << 30)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "sparse"])
+def test_matrix_that_is_a_fifo_a_device_or_huge(case: Case, kind: str) -> None:
+    """Refused before it is read (a FIFO or device) or by its size: exit 2 at once, never a hang or a
+    read until memory runs out."""
+    case.gpu_site()
+    path = _not_a_matrix_file(case, kind)
+    _assert_usage_error(case.run("check", "--json", "--no-smoke", "--matrix", str(path), timeout=FIFO_TIMEOUT), path)
+    _assert_usage_error(case.run("matrix", "--matrix", str(path), timeout=FIFO_TIMEOUT), path)
+    _assert_usage_error(case.run("check", "--json", "--no-smoke", env={"ORTDOCTOR_MATRIX": str(path)},
+                                 timeout=FIFO_TIMEOUT), path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_hook_falls_back_to_the_shipped_matrix_for_a_fifo_or_device(case: Case, kind: str) -> None:
+    """ORTDOCTOR_MATRIX naming a FIFO or /dev/zero inside the user's program: one warning, the shipped
+    matrix, and the libraries preloaded."""
+    case.gpu_site()
+    path = _not_a_matrix_file(case, kind)
+    script = case.base / "hook.py"
+    script.write_text("import ortdoctor.hook as h\nprint(sorted(x.soname for x in h.result.loaded))\n")
+    hook = helpers.run_cli([], sites=[case.site], cwd=case.cwd, env={"ORTDOCTOR_CACHE": "0", "ORTDOCTOR_MATRIX": str(path)},
+                           argv0=[sys.executable, str(script)], timeout=FIFO_TIMEOUT)
+    assert hook.returncode == 0, hook.text
+    assert "the shipped matrix was used instead" in hook.stderr
+    assert "libcudart.so.13" in hook.stdout

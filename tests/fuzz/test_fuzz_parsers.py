@@ -1,14 +1,13 @@
 """Property tests for the small parsers the probes run on files they do not trust: the ld.so cache,
 ``build_and_package_info.py`` (literal assignments only, never evaluated), METADATA and RECORD.
-Each may raise only the errors its callers catch and turn into a reported problem.
+Each may raise only its one documented error: LdCacheError, SyntaxError, and for RECORD the csv module's
+refusal of quoted text (a ValueError, raised while loading; the lazy parse of unquoted text never raises).
 
 Budget: ORTDOCTOR_FUZZ_EXAMPLES examples per test (default 200)."""
 
 from __future__ import annotations
 
-import csv
 import os
-import struct
 from pathlib import Path
 
 import pytest
@@ -44,7 +43,7 @@ def test_ld_cache_mutations(real_cache: bytes, data: st.DataObject, machine: str
         blob[at] = value
     try:
         out = parse_ld_cache(bytes(blob), machine)
-    except (LdCacheError, struct.error):  # both are caught by probe_system and reported
+    except LdCacheError:  # caught by probe_system and reported
         return
     assert all(isinstance(k, str) and all(isinstance(p, str) for p in v) for k, v in out.items())
 
@@ -55,7 +54,7 @@ def test_ld_cache_random_bytes_behind_the_magic(tail: bytes) -> None:
     for magic in (b"glibc-ld.so.cache1.1", b"ld.so-1.7.0"):
         try:
             parse_ld_cache(magic + tail)
-        except (LdCacheError, struct.error):
+        except LdCacheError:
             pass
 
 
@@ -64,7 +63,8 @@ SOURCE_PARTS = st.sampled_from([
     "cuda_version = __import__('os').getcwd()\n", "x = [1, 2, {3: (4,)}]\n", "import os\n",
     "def f():\n    return 1\n", "if True:\n    cuda_version = '12.0'\n", "a = b = 'c'\n", "(x) = 1\n",
     "cuda_version = 1e999\n", "y = -(-(-1))\n", "z = {'a': [1, 2]}\n", "s = b'\\xff'\n", "\t", "(", "'''",
-    "cuda_version = '13.0' if x else '12.0'\n", "w = 9" + "9" * 5000 + "\n",
+    "cuda_version = '13.0' if x else '12.0'\n", "w = 9" + "9" * 5000 + "\n", "a = 1\0\n",
+    "x = " + "(" * 300 + ")" * 300 + "\n", "y = " + "-" * 100000 + "1\n", "z = [" * 1000 + "\n",
 ]) | st.text(max_size=30)
 
 
@@ -74,7 +74,7 @@ def test_build_info_literal_parser(parts: list[str]) -> None:
     source = "".join(parts)
     try:
         out = parse_literal_assignments(source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):  # caught by the probe and reported
+    except SyntaxError:  # caught by the probe and reported
         return
     assert isinstance(out, dict)
     assert all(isinstance(k, str) for k in out)
@@ -87,6 +87,8 @@ def test_metadata_and_record_parsers(text: str) -> None:
     assert meta.name is None or isinstance(meta.name, str)
     try:
         rows = _parse_record(text)
-    except (csv.Error, ValueError):  # caught by the loader: "RECORD unreadable: ..."
+    except ValueError:  # the csv module's refusal, only for quoted text; the loader reports it
+        assert '"' in text
         return
     assert all(isinstance(r.path, str) and r.path for r in rows)
+    assert all(r.size is None or r.size >= 0 for r in rows)

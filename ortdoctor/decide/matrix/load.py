@@ -27,6 +27,7 @@ from _thread import allocate_lock
 from ortdoctor.core.record import field_names, replace
 from ortdoctor.decide.matrix import model
 from ortdoctor.decide.matrix.model import MATRIX_ENV, Matrix, MatrixError
+from ortdoctor.formats.regular_file import NotRegularFile, open_regular, read_capped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,7 +66,9 @@ def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
     """Load a matrix. ``None``: ``$ORTDOCTOR_MATRIX`` if set, else the shipped file (loaded once per process).
 
     Raises:
-        MatrixError: unreadable, not YAML, wrong types, inconsistent, duplicate versions.
+        MatrixError: unreadable, not a regular file (a FIFO or device is refused before it is read),
+            larger than any matrix, not YAML, wrong types, inconsistent, duplicate versions. Nothing else
+            escapes, whatever the file holds.
     """
     if path is None:
         env = os.environ.get(MATRIX_ENV, "").strip()
@@ -79,16 +82,30 @@ def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
     return _load(os.fspath(path))
 
 
+# The shipped matrix is ~80 KB; a file a thousand times larger is not one (and /dev/zero never ends).
+_MAX_MATRIX_BYTES = 64 * 1024 * 1024
+
+
 def _read(name: str) -> bytes:
     try:
-        with open(name, "rb") as f:
-            return f.read()
+        # open_regular: a FIFO must not block the reader (the hook runs inside the user's program), and a
+        # device is refused before a byte is read
+        with open_regular(name) as f:
+            # the size first: a 100 GB sparse file is refused without reading 64 MB of it
+            too_big = os.fstat(f.fileno()).st_size > _MAX_MATRIX_BYTES
+            raw = b"" if too_big else read_capped(f, _MAX_MATRIX_BYTES)
     except FileNotFoundError:
         raise MatrixError(name, "", "file not found") from None
-    except IsADirectoryError:
-        raise MatrixError(name, "", "is a directory, not a matrix file") from None
+    except NotRegularFile:
+        what = "is a directory" if os.path.isdir(name) else "is a FIFO, socket or device"
+        raise MatrixError(name, "", f"{what}, not a matrix file") from None
     except OSError as exc:
+        raise MatrixError(name, "", f"cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a path holding a NUL
         raise MatrixError(name, "", f"cannot read: {exc}") from None
+    if too_big or len(raw) > _MAX_MATRIX_BYTES:
+        raise MatrixError(name, "", f"larger than {_MAX_MATRIX_BYTES} bytes: not a matrix file")
+    return raw
 
 
 def _load(path: str | os.PathLike[str]) -> Matrix:
@@ -103,7 +120,15 @@ def _load(path: str | os.PathLike[str]) -> Matrix:
         raise MatrixError(name, "", f"cannot read: {exc}") from None
     from ortdoctor.decide.matrix.validate import validate  # only for a file the snapshot does not cover
 
-    return validate(name, _parse_yaml(name, text))
+    try:
+        return validate(name, _parse_yaml(name, text))
+    except MatrixError:
+        raise
+    except (RecursionError, MemoryError) as exc:
+        # a document nested or aliased beyond what the parser or the validator can hold
+        raise MatrixError(name, "", f"too deeply nested or too large to read ({type(exc).__name__})") from None
+    except Exception as exc:  # the contract: any bad file is a MatrixError, never a crash
+        raise MatrixError(name, "", f"cannot be read as a matrix: {type(exc).__name__}: {exc}") from None
 
 
 def _parse_yaml(name: str, text: str) -> Any:

@@ -818,10 +818,11 @@ def install_steps(release: Release, feed: Feed | None, version: str, *,
 
 
 def plain_command(steps: tuple[PackageStep, ...]) -> str:
-    """The steps as bare ``pip`` commands, for ``ortdoctor matrix`` (no environment to name)."""
-    words = [" ".join(["pip", s.verb, *(f'"{a}"' if "[" in a or "<" in a or ">" in a else a for a in s.args)])
-             for s in steps]
-    return " && ".join(words)
+    """The steps as bare ``pip`` commands, for ``ortdoctor matrix`` (no environment to name), each quoted
+    by :mod:`ortdoctor.core.shell`."""
+    from ortdoctor.core.shell import posix_join
+
+    return " && ".join(posix_join(["pip", s.verb, *s.args]) for s in steps)
 
 
 def python_line(version: str | None) -> str | None:

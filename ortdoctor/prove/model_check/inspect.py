@@ -6,9 +6,11 @@ symbolic (they rule out CUDA graphs), the control-flow ops (If/Loop/Scan, also i
 quantized ops, how many bytes of weights it carries and whether the external data files it points at
 exist at all.
 
-The reader below walks the protobuf wire format directly over a memory map: length-delimited fields that
-are not needed (raw tensor data, doc strings) are skipped by their length and never copied, so a model of
-several gigabytes costs a few page faults. Field numbers come from ``onnx/onnx.proto``.
+The reader below walks the protobuf wire format directly, reading with ``pread`` only the spans it parses
+(into private copies, never a memory map a writer could shrink under it): length-delimited fields that
+are not needed (raw tensor data, doc strings) are skipped by their length and never read, so a model of
+several gigabytes costs a few small reads per initializer. External data files are only looked at
+(``stat``), never read. Field numbers come from ``onnx/onnx.proto``.
 
 A file that is not a model, or stops in the middle of a field, becomes a :class:`ModelInspection` with
 ``problem`` set (``"invalid"``, ``"truncated"``, ``"unreadable"``), never an exception.
@@ -16,7 +18,6 @@ A file that is not a model, or stops in the middle of a field, becomes a :class:
 
 from __future__ import annotations
 
-import mmap
 import os
 import stat
 from collections import Counter
@@ -125,9 +126,73 @@ class ModelInspection:
 
 
 # --------------------------------------------------------------------------------------------------
+# The file: private copies of the spans walked, never a mapping
+# --------------------------------------------------------------------------------------------------
+# A map of the file would die of SIGBUS (which Python cannot catch) on a page past the end of a file that
+# an exporter truncates and rewrites while the check runs. The walk reads the bytes it parses with pread
+# instead: a window at a time, skipping the payloads (raw tensor data) it does not need by their length.
+_HEAD = 20  # a field's key and its varint value or length: at most ten bytes each
+_WINDOW = 16 * 1024  # read ahead from a field's start: a graph's nodes come many to a window
+_WINDOWS = 8  # windows kept: an initializer is walked three times, each walk reads at both its ends
+_CHUNK = 1024 * 1024  # a long packed field is counted a chunk at a time
+_MAX_DIMS = 1024  # a tensor's rank; ONNX exporters write a handful
+_HIGH_BIT = bytes(range(0x80, 0x100))
+_pread = getattr(os, "pread", None)  # POSIX; Windows seeks and reads
+
+
+class _Changed(Exception):
+    """The file is shorter than when the walk began: it is being rewritten."""
+
+
+class _Source:
+    """The model file's bytes, read on demand into private copies."""
+
+    __slots__ = ("_base", "_data", "_fd", "_size", "_windows")
+
+    def __init__(self, fd: int, size: int) -> None:
+        self._fd = fd
+        self._size = size
+        self._windows: dict[int, bytes] = {}  # file offset -> the bytes read there, oldest first
+        self._base = 0
+        self._data = b""  # the window served last (most lookups fall in it)
+
+    def view(self, start: int, stop: int) -> tuple[bytes, int]:
+        """Bytes that hold the file's ``[start, stop)`` and the file offset of their first byte."""
+        data, base = self._data, self._base
+        if base <= start and stop <= base + len(data):
+            return data, base
+        for base, data in self._windows.items():
+            if base <= start and stop <= base + len(data):
+                self._data, self._base = data, base
+                return data, base
+        data = self.read(start, max(stop, start + _WINDOW), need=stop - start)
+        if len(data) <= 4 * _WINDOW:  # a long text field is used once: not kept
+            if len(self._windows) >= _WINDOWS:
+                del self._windows[next(iter(self._windows))]
+            self._windows[start] = data
+            self._data, self._base = data, start
+        return data, start
+
+    def read(self, start: int, stop: int, need: int) -> bytes:
+        """Up to ``[start, stop)`` of the file (not past its size at the start), at least ``need`` bytes."""
+        size = min(stop, self._size) - start
+        if size <= 0:
+            data = b""
+        elif _pread is not None:
+            data = _pread(self._fd, size, start)
+        else:
+            os.lseek(self._fd, start, os.SEEK_SET)
+            data = os.read(self._fd, size)
+        if len(data) < need:
+            raise _Changed(f"the file ends at {start + len(data)} bytes, not {self._size}")
+        return data
+
+
+# --------------------------------------------------------------------------------------------------
 # Wire format
 # --------------------------------------------------------------------------------------------------
-def _read_varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """The varint at ``buf[pos]`` (not reaching ``end``) and the position after it."""
     result = 0
     shift = 0
     while True:
@@ -143,30 +208,42 @@ def _read_varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
             raise _Malformed("varint longer than ten bytes")
 
 
-def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, Any]]:
-    """Yield ``(field_number, wire_type, value)``; LEN values are ``(start, end)`` offsets, not copies."""
-    pos = start
-    while pos < end:
-        key, pos = _read_varint(buf, pos, end)
+def _fields(src: _Source, start: int, end: int) -> Iterator[tuple[int, int, Any]]:
+    """Yield ``(field_number, wire_type, value)``; LEN values are ``(start, end)`` file offsets, not copies.
+
+    Only the keys, varints and lengths are read: a window holding the next field's head is fetched when
+    the one in hand ends before it, so a skipped payload is never read."""
+    data, base = src._data, src._base  # the window in hand, asked for without a call: messages are many
+    if not (base <= start and min(end, start + _HEAD) <= base + len(data)):
+        data, base = src.view(start, min(end, start + _HEAD))
+    limit = min(end, base + len(data)) - base  # data[:limit] is in hand
+    pos = start - base  # positions are local to data; base + pos is the file offset
+    stop = end - base
+    while pos < stop:
+        if pos + _HEAD > limit and limit < stop:
+            at = base + pos
+            data, base = src.view(at, min(end, at + _HEAD))
+            limit, pos, stop = min(end, base + len(data)) - base, at - base, end - base
+        key, pos = _read_varint(data, pos, limit)
         number, wire = key >> 3, key & 7
         if number == 0:
             raise _Malformed("field number 0")
         if wire == _VARINT:
-            value, pos = _read_varint(buf, pos, end)
+            value, pos = _read_varint(data, pos, limit)
             yield number, wire, value
         elif wire == _LEN:
-            length, pos = _read_varint(buf, pos, end)
-            if pos + length > end:
+            length, pos = _read_varint(data, pos, limit)
+            if pos + length > stop:
                 raise _Truncated
-            yield number, wire, (pos, pos + length)
+            yield number, wire, (base + pos, base + pos + length)
             pos += length
         elif wire == _I64:
-            if pos + 8 > end:
+            if pos + 8 > stop:
                 raise _Truncated
             yield number, wire, None
             pos += 8
         elif wire == _I32:
-            if pos + 4 > end:
+            if pos + 4 > stop:
                 raise _Truncated
             yield number, wire, None
             pos += 4
@@ -174,13 +251,38 @@ def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, A
             raise _Malformed(f"wire type {wire} in field {number}")
 
 
-def _text(buf: memoryview, span: tuple[int, int]) -> str:
-    return bytes(buf[span[0] : span[1]]).decode("utf-8", errors="replace")
+def _text(src: _Source, span: tuple[int, int]) -> str:
+    start, stop = span
+    data, base = src._data, src._base  # the window in hand, asked for without a call: names are many
+    if not (base <= start and stop <= base + len(data)):
+        data, base = src.view(start, stop)
+    return data[start - base : stop - base].decode("utf-8", errors="replace")
 
 
-def _packed_count(buf: memoryview, span: tuple[int, int]) -> int:
-    """Number of varints in a packed repeated field."""
-    return sum(1 for i in range(span[0], span[1]) if not buf[i] & 0x80)
+def _packed_count(src: _Source, span: tuple[int, int]) -> int:
+    """Number of varints in a packed repeated field (each ends with a byte whose high bit is clear)."""
+    count = 0
+    for at in range(span[0], span[1], _CHUNK):
+        stop = min(span[1], at + _CHUNK)
+        count += len(src.read(at, stop, need=stop - at).translate(None, _HIGH_BIT))
+    return count
+
+
+def _packed_dims(src: _Source, span: tuple[int, int], dims: list[int]) -> None:
+    """Append the varints of a packed ``dims`` field to ``dims``."""
+    if span[1] - span[0] > 10 * _MAX_DIMS:
+        raise _Malformed("more dimensions than any tensor has")
+    data, base = src.view(*span)
+    pos, end = span[0] - base, span[1] - base
+    while pos < end:
+        d, pos = _read_varint(data, pos, end)
+        dims.append(d)
+
+
+def _add_dim(dims: list[int], value: int) -> None:
+    if len(dims) >= _MAX_DIMS:
+        raise _Malformed("more dimensions than any tensor has")
+    dims.append(value)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -190,7 +292,7 @@ def _packed_count(buf: memoryview, span: tuple[int, int]) -> int:
 class _Walk:
     """State shared while walking one model: counters filled by the message readers below."""
 
-    buf: memoryview
+    src: _Source
     model_dir: str
     op_types: Counter[str] = field(default_factory=Counter)
     subgraph_op_types: Counter[str] = field(default_factory=Counter)
@@ -217,35 +319,35 @@ def _read_node(w: _Walk, span: tuple[int, int], depth: int) -> _Node:
     node = _Node()
     subgraphs: list[tuple[int, int]] = []
     constant_value: TensorInfo | None = None
-    for number, wire, value in _fields(w.buf, *span):
+    for number, wire, value in _fields(w.src, *span):
         if wire != _LEN:
             continue
         if number == 1:
-            node.inputs.append(_text(w.buf, value))
+            node.inputs.append(_text(w.src, value))
         elif number == 2:
-            node.outputs.append(_text(w.buf, value))
+            node.outputs.append(_text(w.src, value))
         elif number == 3:
-            node.name = _text(w.buf, value)
+            node.name = _text(w.src, value)
         elif number == 4:
-            node.op_type = _text(w.buf, value)
+            node.op_type = _text(w.src, value)
         elif number == 7:
-            node.domain = _text(w.buf, value)
+            node.domain = _text(w.src, value)
         elif number == 5:  # AttributeProto{name=1, f=2, i=3, t=5, g=6, floats=7, ints=8, graphs=11}
             a_name = ""
             a_int: int | None = None
             a_tensor: TensorInfo | None = None
             a_list = 0  # elements of floats/ints (a Constant's value_floats / value_ints)
-            for a_num, a_wire, a_val in _fields(w.buf, *value):
+            for a_num, a_wire, a_val in _fields(w.src, *value):
                 if a_wire == _LEN and a_num in (6, 11):
                     subgraphs.append(a_val)
                 elif a_wire == _LEN and a_num == 1:
-                    a_name = _text(w.buf, a_val)
+                    a_name = _text(w.src, a_val)
                 elif a_wire == _VARINT and a_num == 3:
                     a_int = a_val if a_val < (1 << 63) else a_val - (1 << 64)
                 elif a_wire == _LEN and a_num == 5:
-                    a_tensor = _tensor_info(w.buf, a_val)
+                    a_tensor = _tensor_info(w.src, a_val)
                 elif a_num == 8:
-                    a_list += _packed_count(w.buf, a_val) if a_wire == _LEN else 1
+                    a_list += _packed_count(w.src, a_val) if a_wire == _LEN else 1
                 elif a_num == 7:
                     a_list += (a_val[1] - a_val[0]) // 4 if a_wire == _LEN else 1
             if a_int is not None:
@@ -261,18 +363,15 @@ def _read_node(w: _Walk, span: tuple[int, int], depth: int) -> _Node:
     return node
 
 
-def _tensor_info(buf: memoryview, span: tuple[int, int]) -> TensorInfo:
+def _tensor_info(src: _Source, span: tuple[int, int]) -> TensorInfo:
     """TensorProto{dims=1, data_type=2}: the type and shape only."""
     dims: list[int] = []
     data_type = 0
-    for number, wire, value in _fields(buf, *span):
+    for number, wire, value in _fields(src, *span):
         if number == 1 and wire == _VARINT:
-            dims.append(value)
+            _add_dim(dims, value)
         elif number == 1 and wire == _LEN:  # packed dims
-            pos, end = value
-            while pos < end:
-                d, pos = _read_varint(buf, pos, end)
-                dims.append(d)
+            _packed_dims(src, value, dims)
         elif number == 2 and wire == _VARINT:
             data_type = value
     return TensorInfo(DATA_TYPES.get(data_type, (f"type{data_type}", 0))[0] if data_type else None, tuple(dims))
@@ -286,28 +385,25 @@ def _tensor_bytes(w: _Walk, span: tuple[int, int]) -> None:
     inline = 0
     external: dict[str, str] = {}
     location_external = False
-    for number, wire, value in _fields(w.buf, *span):
+    for number, wire, value in _fields(w.src, *span):
         if number == 1:
             if wire == _VARINT:
-                dims.append(value)
+                _add_dim(dims, value)
             elif wire == _LEN:  # packed dims
-                pos, end = value
-                while pos < end:
-                    d, pos = _read_varint(w.buf, pos, end)
-                    dims.append(d)
+                _packed_dims(w.src, value, dims)
         elif number == 2 and wire == _VARINT:
             data_type = value
         elif number == 8 and wire == _LEN:
-            name = _text(w.buf, value)
+            name = _text(w.src, value)
         elif number in (4, 5, 6, 7, 9, 10, 11) and wire == _LEN:
             inline += value[1] - value[0]
         elif number == 13 and wire == _LEN:  # StringStringEntryProto{key=1, value=2}
             key = val = ""
-            for e_num, e_wire, e_val in _fields(w.buf, *value):
+            for e_num, e_wire, e_val in _fields(w.src, *value):
                 if e_wire == _LEN and e_num == 1:
-                    key = _text(w.buf, e_val)
+                    key = _text(w.src, e_val)
                 elif e_wire == _LEN and e_num == 2:
-                    val = _text(w.buf, e_val)
+                    val = _text(w.src, e_val)
             external[key] = val
         elif number == 14 and wire == _VARINT:
             location_external = value == 1
@@ -350,38 +446,38 @@ def _check_external(model_dir: str, tensor: str, location: str, offset: int, len
     return ExternalRef(tensor, location, path, exists=True, length=length)
 
 
-def _read_value_info(buf: memoryview, span: tuple[int, int]) -> InputInfo:
+def _read_value_info(src: _Source, span: tuple[int, int]) -> InputInfo:
     name = ""
     dtype: str | None = None
     shape: list[int | str | None] | None = None
-    for number, wire, value in _fields(buf, *span):
+    for number, wire, value in _fields(src, *span):
         if number == 1 and wire == _LEN:
-            name = _text(buf, value)
+            name = _text(src, value)
         elif number == 2 and wire == _LEN:  # TypeProto{tensor_type=1}
-            for t_num, t_wire, t_val in _fields(buf, *value):
+            for t_num, t_wire, t_val in _fields(src, *value):
                 if t_num != 1 or t_wire != _LEN:
                     continue
-                for tt_num, tt_wire, tt_val in _fields(buf, *t_val):  # Tensor{elem_type=1, shape=2}
+                for tt_num, tt_wire, tt_val in _fields(src, *t_val):  # Tensor{elem_type=1, shape=2}
                     if tt_num == 1 and tt_wire == _VARINT:
                         dtype = DATA_TYPES.get(tt_val, (f"type{tt_val}", 0))[0]
                     elif tt_num == 2 and tt_wire == _LEN:
                         shape = []
-                        for d_num, d_wire, d_val in _fields(buf, *tt_val):
+                        for d_num, d_wire, d_val in _fields(src, *tt_val):
                             if d_num == 1 and d_wire == _LEN:
-                                shape.append(_read_dim(buf, d_val))
+                                shape.append(_read_dim(src, d_val))
     dims = tuple(shape) if shape is not None else None
     dynamic = tuple(i for i, d in enumerate(dims or ()) if not isinstance(d, int))
     return InputInfo(name=name, dtype=dtype, shape=dims, dynamic_dims=dynamic)
 
 
-def _read_dim(buf: memoryview, span: tuple[int, int]) -> int | str | None:
+def _read_dim(src: _Source, span: tuple[int, int]) -> int | str | None:
     """Dimension{dim_value=1, dim_param=2}: a fixed size, a symbol, or None (unknown)."""
-    for number, wire, value in _fields(buf, *span):
+    for number, wire, value in _fields(src, *span):
         if number == 1 and wire == _VARINT:
             dim = int(value)
             return dim if dim < (1 << 63) else dim - (1 << 64)
         if number == 2 and wire == _LEN:
-            return _text(buf, value)
+            return _text(src, value)
     return None
 
 
@@ -400,7 +496,7 @@ def _read_graph(w: _Walk, span: tuple[int, int], depth: int) -> _Graph:
     if depth > _MAX_NESTING:
         raise _Malformed("subgraphs nested deeper than any exporter writes")
     g = _Graph()
-    for number, wire, value in _fields(w.buf, *span):
+    for number, wire, value in _fields(w.src, *span):
         if wire != _LEN:
             continue
         if number == 1:
@@ -413,31 +509,31 @@ def _read_graph(w: _Walk, span: tuple[int, int], depth: int) -> _Graph:
             if node.op_type in CONTROL_FLOW_OPS and node.domain in ("", "ai.onnx"):
                 w.control_flow.append(f"{node.op_type} ({node.name or 'unnamed'})")
         elif number == 2:
-            g.name = _text(w.buf, value)
+            g.name = _text(w.src, value)
         elif number == 5:
-            name = _initializer_name(w.buf, value)
+            name = _initializer_name(w.src, value)
             g.initializers.add(name)
             if depth == 0:
-                g.initializer_infos[name] = _tensor_info(w.buf, value)
+                g.initializer_infos[name] = _tensor_info(w.src, value)
             _tensor_bytes(w, value)
         elif number == 11 and depth == 0:
-            g.inputs.append(_read_value_info(w.buf, value))
+            g.inputs.append(_read_value_info(w.src, value))
         elif number == 12 and depth == 0:
-            g.output_infos.append(_read_value_info(w.buf, value))
+            g.output_infos.append(_read_value_info(w.src, value))
             g.outputs.append(g.output_infos[-1].name)
     return g
 
 
-def _initializer_name(buf: memoryview, span: tuple[int, int]) -> str:
-    for number, wire, value in _fields(buf, *span):
+def _initializer_name(src: _Source, span: tuple[int, int]) -> str:
+    for number, wire, value in _fields(src, *span):
         if number == 8 and wire == _LEN:
-            return _text(buf, value)
+            return _text(src, value)
     return ""
 
 
 def _read_function(w: _Walk, span: tuple[int, int]) -> None:
     """FunctionProto{node=7}: local functions are inlined by onnxruntime, so their ops count too."""
-    for number, wire, value in _fields(w.buf, *span):
+    for number, wire, value in _fields(w.src, *span):
         if number == 7 and wire == _LEN:
             node = _read_node(w, value, 1)
             w.node_count_all += 1
@@ -449,7 +545,11 @@ def _read_function(w: _Walk, span: tuple[int, int]) -> None:
 # Entry point
 # --------------------------------------------------------------------------------------------------
 def inspect_model(path: str | os.PathLike[str]) -> ModelInspection:
-    """Read ``path``'s header; never raises for a bad file (see ``problem``)."""
+    """Read ``path``'s header; never raises for a bad file (see ``problem``).
+
+    A file that changes while it is read (an exporter rewriting it in place) is reported as unreadable,
+    "the file changed while it was read", and the check can simply run again.
+    """
     path = os.path.abspath(os.fspath(path))
     try:
         # O_NONBLOCK: opening a FIFO named like a model must not wait forever for a writer; what is
@@ -465,41 +565,52 @@ def inspect_model(path: str | os.PathLike[str]) -> ModelInspection:
             size = st.st_size
             if size == 0:
                 return ModelInspection(path=path, problem="invalid", problem_detail="the file is empty")
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                view = memoryview(mapped)
-                try:
-                    return _inspect_bytes(path, size, view)
-                finally:
-                    view.release()
+            try:
+                found: ModelInspection | None = _inspect_bytes(path, size, _Source(fh.fileno(), size))
+            except _Changed:
+                found = None
+            now = os.fstat(fh.fileno())
+            if found is None or (now.st_size, now.st_mtime_ns) != (size, st.st_mtime_ns):
+                # what was read may mix the old file and the new one: nothing of it is reported
+                sizes = f"{size} bytes when the check began, {now.st_size} now"
+                return ModelInspection(path=path, file_bytes=size, problem="unreadable",
+                                       problem_detail=f"the file changed while it was read ({sizes}); "
+                                       "run the check again once it is written")
+            return found
     except IsADirectoryError:
         return ModelInspection(path=path, problem="unreadable", problem_detail="is a directory, not a file")
     except OSError as exc:
         return ModelInspection(path=path, problem="unreadable", problem_detail=f"{exc.strerror or exc}")
+    except ValueError as exc:  # a path holding a NUL
+        return ModelInspection(path=path, problem="unreadable", problem_detail=str(exc))
+    except (MemoryError, RecursionError) as exc:
+        return ModelInspection(path=path, problem="unreadable",
+                               problem_detail=f"too large or too deeply nested to inspect ({type(exc).__name__})")
 
 
-def _inspect_bytes(path: str, size: int, buf: memoryview) -> ModelInspection:
-    w = _Walk(buf=buf, model_dir=os.path.dirname(path))
+def _inspect_bytes(path: str, size: int, src: _Source) -> ModelInspection:
+    w = _Walk(src=src, model_dir=os.path.dirname(path))
     ir_version: int | None = None
     producer = producer_version = ""
     opsets: dict[str, int] = {}
     graph: _Graph | None = None
     seen: list[int] = []
     try:
-        for number, wire, value in _fields(buf, 0, size):
+        for number, wire, value in _fields(src, 0, size):
             seen.append(number)
             if number == 1 and wire == _VARINT:
                 ir_version = value
             elif number == 2 and wire == _LEN:
-                producer = _text(buf, value)
+                producer = _text(src, value)
             elif number == 3 and wire == _LEN:
-                producer_version = _text(buf, value)
+                producer_version = _text(src, value)
             elif number == 7 and wire == _LEN:
                 graph = _read_graph(w, value, 0)
             elif number == 8 and wire == _LEN:  # OperatorSetIdProto{domain=1, version=2}
                 domain, version = "", 0
-                for o_num, o_wire, o_val in _fields(buf, *value):
+                for o_num, o_wire, o_val in _fields(src, *value):
                     if o_num == 1 and o_wire == _LEN:
-                        domain = _text(buf, o_val)
+                        domain = _text(src, o_val)
                     elif o_num == 2 and o_wire == _VARINT:
                         version = o_val
                 opsets["" if domain == "ai.onnx" else domain] = version

@@ -1,0 +1,86 @@
+"""The reports print fixes to paste: the first block is the merged plan `ortdoctor fix` runs (so one paste
+fixes every package finding in one round), each finding's commands stand on lines of their own, and the
+prose is apart from them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from ortdoctor.core.facts import OrtDistribution
+from ortdoctor.core.shell import render_all
+from ortdoctor.decide.fixes import Installer
+from ortdoctor.report.fix_block import first_fix
+from ortdoctor.report.json_report import dumps
+from ortdoctor.report.markdown import render as render_markdown
+from ortdoctor.report.text import render
+from tests.support.report_schema import validate  # type: ignore[attr-defined]
+from tests.test_diagnose import SITE, full_plan, healthy_env, lib, ort_gpu, python_info
+from tests.test_report import make_report
+
+USER_SITE = "/home/u/.local/lib/python3.11/site-packages"
+BASE = "/usr/bin/python3.11"
+
+
+def _two_package_findings():  # type: ignore[no-untyped-def]
+    """A --user CPU copy shadowed by the venv's GPU build, which lacks curand: an error and a warning, each
+    fixed by package steps, for two interpreters."""
+    gpu = ort_gpu().distributions[0]
+    cpu = OrtDistribution("onnxruntime", "1.31.1", USER_SITE, f"{USER_SITE}/onnxruntime-1.31.1.dist-info")
+    py = python_info(site_dirs=(SITE, USER_SITE), user_site=USER_SITE, base_executable=BASE)
+    env = healthy_env(python=py, ort=ort_gpu(distributions=(gpu, cpu)))
+    return make_report(env, full_plan(curand=lib("curand", "libcurand.so.10", None)))
+
+
+def test_the_first_block_is_the_merged_plan_and_covers_every_package_finding() -> None:
+    report = _two_package_findings()
+    first = first_fix(report)
+    assert first.shown
+    assert {f.id for f in first.plan.fixed} == {"cuda-lib-missing", "ort-multiple-packages"}
+    lines = first.text().splitlines()
+    assert lines[0] == f"{BASE} -m pip uninstall -y onnxruntime"
+    assert lines[1].startswith("/venv/bin/python -m pip install ")
+    # what `ortdoctor fix --yes` runs is the same
+    assert [list(c.argv) for c in first.commands] == first.plan.argvs(Installer.of(report.env.python))
+    text = render(report)
+    block = text.index("Fix: paste these lines")
+    assert block < text.index("[cuda-lib-missing]")
+    for line in lines:
+        assert f"    {line}\n" in text
+    # each finding it covers points at it instead of repeating the commands
+    after = text[text.index("[ort-multiple-packages]"):]
+    assert "fix: in the Fix block above" in after.split("\n\n")[0]
+    # the block pasted whole is valid shell
+    assert subprocess.run(["bash", "-n"], input=first.text(), text=True, check=False).returncode == 0
+
+
+def test_the_json_has_the_merged_block_and_each_findings_commands() -> None:
+    data = json.loads(dumps(_two_package_findings()))
+    validate(data)
+    assert data["fix"]["findings"] == ["cuda-lib-missing", "ort-multiple-packages"]
+    assert data["fix"]["text"].splitlines()[0] == f"{BASE} -m pip uninstall -y onnxruntime"
+    multi = next(f for f in data["findings"] if f["id"] == "ort-multiple-packages")
+    assert multi["steps"] == [{"verb": "uninstall", "args": ["-y", "onnxruntime"], "python": BASE}]
+    assert multi["commands"] == [{"kind": "run", "argv": [BASE, "-m", "pip", "uninstall", "-y", "onnxruntime"],
+                                  "text": f"{BASE} -m pip uninstall -y onnxruntime"}]
+    # the fix text: the command lines, then the prose as comments
+    assert [line for line in multi["fix"].splitlines() if not line.startswith("# ")] == [
+        c["text"] for c in multi["commands"]]
+
+
+def test_markdown_prints_the_merged_block_as_shell() -> None:
+    md = render_markdown(_two_package_findings())
+    assert "```sh\n" in md
+    assert f"{BASE} -m pip uninstall -y onnxruntime" in md
+
+
+def test_a_single_finding_prints_its_own_commands_then_its_prose() -> None:
+    report = make_report(healthy_env(), full_plan(curand=lib("curand", "libcurand.so.10", None)))
+    assert not first_fix(report).shown  # one finding: its own fix is the block
+    f = next(f for f in report.findings if f.id == "cuda-lib-missing")
+    text = render(report)
+    part = text[text.index("[cuda-lib-missing]"):]
+    command = render_all(f.commands)[0]
+    assert f"    fix:\n        {command}\n" in part
+    assert "\n    afterwards: `import ortdoctor.hook`" in part  # prose, not a comment, not in the block
+    assert "then `import" not in text
