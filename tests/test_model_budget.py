@@ -105,6 +105,8 @@ def test_above_the_limit_the_comparison_is_bounded_and_said() -> None:
     assert report.comparison["bounded"] is True
     text = render_model(report)
     assert "the test run is made at sequence length 1" in text
+    assert report.trt is not None  # the TensorRT profile stays around the usual 16 tokens
+    assert "input_ids:1x16" in report.trt.provider_options()["trt_profile_opt_shapes"]
     # a given shape is kept: the user asked for it
     given = check_model(DATA / "bert_optimum.onnx", env=_env(), ep=CPU, host_memory=10 ** 12, compare_limit=1,
                         input_shapes=["input_ids=1x8"])

@@ -90,11 +90,13 @@ def check_model(
                               limit=compare_limit, shapes_given=bool(shapes or files), on_device=ep != CPU_EP,
                               concurrent=concurrent_reference)
     plan, problems, refused = _plan(ins, shapes, files, bounded=compare.bounded)
+    # the TensorRT profile is advised around the usual shapes, not the one-token run of a bounded check
+    served = _plan(ins, shapes, files)[0] if compare.bounded else plan
     not_run = {"problems": problems} if problems else None  # stays the run's record whatever the child does
     static: dict[str, Any] = {
         "ep": ep, "test_inputs": _test_inputs(plan, files),
-        # advice only for shapes that can run (the TensorRT profile is built around the tested shapes)
-        "trt": advise(ins.graph, plan, abspath, env) if ins.graph is not None and plan and not problems else None,
+        # advice only for shapes that can run (every shape set is checked against the model's limits)
+        "trt": advise(ins.graph, served, abspath, env) if ins.graph is not None and served and not problems else None,
         "client": _client(ins, plan, device_id, iobinding) if ep != CPU_EP else None,
         "comparison": compare.to_json()}
     if refused:  # an --input-shape / --input the model cannot run: a usage error, nothing is started
