@@ -14,7 +14,10 @@
 #   - run.inputs_valid true, run.agree true, run.speedup, the largest error per output and its bound
 #     (float32 with TF32: 1e-2; with --provider-option use_tf32=0: 1e-4);
 #   - --iobinding: the same agreement with inputs bound as CUDA OrtValues;
-#   - step 4: what binding host memory as CUDA memory does (the Optimum failure), in a child of its own.
+#   - step 4: what binding host memory as CUDA memory does (the Optimum failure), in a child of its own;
+#   - step 5: bench/bench_model_check.py's ratio and peak host memory (targets: <= 1.5x, <= 1.3x the
+#     model; set BIG_MODEL to a multi-GB fp16 decoder export to measure the case that matters);
+#   - step 6: every TensorRT min/opt/max shape set of every fixture runs ("ok").
 set -u
 ROOT=$(pwd)
 OUT=${OUT:?set OUT}
@@ -86,7 +89,35 @@ except Exception as exc:
     print(type(exc).__name__, exc)
 EOF"
 
-say "5. The Python summary"
+say "5. The cost of the proof: check --model against a hand-written proof (wall time, peak host memory)"
+run "$PY $ROOT/bench/bench_model_check.py --make-medium $OUT/medium"
+for f in $M/gpt2_with_past.onnx $OUT/medium/medium.onnx ${BIG_MODEL:-}; do  # BIG_MODEL: a multi-GB fp16 decoder
+  run "$PY $ROOT/bench/bench_model_check.py --ep cuda --runs 3 --sitedirs $ORTGPU --model $f"
+done
+
+say "6. Every advised shape set runs: the TensorRT profile's min/opt/max of each fixture on the CUDA EP"
+run "$PY - <<'EOF'
+import onnxruntime as ort
+from ortdoctor.prove.model_check.inspect import inspect_model
+from ortdoctor.prove.model_check.shape_subgraph import propose_inputs
+from ortdoctor.prove.model_check.synthetic_feeds import materialise
+from ortdoctor.prove.model_check.trt_profile import advise
+for m in '$MODELS'.split():
+    path = '$M/' + m + '.onnx'
+    graph = inspect_model(path).graph
+    plan = propose_inputs(graph)
+    advice = advise(graph, plan, path)
+    s = ort.InferenceSession(path, providers=['CUDAExecutionProvider', 'CPUExecutionProvider'])
+    for pick in ('min', 'opt', 'max'):
+        shapes = {**{i.name: i.shape for i in plan.inputs}, **{p.name: getattr(p, pick) for p in advice.profiles}}
+        try:
+            s.run(None, materialise(propose_inputs(graph, shapes=shapes).to_json()))
+            print(m, pick, 'ok')
+        except Exception as exc:
+            print(m, pick, 'FAILED', exc)
+EOF"
+
+say "7. The Python summary"
 run "$PY - <<'EOF'
 import json, glob, os
 for path in sorted(glob.glob('$J/*.json')):

@@ -125,6 +125,8 @@ def _corpus(p: dict[str, str]) -> list[list[str]]:
         ["--model", p["file"]], ["--model", p["missing"]], ["--model", p["dir"]], ["--model", ""],
         ["--model", p["unreadable"]], ["--model", p["file"], "--input-shape", "x=1x3", "--input", "x=a.npy"],
         ["--input-shape", "x=1"], ["--input", "x=a.npy", "--input", "y=b.npy"],
+        ["--model", p["file"], "--compare-limit", "8"], ["--compare-limit", "0.5"], ["--compare-limit", "0"],
+        ["--compare-limit", "-1"], ["--compare-limit", "x"],
         ["-h"], ["--help"], ["--json", "--help"], ["-qv"], ["-q=1"], ["--json=1"], ["--json="], ["--"], ["--", "--json"],
         ["extra"], ["--unknown"], ["--no-smok"], ["-"], ["--no-smoke", "-x"], ["--debug", "--debug"],
     ]
@@ -145,7 +147,8 @@ def test_the_fast_parser_takes_the_usual_command_lines(paths: dict[str, str]) ->
              ["--strict", "-v"], ["--device-id", "1", "--timeout", "30"], ["--provider", "tensorrt"],
              ["--provider-option", "trt_fp16_enable=1", "--provider-option", "a=b"], ["--directory", ""],
              ["--matrix", paths["matrix"]], ["--python", "/usr/bin/python3"],
-             ["--model", paths["file"], "--input-shape", "x=1x3x224x224", "--input", "x=a.npy"]]
+             ["--model", paths["file"], "--input-shape", "x=1x3x224x224", "--input", "x=a.npy"],
+             ["--model", paths["file"], "--compare-limit", "8"]]
     for argv in usual:
         assert parse(argv) is not None, argv
     for doubtful in (["-h"], ["--help"], ["-qv"], ["--provider-option", "novalue"], ["--model", paths["missing"]],

@@ -74,6 +74,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(("--model",), "model_path", EXISTING_FILE, None),
     Option(("--input-shape",), "input_shapes", TEXT, (), multiple=True),
     Option(("--input",), "model_inputs", TEXT, (), multiple=True),
+    Option(("--compare-limit",), "compare_limit", POSITIVE, None),
 )
 
 _BY_OPT = {opt: option for option in OPTIONS for opt in option.opts}

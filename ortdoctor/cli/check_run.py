@@ -73,6 +73,7 @@ def execute(
     model_path: str | None,
     input_shapes: tuple[str, ...],
     model_inputs: tuple[str, ...],
+    compare_limit: float | None = None,
 ) -> int:
     """Run `ortdoctor check` with these parameters (those of the click command); the exit code
     (`core/exitcodes.py`). A usage error is written to stderr and returns 2; a malformed ``provider_options``
@@ -98,6 +99,8 @@ def execute(
     shapes: dict[str, tuple[int, ...]] = {}
     if input_shapes and model_path is None:
         return _usage_error("--input-shape needs --model")
+    if compare_limit is not None and model_path is None:
+        return _usage_error("--compare-limit needs --model")
     if input_shapes:
         from ortdoctor.prove.model_check.inspect import parse_input_shapes
 
@@ -123,7 +126,8 @@ def execute(
                            smoke_provider_options=options, smoke_iobinding=iobinding, smoke_cuda_graph=cuda_graph,
                            smoke_placement=placement, smoke_timeout=timeout, smoke_provider=provider,
                            model=model_path, input_shapes=shapes, model_cuda_graph=cuda_graph,
-                           model_timeout=timeout if timeout != 60.0 else 120.0, model_provider_options=options, model_inputs=files, model_iobinding=iobinding)
+                           model_timeout=timeout if timeout != 60.0 else 120.0, model_provider_options=options, model_inputs=files, model_iobinding=iobinding,
+                           model_compare_limit=None if compare_limit is None else int(compare_limit * 1024 ** 3))
     except MatrixError as exc:
         return _usage_error(f"bad matrix file: {exc}")
     except DirectoryError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
@@ -117,7 +117,10 @@ def session_error_findings(error: str, ins: ModelInspection | None, ort_version:
 
 
 def placement_findings(p: Placement, child: Mapping[str, Any], ins: ModelInspection | None, *,
-                       cuda_graph: bool) -> list[Finding]:
+                       cuda_graph: bool, environment_errors: Sequence[str] = ()) -> list[Finding]:
+    """``environment_errors``: the ids of the environment's error findings in the same report. When the
+    CUDA EP is missing and they already say why, ``model-not-on-gpu`` is a note pointing at them (one
+    headline cause), not a second error with the same cause."""
     out: list[Finding] = []
     providers = list(child.get("providers") or ())
     if p.ep == CPU_EP:  # the CPU EP under test (no GPU here): nothing can fall back from it
@@ -131,10 +134,19 @@ def placement_findings(p: Placement, child: Mapping[str, Any], ins: ModelInspect
         if CUDA_EP not in available:
             why = (f" This onnxruntime {child.get('ort_version') or ''} has no CUDA EP at all "
                    f"(available: {', '.join(available)}).")
-        out.append(make_finding("model-not-on-gpu",
-                      f"The session for {child.get('model')} runs on {providers or 'no provider'}; all "
-                      f"{p.total} node(s) are on the CPU, so nothing here says which nodes the GPU would "
-                      f"take.{why}"))
+        detail = (f"The session for {child.get('model')} runs on {providers or 'no provider'}; all "
+                  f"{p.total} node(s) are on the CPU, so nothing here says which nodes the GPU would take.{why}")
+        if environment_errors:
+            causes = ", ".join(dict.fromkeys(environment_errors))
+            out.append(make_finding("model-not-on-gpu", detail + f" The cause is the environment's ({causes}).",
+                                    severity="info",
+                                    title="the model ran on the CPU because of the environment's error",
+                                    fix=f"Fix the environment first ({causes} in this report); then the model "
+                                    "check shows the GPU placement."))
+        else:
+            out.append(make_finding("model-not-on-gpu", detail,
+                                    fix="Make the CUDA EP load first (onnxruntime's reason is quoted here; the "
+                                    "environment part of `ortdoctor check` lists the libraries it needs)."))
         if ins is not None and ins.quantized_ops:
             ops = ", ".join(f"{op} x{n}" for op, n in ins.quantized_ops.items())
             out.append(make_finding("model-quantized-ops-on-cpu", severity="info",
@@ -283,7 +295,10 @@ def run_findings(run: Mapping[str, Any] | None, *, ep: str = CUDA_EP, given: Map
     if not run:
         return []
     if run.get("problems"):
-        return [make_finding("model-run-failed", "Not run: " + "; ".join(run["problems"]) + ".")]
+        # nothing ran, so there is no onnxruntime message to read: the fix is the inputs'
+        return [make_finding("model-run-failed", "Not run: " + "; ".join(run["problems"]) + ".",
+                             fix="Give the input's shape with --input-shape NAME=D1xD2 or its values with "
+                             "--input NAME=file.npy.")]
     cpu, device = run.get("cpu") or {}, run.get("ep") or {}
     out: list[Finding] = []
     if run.get("inputs_valid") is False:
@@ -316,6 +331,20 @@ def run_findings(run: Mapping[str, Any] | None, *, ep: str = CUDA_EP, given: Map
                                 f"tolerance between the {_short(ep)} EP and the CPU EP: "
                                 + "; ".join(_difference(o) for o in differ[:6]) + "."))
     return out
+
+
+def refused_shapes_finding(refused: Sequence[str], shapes: Mapping[str, Sequence[int]],
+                           files: Mapping[str, str]) -> Finding:
+    """The given ``--input-shape`` / ``--input`` make a shape set the model cannot run (its own limits:
+    a position table, a static dimension, a shared symbol); nothing was run."""
+    given = [f"--input-shape {n}={'x'.join(str(d) for d in v)}" for n, v in shapes.items()]
+    given += [f"--input {n}={path}" for n, path in files.items()]
+    return make_finding("model-inputs-invalid", severity="error",
+                        title="the given input shapes cannot run on this model",
+                        detail=f"{', '.join(given) or 'The given inputs'}: " + "; ".join(refused) + ". Nothing "
+                        "was run, and no TensorRT profile is advised for these shapes.",
+                        fix="Give shapes inside the model's limits named above (e.g. a shorter sequence), or "
+                        "real inputs of such shapes with --input NAME=file.npy.")
 
 
 def _difference(o: Mapping[str, Any]) -> str:
@@ -357,6 +386,7 @@ __all__ = [
     "make_finding",
     "memory_findings",
     "placement_findings",
+    "refused_shapes_finding",
     "run_findings",
     "session_error_findings",
     "structure_findings",

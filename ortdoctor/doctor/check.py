@@ -79,6 +79,7 @@ class CheckOptions:
     model_provider_options: Mapping[str, str] | None = None
     model_inputs: Mapping[str, str] | Iterable[str] | None = None  # {name: file.npy}: real data
     model_iobinding: bool = False  # bind device OrtValues, as Optimum and other clients do
+    model_compare_limit: int | None = None  # bytes; above it the proof's test run is bounded (budget.py)
 
     @property
     def import_path(self) -> tuple[str, ...] | None:
@@ -179,7 +180,9 @@ class _Check:
                 os.fspath(opts.model), input_shapes=shapes, device_id=opts.device_id, cuda_graph=opts.model_cuda_graph,
                 timeout=opts.model_timeout, env=None if opts.environ is None else dict(opts.environ),
                 import_path=opts.import_path, python=opts.interpreter, driver=env.driver,
-                provider_options=opts.model_provider_options, input_files=files, iobinding=opts.model_iobinding)
+                provider_options=opts.model_provider_options, input_files=files, iobinding=opts.model_iobinding,
+                environment_errors=[f.id for f in findings if f.severity == "error"],
+                compare_limit=opts.model_compare_limit)
             findings = sorted([*findings, *model_report.findings], key=_severity_rank)
             self.timings["model"] = _ms(t)
         self.timings["total"] = _ms(t0)

@@ -21,12 +21,14 @@ from typing import Any
 
 from ortdoctor.core.facts import DriverInfo, Finding
 from ortdoctor.diagnose import model as mf
+from ortdoctor.prove.model_check.budget import BOUNDED_SEQUENCE, available_host_memory, plan_comparison
 from ortdoctor.prove.model_check.compare import QUANTIZED
 from ortdoctor.prove.model_check.given_inputs import headers, parse_input_files
 from ortdoctor.prove.model_check.inspect import ModelInspection, inspect_model, normalise_input_shapes
 from ortdoctor.prove.model_check.placement import CPU_EP, CUDA_EP, summarise_placement
 from ortdoctor.prove.model_check.runner import ChildOutcome, run_child
-from ortdoctor.prove.model_check.shape_subgraph import SyntheticPlan, propose_inputs
+from ortdoctor.prove.model_check.shape_limits import position_limits, shape_problems
+from ortdoctor.prove.model_check.shape_subgraph import Defaults, SyntheticPlan, propose_inputs
 from ortdoctor.prove.model_check.trt_profile import advise
 from ortdoctor.report.model import ModelReport
 
@@ -48,6 +50,10 @@ def check_model(
     python: str | None = None,
     import_path: Sequence[str] | None = None,
     ep: str = CUDA_EP,
+    environment_errors: Sequence[str] = (),
+    compare_limit: int | None = None,
+    host_memory: int | None = None,
+    concurrent_reference: bool | None = None,
 ) -> ModelReport:
     """Inspect ``path`` and, when it is usable, place and run it on the CUDA EP in a child; never raises for
     a bad model.
@@ -58,7 +64,17 @@ def check_model(
     way Optimum and other clients do on CUDA (inputs bound as device OrtValues). ``env`` is the child's
     environment (default: this process's), ``driver`` the NVML facts used for the memory check,
     ``python`` the child's interpreter. ``ep`` is the execution provider under test:
-    ``CPUExecutionProvider`` runs the whole check, proof included, without a GPU.
+    ``CPUExecutionProvider`` runs the whole check, proof included, without a GPU. ``environment_errors``
+    are the ids of the environment's error findings: when the CUDA EP is missing for their reason, the model
+    part says so once, as a note, instead of repeating the cause as another error.
+
+    ``compare_limit`` (bytes) is the model size above which the test run is bounded to one token (default:
+    half the free host memory, ``host_memory`` or ``/proc/meminfo``'s; :mod:`~ortdoctor.prove.model_check.budget`).
+    ``concurrent_reference`` forces whether the CPU reference loads beside the session under test (None:
+    where host memory holds both and the EP under test is a device's).
+
+    A shape set the model cannot run (``--input-shape input_ids=2x128`` against a 64-row position table)
+    is refused before anything starts: the report's ``refused`` names the limit, its exit code is 2.
     """
     shapes = normalise_input_shapes(input_shapes)
     files = parse_input_files(input_files)
@@ -70,15 +86,28 @@ def check_model(
     found += mf.structure_findings(ins, cuda_graph=cuda_graph)
     found += mf.memory_findings(ins, driver, device_id)
 
-    plan, problems = _plan(ins, shapes, files)
+    compare = plan_comparison(ins.total_bytes, available_host_memory() if host_memory is None else host_memory,
+                              limit=compare_limit, shapes_given=bool(shapes or files), on_device=ep != CPU_EP,
+                              concurrent=concurrent_reference)
+    plan, problems, refused = _plan(ins, shapes, files, bounded=compare.bounded)
+    # the TensorRT profile is advised around the usual shapes, not the one-token run of a bounded check
+    served = _plan(ins, shapes, files)[0] if compare.bounded else plan
     not_run = {"problems": problems} if problems else None  # stays the run's record whatever the child does
-    static: dict[str, Any] = {"ep": ep, "test_inputs": _test_inputs(plan, files),
-                              "trt": advise(ins.graph, plan, abspath) if ins.graph is not None and plan else None,
-                              "client": _client(ins, device_id, iobinding) if ep != CPU_EP else None}
+    static: dict[str, Any] = {
+        "ep": ep, "test_inputs": _test_inputs(plan, files),
+        # advice only for shapes that can run (every shape set is checked against the model's limits)
+        "trt": advise(ins.graph, served, abspath, env) if ins.graph is not None and served and not problems else None,
+        "client": _client(ins, plan, device_id, iobinding) if ep != CPU_EP else None,
+        "comparison": compare.to_json()}
+    if refused:  # an --input-shape / --input the model cannot run: a usage error, nothing is started
+        found.append(mf.refused_shapes_finding(refused, shapes, files))
+        return ModelReport(path=abspath, inspection=ins, findings=tuple(_ordered(found)), run=not_run,
+                           refused=tuple(refused), **{**static, "client": None})
     request = {"model": abspath, "device_id": device_id, "cuda_graph": cuda_graph, "ep": ep,
                "provider_options": {str(k): str(v) for k, v in (provider_options or {}).items()},
                "run": not problems, "plan": plan.to_json() if plan is not None else None,
-               "input_files": files, "iobinding": iobinding, "compute_types": _compute_types(ins)}
+               "input_files": files, "iobinding": iobinding, "compute_types": _compute_types(ins),
+               "concurrent_reference": compare.concurrent}
     outcome = run_child(request, timeout=timeout, env=env, python=python, import_path=import_path)
     child = outcome.result
     if child is None or child.get("stage") == "child":
@@ -105,7 +134,10 @@ def check_model(
 
     placement = summarise_placement(child, ins)
     if placement is not None:
-        found = mf.placement_findings(placement, child, ins, cuda_graph=cuda_graph) + found
+        found = mf.placement_findings(placement, child, ins, cuda_graph=cuda_graph,
+                                      environment_errors=environment_errors) + found
+    if ep != CPU_EP and not child.get("cuda_ep_active"):
+        base["client"] = None  # how to bind inputs on a device no session got says nothing
     run = not_run or child.get("run")
     incomplete = _incomplete(outcome, timeout) if child.get("partial") else None
     found += mf.run_findings(run, ep=ep, given=files, incomplete=incomplete, stage=outcome.stage)
@@ -121,11 +153,12 @@ def check_model(
     )
 
 
-def _plan(ins: ModelInspection, shapes: Mapping[str, tuple[int, ...]],
-          files: Mapping[str, str]) -> tuple[SyntheticPlan | None, list[str]]:
-    """The inputs to run with: the files' shapes and the given shapes bind the model's symbols."""
+def _plan(ins: ModelInspection, shapes: Mapping[str, tuple[int, ...]], files: Mapping[str, str], *,
+          bounded: bool = False) -> tuple[SyntheticPlan | None, list[str], list[str]]:
+    """The inputs to run with: the files' shapes and the given shapes bind the model's symbols. Returns
+    the plan, why it cannot run, and, of those reasons, the ones the given shapes cause (a usage error)."""
     if ins.graph is None:
-        return None, ["the model's graph could not be read"]
+        return None, ["the model's graph could not be read"], []
     names = {i.name for i in ins.graph.inputs}
     inputs = ", ".join(i.name for i in ins.graph.inputs) or "none"
     problems = [f"--input-shape names {n!r}, which is not an input of the model (its inputs: {inputs})"
@@ -133,9 +166,17 @@ def _plan(ins: ModelInspection, shapes: Mapping[str, tuple[int, ...]],
     problems += [f"--input names {n!r}, which is not an input of the model (its inputs: {inputs})"
                  for n in sorted(set(files) - names)]
     given = {**shapes, **{n: h.shape for n, h in headers(files).items() if n in names}}
-    plan = propose_inputs(ins.graph, shapes=given)
+    defaults = Defaults(sequence=BOUNDED_SEQUENCE) if bounded and not given else Defaults()
+    plan = propose_inputs(ins.graph, shapes=given, defaults=defaults)
     problems += list(plan.problems)
-    return plan, problems
+    limits = position_limits(ins.graph)
+    impossible = shape_problems(ins.graph, {i.name: i.shape for i in plan.inputs}, limits)
+    if impossible and not given:  # the default sequence is longer than the model's position table
+        fitting = min(lim.rows for lim in limits) // 2 if limits else 0
+        if fitting >= 1:
+            plan = propose_inputs(ins.graph, defaults=Defaults(sequence=min(defaults.sequence, fitting)))
+            impossible = shape_problems(ins.graph, {i.name: i.shape for i in plan.inputs}, limits)
+    return plan, problems + impossible, impossible if given else []
 
 
 def _test_inputs(plan: SyntheticPlan | None, files: Mapping[str, str]) -> dict[str, Any] | None:
@@ -163,11 +204,12 @@ def _compute_types(ins: ModelInspection) -> list[str]:
     return out
 
 
-def _client(ins: ModelInspection, device_id: int, iobinding: bool) -> dict[str, Any]:
+def _client(ins: ModelInspection, plan: SyntheticPlan | None, device_id: int, iobinding: bool) -> dict[str, Any]:
     """What a client that binds with IO binding (Optimum's ORTModel on CUDA does by default) must do."""
     return {
         "device": f"cuda:{device_id}",
         "iobinding_checked": iobinding,
+        "input_kind": input_kind(plan),
         "inputs_on_device": [{"name": i.name, "dtype": i.dtype,
                               "shape": list(i.shape) if i.shape is not None else None} for i in ins.inputs],
     }
@@ -194,6 +236,21 @@ def _incomplete(outcome: ChildOutcome, timeout: float) -> str:
     if outcome.signal:
         return f"the process died of {outcome.signal}.{last}"
     return f"the process exited with code {outcome.returncode}.{last}"
+
+
+_TEXT_KINDS = frozenset({"token_ids", "token_type_ids", "position_ids", "attention_mask", "past_key_values"})
+
+
+def input_kind(plan: SyntheticPlan | None) -> str:
+    """What feeds the model, from its inputs' names, types and ranks (:func:`propose_inputs` decided each
+    input's kind): ``text`` (token ids), ``image`` (a float input of rank 4), ``audio`` or ``tensor``."""
+    kinds = {i.kind for i in plan.inputs} if plan is not None else set()
+    if "token_ids" in kinds:
+        return "text"
+    for kind in ("image", "audio"):
+        if kind in kinds:
+            return kind
+    return "text" if kinds and kinds <= _TEXT_KINDS else "tensor"
 
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

@@ -122,13 +122,19 @@ class ModelReport:
     test_inputs: dict[str, Any] | None = None  # the inputs proposed or given: {"inputs", "dims", "problems"}
     trt: TrtAdvice | None = None  # TensorRT EP profile and engine-cache options (advice only)
     client: dict[str, Any] | None = None  # what an IO-binding client must place on the device
+    # why the given --input-shape / --input cannot run on the model (its limits named); nothing was started
+    refused: tuple[str, ...] = ()
+    # what the proof compared and how (prove/model_check/budget.py): the whole model or a bounded run, and
+    # whether the CPU reference loaded beside the session under test
+    comparison: dict[str, Any] | None = None
 
     @property
     def input_error(self) -> bool:
-        """The model itself cannot be used as given (unreadable, invalid, truncated, ...)."""
+        """The model itself cannot be used as given (unreadable, invalid, truncated, ...), or the shapes
+        given for it cannot run (``refused``)."""
         from ortdoctor.diagnose.model import INPUT_ERROR_IDS
 
-        return any(f.id in INPUT_ERROR_IDS for f in self.findings)
+        return bool(self.refused) or any(f.id in INPUT_ERROR_IDS for f in self.findings)
 
     @property
     def exit_code(self) -> int:
@@ -182,6 +188,8 @@ class ModelReport:
                 "gpu_share": p.gpu_share,
             },
             "test_inputs": self.test_inputs,
+            "refused": list(self.refused),
+            "comparison": self.comparison,
             "run": self.run,
             "client": self.client,
             "tensorrt": self.trt.to_json() if self.trt is not None else None,

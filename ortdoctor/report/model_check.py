@@ -46,6 +46,8 @@ def render_model(report: ModelReport) -> str:
         lines.append(_row("test inputs", "; ".join(_input_text(i) for i in report.test_inputs["inputs"])))
     if report.run:
         lines += _run_lines(report.run, report.ep)
+        if report.comparison and not report.run.get("problems"):
+            lines.append(_row("compared", str(report.comparison.get("why"))))
     if report.client:
         lines.append(_row("client", _client_text(report.client)))
     if report.trt is not None:
@@ -151,9 +153,19 @@ def _client_text(client: Mapping[str, Any]) -> str:
     names = ", ".join(i["name"] for i in client.get("inputs_on_device") or ())
     device = client.get("device", "cuda:0")
     checked = " (this run bound them so)" if client.get("iobinding_checked") else " (check it with --iobinding)"
+    example = _CLIENT_EXAMPLES.get(str(client.get("input_kind")), _CLIENT_EXAMPLES["tensor"]).format(device=device)
     return (f"with IO binding (Optimum's ORTModel binds inputs so on CUDA by default) {names} must be CUDA "
-            f"tensors on {device}, e.g. tokenizer(..., return_tensors='pt').to('{device}'); a host tensor bound "
-            f"as CUDA memory fails with cudaErrorIllegalAddress{checked}")
+            f"tensors on {device}, e.g. {example}; a host tensor bound as CUDA memory fails with "
+            f"cudaErrorIllegalAddress{checked}")
+
+
+#: How a client puts its inputs on the device, by what the model takes (doctor.model.input_kind).
+_CLIENT_EXAMPLES = {
+    "text": "tokenizer(..., return_tensors='pt').to('{device}')",
+    "image": "image_processor(images, return_tensors='pt').to('{device}')",
+    "audio": "feature_extractor(audio, return_tensors='pt').to('{device}')",
+    "tensor": "torch.from_numpy(array).to('{device}')",
+}
 
 
 def _trt_lines(report: ModelReport) -> list[str]:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ortdoctor.formats.ortlog import ANSI as _ANSI
-from ortdoctor.prove.model_check.proof import run_proof
+from ortdoctor.prove.model_check.proof import run_proof, start_reference
 from ortdoctor.prove.ort_placement import (
     SOURCE_API,
     SOURCE_LOG,
@@ -170,6 +170,10 @@ def check(request: dict[str, Any], emit: Callable[[dict[str, Any]], None] | None
     out["available_providers"] = list(ort.get_available_providers())
     out["import_ms"] = round((time.perf_counter() - t0) * 1000, 3)
 
+    # The CPU reference needs nothing from the session under test: where the parent found host memory
+    # for both, it loads and runs in a thread while that session is created (onnxruntime frees the GIL).
+    reference = start_reference(ort, request) if request.get("run", True) and request.get("concurrent_reference") \
+        else None
     out["stage"] = "session"
     record = can_record(ort)
     providers: list[Any] = [(ep, ep_options), CPU_EP] if ep != CPU_EP else [(CPU_EP, ep_options)]
@@ -187,6 +191,8 @@ def check(request: dict[str, Any], emit: Callable[[dict[str, Any]], None] | None
     # the last records that are not VERBOSE chatter (graph transformers): where a failure shows
     out["log_tail"] = [_ANSI.sub("", x) for x in log.splitlines() if "[V:onnxruntime" not in x][-12:]
     if session is None:
+        if reference is not None:
+            reference()  # let the thread finish: the process must not exit under a loading session
         return out
 
     out["providers"] = list(session.get_providers())
@@ -211,7 +217,7 @@ def check(request: dict[str, Any], emit: Callable[[dict[str, Any]], None] | None
             emit({**out, "partial": True})
         tf32 = _tf32(out["ep_options"]) if ep == CUDA_EP else False
         out["run"] = run_proof(ort, session, request, ep=ep, ep_active=out["ep_active"], tf32=tf32,
-                               progress=stage)
+                               progress=stage, reference=reference)
     out["stage"] = "done"
     return out
 

@@ -5,7 +5,9 @@ The order is what makes a run evidence:
 
 1. **The inputs.** Synthetic ones from the parent's plan (:func:`~.shape_subgraph.propose_inputs`,
    made here by :func:`~.synthetic_feeds.materialise`), or the user's ``.npy`` files.
-2. **The CPU EP first.** It checks what the CUDA EP does not: an index outside an embedding table makes
+2. **The CPU EP first.** Its session loads beside the session under test when the parent allows it
+   (host memory for both: :func:`start_reference`), and the EP under test runs only after it. It checks
+   what the CUDA EP does not: an index outside an embedding table makes
    the CPU EP fail ("indices element out of data bounds") while CUDA kernels read past the table and
    return something. So when the CPU EP rejects the inputs, the EP under test is not run at all and
    nothing counts as a success.
@@ -24,6 +26,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -41,9 +44,13 @@ NUMPY_TYPES = {
     "tensor(uint8)": "uint8", "tensor(bool)": "bool",
 }
 
-#: Steady runs: at most this many, within this many seconds (the first run is timed apart).
+#: Steady runs: at most this many, within this many seconds (the first run is timed apart), and within
+#: STEADY_FACTOR times the first run (at least STEADY_FLOOR_S): a speed-up figure needs a few runs, not
+#: seconds of a large model's CPU time.
 MAX_RUNS = 10
 TIME_BUDGET_S = 2.0
+STEADY_FACTOR = 3.0
+STEADY_FLOOR_S = 0.2
 
 
 @contextlib.contextmanager
@@ -99,15 +106,18 @@ def build_feeds(session: Any, plan: Mapping[str, Any] | None, files: Mapping[str
 
 def timed(run: Callable[[], Any]) -> dict[str, Any]:
     """Run once (timed apart: it includes kernel selection and allocations), then steady runs: up to
-    :data:`MAX_RUNS` within :data:`TIME_BUDGET_S`, none when the first run alone took longer (a large
-    model on the CPU), and then the first run's time stands for the steady one (``runs`` 0)."""
+    :data:`MAX_RUNS` within :data:`TIME_BUDGET_S` and within :data:`STEADY_FACTOR` times the first run
+    (a fast model gets its ten runs, a slow one two or three), none when the first run alone took longer
+    than the budget (a large model on the CPU), and then the first run's time stands for the steady one
+    (``runs`` 0)."""
     try:
         t0 = time.perf_counter()
         outputs = run()
         first = time.perf_counter() - t0
         steady: list[float] = []
+        budget = min(TIME_BUDGET_S, max(STEADY_FACTOR * first, STEADY_FLOOR_S))
         start = time.perf_counter()
-        while len(steady) < MAX_RUNS and first < TIME_BUDGET_S and time.perf_counter() - start < TIME_BUDGET_S:
+        while len(steady) < MAX_RUNS and first < TIME_BUDGET_S and time.perf_counter() - start < budget:
             t = time.perf_counter()
             run()
             steady.append(time.perf_counter() - t)
@@ -144,47 +154,95 @@ class _Bound:
         return list(self.binding.copy_outputs_to_cpu())
 
 
+def reference_run(ort: Any, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The CPU EP's side of the proof, on its own session: the feeds (built from the reference session's
+    inputs) and the CPU EP's timed run. Needs nothing from the session under test, so the child can run it
+    in a thread while that session is being created (:func:`start_reference`)."""
+    files = {str(k): str(v) for k, v in (request.get("input_files") or {}).items()}
+    out: dict[str, Any] = {"cpu": {"provider": CPU_EP}}
+    t0 = time.perf_counter()
+    try:
+        reference = ort.InferenceSession(request["model"], _quiet_options(ort), providers=[CPU_EP])
+    except Exception as exc:
+        out["cpu"].update(ok=False, error=_error_text(exc), session_failed=True)
+        return out
+    out["cpu"]["session_ms"] = round((time.perf_counter() - t0) * 1000, 3)
+    feeds, described, problems = build_feeds(reference, request.get("plan"), files)
+    out.update(feeds=feeds, inputs=described, problems=problems)
+    if problems:
+        return out
+    ref = timed(_plain(reference, feeds, None))
+    out["want"] = ref.pop("outputs", None)
+    out["cpu"].update(ref)
+    return out
+
+
+def start_reference(ort: Any, request: Mapping[str, Any]) -> Callable[[], dict[str, Any]]:
+    """Start :func:`reference_run` in a thread; the returned function waits for its record. onnxruntime
+    releases the GIL while it loads and runs a session, so the CPU reference and the session under test
+    load at the same time (the parent asks for it only where host memory holds both)."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["record"] = reference_run(ort, request)
+        except BaseException as exc:  # the proof reports it; the thread must not die silently
+            box["record"] = {"cpu": {"provider": CPU_EP, "ok": False, "error": _error_text(exc),
+                                     "session_failed": True}}
+
+    thread = threading.Thread(target=work, name="ortdoctor-cpu-reference", daemon=True)
+    thread.start()
+
+    def wait() -> dict[str, Any]:
+        thread.join()
+        return dict(box["record"])
+
+    return wait
+
+
 def run_proof(ort: Any, session: Any, request: Mapping[str, Any], *, ep: str, ep_active: bool,
-              tf32: bool | None, progress: Callable[[str], None] = lambda stage: None) -> dict[str, Any]:
-    """The proof's record (see the module docstring); never raises for onnxruntime's errors."""
+              tf32: bool | None, progress: Callable[[str], None] = lambda stage: None,
+              reference: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The proof's record (see the module docstring); never raises for onnxruntime's errors. ``reference``
+    waits for the CPU EP's record when it was started beside the session (:func:`start_reference`);
+    without it the CPU EP runs here, first."""
     files = {str(k): str(v) for k, v in (request.get("input_files") or {}).items()}
     iobinding = bool(request.get("iobinding"))
     device_id = int(request.get("device_id", 0))
     device = "cuda" if ep == CUDA_EP else "cpu"
     result: dict[str, Any] = {"ep": {"provider": ep}, "cpu": {"provider": CPU_EP}, "inputs_valid": None,
                               "agree": None, "speedup": None, "outputs": [],
-                              "iobinding": {"used": iobinding, "device": f"{device}:{device_id}"}}
-    feeds, described, problems = build_feeds(session, request.get("plan"), files)
+                              "iobinding": {"used": iobinding, "device": f"{device}:{device_id}"},
+                              "reference_concurrent": reference is not None}
+    progress("cpu")
+    if reference is not None:
+        ref = reference()
+    else:
+        with _quiet_fd2():
+            ref = reference_run(ort, request)
+    result["cpu"] = ref["cpu"]
+    if "feeds" in ref:
+        feeds, described, problems = ref["feeds"], ref["inputs"], ref["problems"]
+    else:  # no CPU EP session: the inputs are made from the session under test's
+        feeds, described, problems = build_feeds(session, request.get("plan"), files)
     result["inputs"] = described
     result["problems"] = problems
     if problems:
         return result
-    run_options = ort.RunOptions()
-    run_options.log_severity_level = 3  # the session under test logs VERBOSE; its runs need not
-
-    progress("cpu")
-    with _quiet_fd2():
-        try:
-            reference = ort.InferenceSession(request["model"], _quiet_options(ort), providers=[CPU_EP])
-        except Exception as exc:
-            reference = None
-            result["cpu"].update(ok=False, error=_error_text(exc), session_failed=True)
-    if reference is not None:
-        ref = timed(_plain(reference, feeds, None))
-        want = ref.pop("outputs", None)
-        result["cpu"].update(ref)
-        if not ref["ok"]:
+    want = ref.get("want")
+    if not ref["cpu"].get("session_failed"):
+        if not ref["cpu"].get("ok"):
             # the CPU EP checks indices and shapes; what it rejects proves nothing on any EP
             result["inputs_valid"] = False
             result["ep"].update(ok=False, skipped="the CPU EP rejected these inputs, so a run on the EP under "
                                 "test would prove nothing")
             return result
         result["inputs_valid"] = True
-    else:
-        want = None
     if not ep_active:
         result["ep"].update(ok=False, skipped=f"the {ep} was not created, so there is no run on it")
         return result
+    run_options = ort.RunOptions()
+    run_options.log_severity_level = 3  # the session under test logs VERBOSE; its runs need not
 
     progress("ep")
     try:
@@ -220,4 +278,5 @@ def _quiet_options(ort: Any) -> Any:
     return so
 
 
-__all__ = ["MAX_RUNS", "NUMPY_TYPES", "TIME_BUDGET_S", "build_feeds", "run_proof", "timed"]
+__all__ = ["MAX_RUNS", "NUMPY_TYPES", "TIME_BUDGET_S", "build_feeds", "reference_run", "run_proof", "start_reference",
+           "timed"]

@@ -97,7 +97,7 @@ _TABLE_PASSTHROUGH = frozenset({"DequantizeLinear", "Cast", "Identity"})
 # com.microsoft EmbedLayerNormalization: index input position -> table input position
 _EMBED_LAYER_NORM_TABLES = {0: 2, 1: 4, 8: 3}
 
-_INTEGER_TYPES = frozenset({"int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8"})
+INTEGER_TYPES = frozenset({"int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8"})
 _FLOAT_TYPES = frozenset({"float32", "float16", "float64", "bfloat16"})
 
 Reason = Literal["shape-source", "from-shape", "feeds-shape"]
@@ -212,17 +212,17 @@ class EmbeddingTable:
 def embedding_tables(graph: ModelGraph) -> dict[str, tuple[EmbeddingTable, ...]]:
     """Integer graph input -> the tables it indexes (a token input may feed several)."""
     producer = {o: n for n in graph.nodes for o in n.outputs if o}
-    integer_inputs = {i.name for i in graph.inputs if i.dtype in _INTEGER_TYPES}
+    integer_inputs = {i.name for i in graph.inputs if i.dtype in INTEGER_TYPES}
     found: dict[str, list[EmbeddingTable]] = {}
     for node in graph.nodes:
         for index_slot, table_slot in _table_slots(node):
             if index_slot >= len(node.inputs) or table_slot >= len(node.inputs):
                 continue
-            table = _table_initializer(node.inputs[table_slot], producer, graph.initializers)
+            table = table_initializer(node.inputs[table_slot], producer, graph.initializers)
             if table is None:
                 continue
             name, info = table
-            if not info.dims or not _axis_is_rows(node, len(info.dims)):
+            if not info.dims or not axis_is_rows(node, len(info.dims)):
                 continue
             source, through = _index_source(node.inputs[index_slot], producer, integer_inputs)
             if source is not None:
@@ -239,14 +239,14 @@ def _table_slots(node: GraphNode) -> Iterable[tuple[int, int]]:
     return ()
 
 
-def _axis_is_rows(node: GraphNode, rank: int) -> bool:
+def axis_is_rows(node: GraphNode, rank: int) -> bool:
     if node.op_type != "Gather":
         return True
     axis = node.int_attributes.get("axis", 0)
     return axis in (0, -rank)
 
 
-def _table_initializer(name: str, producer: Mapping[str, GraphNode],
+def table_initializer(name: str, producer: Mapping[str, GraphNode],
                        initializers: Mapping[str, TensorInfo]) -> tuple[str, TensorInfo] | None:
     for _ in range(8):  # a short chain (DequantizeLinear, Cast) at most
         if name in initializers:
@@ -345,9 +345,9 @@ def propose_inputs(graph: ModelGraph, *, shapes: Mapping[str, Sequence[int]] | N
     for info in graph.inputs:  # symbols bound by the given shapes
         if info.name in given and info.shape is not None and len(info.shape) == len(given[info.name]):
             for dim, size in zip(info.shape, given[info.name], strict=True):
-                if isinstance(dim, str) and not _is_expression(dim):
+                if isinstance(dim, str) and not is_expression(dim):
                     symbols.setdefault(dim, size)
-    proposed: list[SyntheticInput] = []
+    sized: list[tuple[InputInfo, Kind, tuple[int, ...]]] = []
     problems: list[str] = []
     for info in graph.inputs:
         kind = _kind(info, tables)
@@ -361,10 +361,11 @@ def propose_inputs(graph: ModelGraph, *, shapes: Mapping[str, Sequence[int]] | N
             continue
         else:
             shape = tuple(_size(dim, pos, kind, info, symbols, defaults) for pos, dim in enumerate(info.shape))
-        item, problem = _values(info, kind, shape, tables.get(info.name, ()), defaults)
-        proposed.append(item)
-        if problem:
-            problems.append(problem)
+        sized.append((info, kind, shape))
+    # positions count from the cache's length: the past input's size, given or proposed
+    past = next((shape[past_axis(info)] for info, kind, shape in sized
+                 if kind == "past_key_values" and len(shape) > past_axis(info)), defaults.past)
+    proposed = [_values(info, kind, shape, tables.get(info.name, ()), past) for info, kind, shape in sized]
     return SyntheticPlan(tuple(proposed), symbols, tuple(problems))
 
 
@@ -376,7 +377,7 @@ def _kind(info: InputInfo, tables: Mapping[str, Sequence[EmbeddingTable]]) -> Ki
         return "attention_mask"
     if dtype == "bool":
         return "bool"
-    if dtype in _INTEGER_TYPES:
+    if dtype in INTEGER_TYPES:
         if "position" in name:
             return "position_ids"
         if "token_type" in name or "segment" in name:
@@ -398,7 +399,19 @@ def _kind(info: InputInfo, tables: Mapping[str, Sequence[EmbeddingTable]]) -> Ki
 _EXPRESSION = re.compile(r"[+\-*]")
 
 
-def _is_expression(dim: str) -> bool:
+def is_past_input(info: InputInfo) -> bool:
+    """A key/value cache input (``past_key_values.0.key``, ``cache_...``): float, named so."""
+    name = info.name.lower()
+    return (info.dtype or "") in _FLOAT_TYPES and ("past" in name or "cache" in name)
+
+
+def past_axis(info: InputInfo) -> int:
+    """The cache-length axis of a past input: ``(batch, heads, past, head_dim)`` or ``(batch, past, hidden)``."""
+    rank = len(info.shape or ())
+    return rank - 2 if rank >= 3 else max(rank - 1, 0)
+
+
+def is_expression(dim: str) -> bool:
     return bool(_EXPRESSION.search(dim))
 
 
@@ -407,7 +420,7 @@ def _symbol(dim: str, kind: Kind, defaults: Defaults, symbols: Mapping[str, int]
     if dim in symbols:
         return symbols[dim]
     s = dim.lower()
-    if _is_expression(s):
+    if is_expression(s):
         return _expression(dim, kind, defaults, symbols)
     if "batch" in s:
         return defaults.batch
@@ -448,7 +461,7 @@ def _size(dim: int | str | None, pos: int, kind: Kind, info: InputInfo, symbols:
     if isinstance(dim, str):
         value = _symbol(dim, kind, defaults, symbols)
         if value is not None:
-            if not _is_expression(dim):
+            if not is_expression(dim):
                 symbols.setdefault(dim, value)
             return value
     value = _by_position(pos, kind, info, defaults)
@@ -482,47 +495,42 @@ def _by_position(pos: int, kind: Kind, info: InputInfo, defaults: Defaults) -> i
 
 
 def _values(info: InputInfo, kind: Kind, shape: tuple[int, ...], tables: Sequence[EmbeddingTable],
-            defaults: Defaults) -> tuple[SyntheticInput, str | None]:
+            past: int) -> SyntheticInput:
     dtype = info.dtype or "float32"
     rows = min((t.rows for t in tables), default=None)
     table_note = (f"indexes {', '.join(sorted({t.table for t in tables}))} ({rows} rows)" if tables else "")
-    problem: str | None = None
     if kind == "attention_mask":
-        return SyntheticInput(info.name, dtype, shape, kind, "fill", fill=1, note="every position attended"), None
+        return SyntheticInput(info.name, dtype, shape, kind, "fill", fill=1, note="every position attended")
     if kind == "bool":
         return SyntheticInput(info.name, dtype, shape, kind, "fill", fill=0,
-                              note="False: the first step (no cache branch)"), None
-    if kind == "position_ids":
-        start = defaults.past
-        length = shape[-1] if shape else 1
-        if rows is not None and start + length > rows:
-            problem = (f"input {info.name!r}: positions {start}..{start + length - 1} do not fit the "
-                       f"{rows}-row position table; give a shorter sequence with --input-shape")
-        return SyntheticInput(info.name, dtype, shape, kind, "arange", low=start,
-                              note=table_note or "positions after the cache"), problem
+                              note="False: the first step (no cache branch)")
+    if kind == "position_ids":  # whether they fit the table: shape_limits.shape_problems
+        return SyntheticInput(info.name, dtype, shape, kind, "arange", low=past,
+                              note=table_note or "positions after the cache")
     if kind in ("token_ids", "token_type_ids"):
         if rows is None:
             high = 4 if kind == "token_ids" else 1
             note = "no embedding table found: small ids" if kind == "token_ids" else "no table found: zeros"
-            return SyntheticInput(info.name, dtype, shape, kind, "randint", low=0, high=high, note=note), None
-        return SyntheticInput(info.name, dtype, shape, kind, "randint", low=0, high=rows, note=table_note), None
+            return SyntheticInput(info.name, dtype, shape, kind, "randint", low=0, high=high, note=note)
+        return SyntheticInput(info.name, dtype, shape, kind, "randint", low=0, high=rows, note=table_note)
     if kind == "integer":
         if rows is not None:
-            return SyntheticInput(info.name, dtype, shape, kind, "randint", low=0, high=rows, note=table_note), None
+            return SyntheticInput(info.name, dtype, shape, kind, "randint", low=0, high=rows, note=table_note)
         return SyntheticInput(info.name, dtype, shape, kind, "randint", low=0, high=4,
-                              note="a guess: small non-negative integers"), None
+                              note="a guess: small non-negative integers")
     if kind == "past_key_values":
         return SyntheticInput(info.name, dtype, shape, kind, "normal",
-                              note="an empty cache" if 0 in shape else "random cache entries"), None
+                              note="an empty cache" if 0 in shape else "random cache entries")
     if kind == "audio":
         return SyntheticInput(info.name, dtype, shape, kind, "uniform", low=-1.0, high=1.0,
-                              note="a waveform / features in [-1, 1)"), None
+                              note="a waveform / features in [-1, 1)")
     return SyntheticInput(info.name, dtype, shape, kind, "normal",
-                          note="standard normal" + (" pixels" if kind == "image" else "")), None
+                          note="standard normal" + (" pixels" if kind == "image" else ""))
 
 
 __all__ = [
     "HEAVY_OPS",
+    "INTEGER_TYPES",
     "SHAPE_SLOTS",
     "SMALL_ELEMENTS",
     "Defaults",
@@ -530,8 +538,13 @@ __all__ = [
     "ShapeOnlyNode",
     "SyntheticInput",
     "SyntheticPlan",
+    "axis_is_rows",
     "embedding_tables",
+    "is_expression",
+    "is_past_input",
+    "past_axis",
     "propose_inputs",
     "shape_only_names",
     "shape_only_nodes",
+    "table_initializer",
 ]

@@ -11,14 +11,18 @@ whether to rebuild (PR #15546). The Optimum GPU guide (the seed documents) shows
 
 The values come from the inputs :func:`~.shape_subgraph.propose_inputs` proposed (the "opt" shapes,
 which this check ran) and a role per dynamic dimension read from its name or position: batch 1..8,
-sequences 1..the model's position-table rows (512 when there is none), a key/value cache 0..rows-1,
-image and audio sizes fixed at the proposed size. Advice only: nothing here runs TensorRT.
+sequences 1..the model's position-table rows (512 when there is none), image and audio sizes fixed at
+the proposed size. With a key/value cache the cache and the new tokens share the table's positions, so
+the max profile splits them (past + sequence = rows). Every shape set is checked against the model's
+limits (:mod:`.shape_limits`) before it is advised. The engine cache goes to the user's cache directory.
+Advice only: nothing here runs TensorRT.
 
 Pure: no numpy, no onnxruntime.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -26,6 +30,7 @@ from typing import Any, Literal
 from ortdoctor.core.record import record
 from ortdoctor.prove.model_check.graph import InputInfo, ModelGraph
 from ortdoctor.prove.model_check.inspect import QUANTIZED_OPS
+from ortdoctor.prove.model_check.shape_limits import PositionLimit, position_limits, shape_problems
 from ortdoctor.prove.model_check.shape_subgraph import SyntheticPlan, embedding_tables
 
 Role = Literal["batch", "sequence", "past", "total", "spatial", "channels", "audio", "other"]
@@ -75,13 +80,16 @@ def _dims(shape: Sequence[int]) -> str:
     return "x".join(str(d) for d in shape)
 
 
-def advise(graph: ModelGraph, plan: SyntheticPlan, model_path: str) -> TrtAdvice:
-    """Profiles for every dynamic input of ``graph``, around the shapes ``plan`` proposed."""
+def advise(graph: ModelGraph, plan: SyntheticPlan, model_path: str,
+           environ: Mapping[str, str] | None = None) -> TrtAdvice:
+    """Profiles for every dynamic input of ``graph``, around the shapes ``plan`` proposed; each of the
+    min, opt and max shape sets is checked against the model's limits (:mod:`.shape_limits`) first."""
     opt_shapes = {i.name: i.shape for i in plan.inputs}
     kinds = {i.name: i.kind for i in plan.inputs}
-    rows = _position_rows(graph)
+    limits = position_limits(graph)
+    rows = min((lim.rows for lim in limits), default=None) or _position_rows(graph)
     max_sequence = rows or DEFAULT_MAX_SEQUENCE
-    profiles = []
+    shaped = []
     for info in graph.inputs:
         if not info.is_dynamic or info.name not in opt_shapes:
             continue
@@ -90,11 +98,72 @@ def advise(graph: ModelGraph, plan: SyntheticPlan, model_path: str) -> TrtAdvice
                       else None for pos, dim in enumerate(info.shape or (None,) * len(opt)))
         if len(roles) != len(opt):  # a given --input-shape of another rank: keep it as it is
             roles = (None,) * len(opt)
-        low = tuple(_low(r, o) for r, o in zip(roles, opt, strict=True))
-        high = tuple(_high(r, o, max_sequence) for r, o in zip(roles, opt, strict=True))
-        profiles.append(InputProfile(info.name, roles, low, tuple(opt), high))
-    cache = os.path.join(os.path.dirname(os.path.abspath(model_path)), "trt_cache")
-    return TrtAdvice(tuple(profiles), cache, rows, tuple(_notes(graph, profiles, rows)))
+        shaped.append((info.name, roles, tuple(opt)))
+    high = _high_sizes(shaped, max_sequence)
+    profiles = [InputProfile(name, roles, tuple(_low(r, o) for r, o in zip(roles, opt, strict=True)), opt,
+                             tuple(high.get(r, o) if r is not None else o for r, o in zip(roles, opt, strict=True)))
+                for name, roles, opt in shaped]
+    notes = _notes(graph, profiles, rows)
+    profiles, fitted = _fit(graph, profiles, limits, opt_shapes)
+    notes += fitted
+    if "past" in high and rows is not None:
+        notes.append(f"past + sequence share the {rows} positions of the position table: the max profile "
+                     f"takes {high['past']} cached + {high['sequence']} new tokens; a longer prompt needs a "
+                     "profile with a shorter cache")
+    return TrtAdvice(tuple(profiles), engine_cache_dir(model_path, environ), rows, tuple(notes))
+
+
+def _high_sizes(shaped: Sequence[tuple[str, tuple[Role | None, ...], tuple[int, ...]]],
+                max_sequence: int) -> dict[Role, int]:
+    """The max profile's size per role, so that the max shapes run together: with a key/value cache,
+    the cache and the new tokens share the position table (past + sequence <= rows)."""
+    opt: dict[Role, int] = {}
+    for _, roles, sizes in shaped:
+        for role, size in zip(roles, sizes, strict=True):
+            if role is not None:
+                opt[role] = max(opt.get(role, 0), size)
+    high: dict[Role, int] = {"batch": max(opt.get("batch", 1), MAX_BATCH)}
+    if "past" in opt:
+        sequence = max(opt.get("sequence", 1), max_sequence // 2)
+        past = max(opt["past"], max_sequence - sequence)
+        high["sequence"], high["past"], high["total"] = sequence, past, past + sequence
+    else:
+        sequence = max(opt.get("sequence", 1), opt.get("total", 1), max_sequence)
+        high["sequence"] = high["total"] = sequence
+    return high
+
+
+def _fit(graph: ModelGraph, profiles: Sequence[InputProfile], limits: Sequence[PositionLimit],
+         opt_shapes: Mapping[str, tuple[int, ...]]) -> tuple[list[InputProfile], list[str]]:
+    """Check the min and max shape sets (with the fixed inputs at their tested shapes) against the model's
+    limits; one that fails falls back to the tested (opt) shapes, and a note says why."""
+    out = list(profiles)
+    notes: list[str] = []
+    for pick in ("min", "max"):
+        shapes = {**opt_shapes, **{p.name: getattr(p, pick) for p in out}}
+        problems = shape_problems(graph, shapes, limits)
+        if problems:
+            out = [InputProfile(p.name, p.roles, p.opt if pick == "min" else p.min, p.opt,
+                                p.opt if pick == "max" else p.max) for p in out]
+            notes.append(f"the {pick} shapes were narrowed to the tested ones: " + "; ".join(problems))
+    return out, notes
+
+
+def engine_cache_dir(model_path: str, environ: Mapping[str, str] | None = None) -> str:
+    """Where to keep the model's TensorRT engines: the user's cache directory (the one ortdoctor's hook
+    uses: ``$ORTDOCTOR_CACHE_DIR``, else ``$XDG_CACHE_HOME/ortdoctor``, else ``~/.cache/ortdoctor``), one
+    directory per model file. Never the model's own directory: model stores are often read-only, and
+    onnxruntime fails to write the engine there."""
+    env = os.environ if environ is None else environ
+    home = env.get("HOME") or os.path.expanduser("~")
+    base = env.get("ORTDOCTOR_CACHE_DIR") or os.path.join(env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"),
+                                                          "ortdoctor")
+    if not os.path.isabs(base):  # a relative setting would follow the current directory: not a cache
+        base = os.path.join(home, ".cache", "ortdoctor")
+    absolute = os.path.abspath(model_path)
+    stem = os.path.splitext(os.path.basename(absolute))[0] or "model"
+    digest = hashlib.sha256(absolute.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return os.path.join(base, "trt-engines", f"{stem}-{digest}")
 
 
 def _role(dim: int | str | None, pos: int, kind: str, info: InputInfo) -> Role:
@@ -140,16 +209,6 @@ def _low(role: Role | None, opt: int) -> int:
         return 1
     if role == "past":
         return 0
-    return opt
-
-
-def _high(role: Role | None, opt: int, max_sequence: int) -> int:
-    if role == "batch":
-        return max(opt, MAX_BATCH)
-    if role in ("sequence", "total"):
-        return max(opt, max_sequence)
-    if role == "past":
-        return max(opt, max_sequence - 1)
     return opt
 
 
@@ -205,4 +264,4 @@ def _unsigned_zero_points(graph: ModelGraph, types: Mapping[str, str | None]) ->
                and types.get(n.inputs[2]) == "uint8")
 
 
-__all__ = ["DEFAULT_MAX_SEQUENCE", "MAX_BATCH", "InputProfile", "Role", "TrtAdvice", "advise"]
+__all__ = ["DEFAULT_MAX_SEQUENCE", "MAX_BATCH", "InputProfile", "Role", "TrtAdvice", "advise", "engine_cache_dir"]
