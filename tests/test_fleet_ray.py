@@ -165,4 +165,15 @@ def test_a_python_without_ortdoctor(cluster: Any, tmp_path: Path) -> None:
     for node in answered:
         assert node.status == "error"
         assert node.reason == (f"ortdoctor is not installed in {bare / 'bin' / 'python'} (the Python the check ran "
-                               "with): install it there, or pass --python with the serving environment's interpreter")
+                               "with): install it there, pass --python with the serving environment's interpreter, "
+                               "or --ship to send this ortdoctor along")
+
+    # --ship: this ortdoctor goes along (runtime_env py_modules), and the same bare Python runs the check
+    shipped = run_on_ray(cluster.address, timeout=60, no_smoke=True, python=str(bare / "bin" / "python"), ship=True)
+    statuses = _statuses(shipped.nodes)
+    assert {k: v for k, v in statuses.items() if k.startswith("gpu-")} == {"gpu-a": "warn", "gpu-b": "fail",
+                                                                           "gpu-c": "fail"}, shipped.nodes
+    for node in shipped.nodes:
+        if node.reason is None:
+            assert node.ray is not None
+            assert node.ray["python"] == str(bare / "bin" / "python")
