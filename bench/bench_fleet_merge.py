@@ -25,7 +25,8 @@ The targets (:data:`TARGETS`, CPU seconds for 10,000 reports, scaled by ``--node
 2 s from a directory or a ``kubectl logs --prefix --timestamps`` stream. A target missed makes the
 bench exit 1.
 
-Usage: python bench/bench_fleet_merge.py [--nodes 10000] [--runs 3] [--shapes jsonl,kubectl,dir,bomb] [--keep DIR]
+Usage: python bench/bench_fleet_merge.py [--nodes 10000] [--runs 3] [--shapes jsonl,kubectl,dir,kubectl-pretty,bomb]
+       [--keep DIR]
 """
 
 from __future__ import annotations
