@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -155,6 +156,28 @@ def test_a_refused_address_is_named_with_the_cause() -> None:
     assert proc.stdout == ""
     assert "cannot connect to the Ray cluster at '127.0.0.1:1': connection refused" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_ship_stages_the_package_privately_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "ortdoctor", "fleet", "--json", "--ray", "127.0.0.1:1", "--ship"],
+                          capture_output=True, text=True, timeout=90, cwd=ROOT, env=env)
+    assert proc.returncode == 2
+    assert "connection refused" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not list(tmp_path.glob("ortdoctor-ship-*"))  # the staged copy went with the run
+
+    from ortdoctor.fleet.ray_runner import _staged_package
+
+    with _staged_package() as package:
+        staged = Path(package)
+        assert staged.name == "ortdoctor"
+        assert (staged / "compat_matrix.yaml").is_file()  # as a wheel installs it
+        assert (staged / "fleet" / "_node_task.py").is_file()
+        assert not list(staged.rglob("__pycache__"))
+        assert staged.parent.stat().st_mode & 0o077 == 0  # nobody else can change what is shipped
+    assert not staged.exists()
 
 
 def test_an_unresolvable_host_is_named_with_the_cause() -> None:

@@ -3,7 +3,8 @@
 Three raylets on this machine (``ray.cluster_utils.Cluster``), one CPU and a small object store each,
 every node started with its own environment (Ray passes ``env_vars`` to the raylet, and its workers
 inherit them): real onnxruntime wheels on PYTHONPATH (tests/support/testenvs.py) and a driver answered
-by the fake NVML library (tests/support/fake_nvml.py). A fourth node is killed before the run. The
+by the fake NVML library (tests/support/fake_nvml.py). A fourth node is killed before the run; at the
+end two more are added, and while their checks run one raylet is killed and the other stopped. The
 checks run in the workers' children exactly as on a real cluster.
 """
 
@@ -165,4 +166,81 @@ def test_a_python_without_ortdoctor(cluster: Any, tmp_path: Path) -> None:
     for node in answered:
         assert node.status == "error"
         assert node.reason == (f"ortdoctor is not installed in {bare / 'bin' / 'python'} (the Python the check ran "
-                               "with): install it there, or pass --python with the serving environment's interpreter")
+                               "with): install it there, pass --python with the serving environment's interpreter, "
+                               "or --ship to send this ortdoctor along")
+
+    # --ship: this ortdoctor goes along (runtime_env py_modules), and the same bare Python runs the check
+    shipped = run_on_ray(cluster.address, timeout=60, no_smoke=True, python=str(bare / "bin" / "python"), ship=True)
+    statuses = _statuses(shipped.nodes)
+    assert {k: v for k, v in statuses.items() if k.startswith("gpu-")} == {"gpu-a": "warn", "gpu-b": "fail",
+                                                                           "gpu-c": "fail"}, shipped.nodes
+    for node in shipped.nodes:
+        if node.reason is None:
+            assert node.ray is not None
+            assert node.ray["python"] == str(bare / "bin" / "python")
+
+
+def test_a_node_killed_and_one_stopped_mid_run(cluster: Any, tmp_path: Path) -> None:
+    """Two more raylets; while their checks run, one raylet is killed (SIGKILL) and the other stopped
+    (SIGSTOP). `--json` stays one JSON document, and every node is in it with its own outcome. Last in
+    the file: it leaves the cluster with a dead node more."""
+    import signal
+    import time
+
+    from ray import ray_constants
+
+    marks = tmp_path / "started"
+    marks.mkdir()
+    wrapper = tmp_path / "python"
+    # the serving "Python": where the node says MIDRUN, says so and takes its time, so the run is
+    # caught in the middle; elsewhere the real one
+    wrapper.write_text(f'#!/bin/sh\nif [ -n "$MIDRUN" ]; then touch {marks}/$MIDRUN; sleep 20; fi\n'
+                       f'exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    added = {}
+    for name in ("gpu-k", "gpu-s"):
+        env = {**_node_env("gpu-a"), "NODE_NAME": name, "MIDRUN": name}
+        added[name] = cluster.add_node(num_cpus=1, resources={name: 1}, object_store_memory=OBJECT_STORE,
+                                       env_vars=env)
+    cluster.wait_for_nodes()
+    raylet = added["gpu-s"].all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process
+    proc = subprocess.Popen([sys.executable, "-m", "ortdoctor", "fleet", "--ray", cluster.address, "--json",
+                             "--no-smoke", "--timeout", "60", "--python", str(wrapper)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    stopped = False
+    try:
+        deadline = time.monotonic() + 120
+        while not ((marks / "gpu-k").exists() and (marks / "gpu-s").exists()):
+            assert time.monotonic() < deadline, "the checks never started on the added nodes"
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        added["gpu-k"].kill_raylet()
+        os.kill(raylet.pid, signal.SIGSTOP)
+        stopped = True
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if stopped:
+            os.kill(raylet.pid, signal.SIGCONT)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, err
+    data = json.loads(out)  # Ray's lines about the dead raylets went to stderr, not into the report
+    nodes = data["nodes"]
+    assert data["counts"]["nodes"] == len(nodes) == 6
+    by_name = {n["host"].get("name"): n for n in nodes}
+    assert {by_name[k]["status"] for k in ("gpu-a", "gpu-b", "gpu-c")} <= {"warn", "fail"}
+    for node in nodes:
+        assert (node["reason"] is None) == (node["status"] in ("ok", "warn", "fail")), node
+    by_id = {n["host"].get("ray_node_id"): n for n in nodes}
+    killed, stopped_node = by_id[added["gpu-k"].node_id], by_id[added["gpu-s"].node_id]
+    print(json.dumps([killed, stopped_node], indent=1))  # for the record (pytest -s)
+    assert killed["status"] in ("unreachable", "error")
+    assert killed["reason"]
+    # the stopped raylet's node: marked dead by its missed health checks (its worker may still answer)
+    assert stopped_node["status"] in ("unreachable", "error", "timeout", "warn")
+    without = [n for n in nodes if n["reason"] is not None]
+    assert len(without) >= 2
+    for group in data["groups"]:  # a group never speaks for a node with another reason
+        reasons = {n["reason"] for n in nodes if n["label"] in group["nodes"]}
+        assert len(reasons) == 1, group

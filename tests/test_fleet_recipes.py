@@ -8,7 +8,9 @@ the driver, the downward-API variables the manifest asks for), the pods' output 
 the collect script runs as printed with a ``kubectl`` that answers from that. The Slurm script's
 ``srun`` step is run once per task with the variables Slurm sets, its output labelled and interleaved
 as ``srun --label`` writes it, and the rest of the script is run on that; the Slurm health check runs
-with ``scontrol`` recorded. Every script is parsed by bash, and by shellcheck where installed.
+with ``scontrol`` recorded; the node-problem-detector plugin runs on nodes that pass, fail and cannot
+run the check, and its monitor configuration is held to what NPD validates. Every script is parsed by
+bash, and by shellcheck where installed.
 """
 
 from __future__ import annotations
@@ -45,10 +47,10 @@ def recipes() -> dict[str, str]:
 
 
 def test_every_recipe_is_found() -> None:
-    assert set(recipes()) == {"job", "job-collect", "slurm", "slurm-healthcheck"}
+    assert set(recipes()) == {"job", "job-collect", "npd-plugin", "slurm", "slurm-healthcheck"}
 
 
-@pytest.mark.parametrize("name", ["slurm", "slurm-healthcheck", "job-collect"])
+@pytest.mark.parametrize("name", ["slurm", "slurm-healthcheck", "job-collect", "npd-plugin"])
 def test_each_script_runs_as_printed(name: str, tmp_path: Path) -> None:
     # sbatch and slurmd run a script only when its first line is its "#!" (sbatch: "This does not look
     # like a batch script"); bash must parse it; shellcheck, where installed, must find nothing
@@ -262,3 +264,70 @@ def test_the_slurm_health_check_drains_a_failing_node_with_a_short_reason(bin_di
     why = json.loads(fleet_reports.run_check(next(n for n in NODES if n.name == "gpu-b")))
     first = next(f["id"] for f in why["findings"] if f["severity"] == "error")
     assert call == f"update NodeName=gpu-b State=DRAIN Reason=ortdoctor: {first}"
+
+
+# --------------------------------------------------------------------------------------------------
+# node-problem-detector
+# --------------------------------------------------------------------------------------------------
+def npd_config() -> dict[str, Any]:
+    (body,) = [b for b in re.findall(r"^```json\n(.*?)^```$", DOC.read_text(), re.MULTILINE | re.DOTALL)
+               if "ortdoctor-recipe: npd-config" in b]
+    config: dict[str, Any] = json.loads(body)
+    return config
+
+
+def _seconds(duration: str) -> float:
+    m = re.fullmatch(r"(\d+)(s|m|h)", duration)
+    assert m, duration
+    return int(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def test_the_npd_monitor_config_is_what_npd_accepts() -> None:
+    # what NPD's CustomPluginConfig.Validate() and ApplyConfiguration() ask of it
+    c = npd_config()
+    assert c["plugin"] == "custom"
+    glob = c["pluginConfig"]
+    rule, = c["rules"]
+    assert _seconds(rule["timeout"]) <= _seconds(glob["timeout"])  # a rule's limit within the global one
+    assert rule["type"] == "permanent"
+    assert rule["condition"] in {cond["type"] for cond in c["conditions"]}  # a permanent one has a default
+    assert rule["path"].endswith("/ortdoctor-npd.sh")
+    assert glob["max_output_length"] == 80  # what the plugin cuts its line to
+    assert re.fullmatch(r"[A-Z][A-Za-z]+", rule["reason"])  # CamelCase, as condition reasons are
+
+
+def test_the_npd_plugin_answers_as_npd_expects(bin_dir: Path, tmp_path: Path) -> None:
+    """Exit 0 OK, 1 NonOK, 2 Unknown; one line of at most 80 characters on stdout."""
+    script = tmp_path / "ortdoctor-npd.sh"
+    script.write_text(recipes()["npd-plugin"])
+    script.chmod(0o755)
+
+    def run(node_name: str, path_first: Path | None = None) -> tuple[int, str]:
+        node = next(n for n in NODES if n.name == node_name)
+        env = node_env(bin_dir, node, {"NODE_NAME": node_name})
+        if path_first is not None:
+            env["PATH"] = f"{path_first}{os.pathsep}{env['PATH']}"
+        proc = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert proc.stdout.endswith("\n")
+        assert proc.stdout.count("\n") == 1, proc.stdout
+        assert len(proc.stdout) - 1 <= 80, proc.stdout
+        return proc.returncode, proc.stdout.strip()
+
+    assert run("gpu-a") == (0, "onnxruntime can use the GPU")  # warnings only
+    why = json.loads(fleet_reports.run_check(next(n for n in NODES if n.name == "gpu-b")))
+    first = next(f["id"] for f in why["findings"] if f["severity"] == "error")
+    assert run("gpu-b") == (1, f"ortdoctor: {first} (ortdoctor explain {first})")
+    # an ortdoctor that cannot run (an internal error, exit 3): Unknown, never NonOK
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "ortdoctor").write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\nexit 3\n")
+    (broken / "ortdoctor").chmod(0o755)
+    assert run("gpu-a", broken) == (2, "ortdoctor: the check did not run (exit status 3)")
+    # and none at all (exit 127): Unknown
+    (broken / "ortdoctor").unlink()
+    node = next(n for n in NODES if n.name == "gpu-a")
+    env = node_env(bin_dir, node, {})
+    env["PATH"] = "/nonexistent"
+    proc = subprocess.run(["/bin/bash", str(script)], env=env, capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "ortdoctor: the check did not run (exit status 127)\n")

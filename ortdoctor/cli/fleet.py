@@ -117,14 +117,16 @@ class _Progress:
 @click.option("--gpu-nodes-only", is_flag=True,
               help="Leave out nodes where Ray counts no GPU (a CPU-only head); listed in the notes.")
 @click.option("--runtime-env", "runtime_env", metavar="JSON",
-              help='Run the checks in this Ray runtime_env, e.g. the deployment\'s: \'{"pip": ["ortdoctor"]}\'.')
+              help="Run the checks in this Ray runtime_env (JSON), e.g. the serving deployment's.")
+@click.option("--ship", is_flag=True,
+              help="Send this ortdoctor along to the nodes (Ray runtime_env py_modules): no node needs it installed.")
 @click.option("--save-reports", "reports_dir", type=click.Path(file_okay=False), default=None,
               help="Also write each node's full report into this directory (for `fleet merge` later).")
 @_output_options
 @click.pass_context
 def command(ctx: click.Context, ray_address: str | None, connect_timeout: float, timeout: float,
             start_timeout: float, all_devices: bool,
-            no_smoke: bool, python: str | None, gpu_nodes_only: bool, runtime_env: str | None,
+            no_smoke: bool, python: str | None, gpu_nodes_only: bool, runtime_env: str | None, ship: bool,
             reports_dir: str | None, as_json: bool, fmt: str | None, strict: bool) -> None:
     if ctx.invoked_subcommand is not None:
         if ray_address is not None:
@@ -151,7 +153,8 @@ def command(ctx: click.Context, ray_address: str | None, connect_timeout: float,
     try:
         result = run_on_ray(ray_address, timeout=timeout, start_timeout=start_timeout, all_devices=all_devices,
                             no_smoke=no_smoke, python=python, gpu_nodes_only=gpu_nodes_only, runtime_env=env,
-                            progress=_Progress(), reports_dir=reports_dir, connect_timeout=connect_timeout)
+                            progress=_Progress(), reports_dir=reports_dir, connect_timeout=connect_timeout,
+                            ship=ship)
     except RayNotInstalled as exc:
         _usage_error(str(exc))
         return

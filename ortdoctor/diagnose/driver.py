@@ -196,6 +196,11 @@ def _driver_install_fix(ctx: Ctx, container: Sequence[str]) -> str:
     branch = minimum.split(".")[0] if minimum else "580"
     cuda = ctx.env.ort.cuda_version
     need = f" {minimum} or newer (CUDA {cuda} needs it)" if minimum and cuda else ""
+    if "KUBERNETES_SERVICE_HOST" in container or "cgroup:kubepods" in container:
+        # a pod gets its GPU from the node's device plugin, not from `docker run`
+        return (f"This is a Kubernetes pod: install the NVIDIA driver{need} on the node with the NVIDIA device "
+                "plugin (or the GPU Operator), request the GPU in the pod (resources.limits nvidia.com/gpu: 1) "
+                "and set runtimeClassName: nvidia where the container toolkit registered that runtime class")
     if container:
         return (f"This is a container: install the NVIDIA driver{need} on the host, and the NVIDIA Container "
                 "Toolkit, then start the container with `docker run --gpus all`")

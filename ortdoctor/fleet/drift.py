@@ -21,6 +21,7 @@ from ortdoctor.fleet.model import (
     DriftValue,
     FindingGroup,
     FleetReport,
+    NodeFinding,
     NodeFix,
     NodeResult,
     OutcomeGroup,
@@ -116,47 +117,83 @@ def assign_labels(nodes: list[NodeResult]) -> list[NodeResult]:
         if seen[label] > 1:
             taken[label] += 1
             label = f"{label} #{taken[label]}"
-        out.append(replace(n, label=label))
+        out.append(n if n.label == label else replace(n, label=label))
     out.sort(key=lambda n: _natural(n.label))
     return out
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
 def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part)
+    return tuple([(0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(text) if part])
+
+
+def _by_identity(nodes: Sequence[NodeResult], part: Callable[[NodeResult], Any]) -> list[tuple[Any, list[int]]]:
+    """The nodes' ``part`` (their findings, their versions), each distinct object once with the
+    positions of the nodes holding it. Nodes of one image share these objects (the merge reads each
+    distinct section once), so a fleet of thousands has a handful of them: work per object, not per node."""
+    by_id: dict[int, tuple[Any, list[int]]] = {}
+    for i, n in enumerate(nodes):
+        obj = part(n)
+        entry = by_id.get(id(obj))
+        if entry is None:
+            by_id[id(obj)] = (obj, [i])
+        else:
+            entry[1].append(i)
+    return list(by_id.values())
+
+
+def _in_order(runs: list[list[int]]) -> list[int]:
+    """Node positions gathered from several runs (each ascending), in ascending order."""
+    if len(runs) == 1:
+        return runs[0]
+    return sorted(i for run in runs for i in run)
 
 
 # --------------------------------------------------------------------------------------------------
 # Findings by id, nodes by outcome
 # --------------------------------------------------------------------------------------------------
 def _finding_groups(nodes: Sequence[NodeResult]) -> list[FindingGroup]:
-    by_id: dict[str, list[tuple[NodeResult, Any]]] = defaultdict(list)
-    for n in nodes:
+    # id -> [(the finding as one set of nodes gave it, those nodes' positions)], in order of first sight
+    by_id: dict[str, list[tuple[NodeFinding, list[int]]]] = defaultdict(list)
+    for findings, positions in _by_identity(nodes, lambda n: n.findings):
         seen: set[str] = set()
-        for f in n.findings:
+        for f in findings:
             if f.id not in seen:  # one finding id once per node (some repeat it, once per library)
                 seen.add(f.id)
-                by_id[f.id].append((n, f))
+                by_id[f.id].append((f, positions))
     from ortdoctor.core.catalog import CATALOG
 
+    labels = [n.label for n in nodes]
     groups = []
     for fid, hits in by_id.items():
-        severity = min((f.severity for _, f in hits), key=lambda s: _SEVERITY_RANK.get(s, 3))
+        severity = min({f.severity for f, _ in hits}, key=lambda s: _SEVERITY_RANK.get(s, 3))
         # a node's fix is shown with that node only: one node's report never supplies the fix of others
-        by_fix: dict[str, list[str]] = defaultdict(list)
-        for n, f in hits:
+        by_fix: dict[str, list[list[int]]] = defaultdict(list)
+        for f, positions in hits:
             if f.fix:
-                by_fix[f.fix].append(n.label)
-        node_fixes = sorted(by_fix.items(), key=lambda kv: -len(kv[1]))  # stable: first seen first among equals
+                by_fix[f.fix].append(positions)
+        fix_nodes = [(fix, _in_order(runs)) for fix, runs in by_fix.items()]
+        # most nodes first; among equals the fix its first node gave first
+        fix_nodes.sort(key=lambda kv: (-len(kv[1]), kv[1][0]))
+        members = _in_order([positions for _, positions in hits])
         entry = CATALOG.get(fid)
+        if entry is None:
+            titles: Counter[str] = Counter()
+            for f, positions in hits:
+                titles[f.title] += len(positions)
+        first = min(hits, key=lambda h: h[1][0])[0]
         groups.append(FindingGroup(
             id=fid,
             severity=severity,
-            title=entry.title if entry is not None else Counter(f.title for _, f in hits).most_common(1)[0][0],
+            title=entry.title if entry is not None else titles.most_common(1)[0][0],
             fix=entry.fix if entry is not None else None,
-            detail=hits[0][1].detail,
-            nodes=tuple(n.label for n, _ in hits),
-            fix_variants=len(node_fixes),
-            node_fixes=tuple(NodeFix(fix=fix, nodes=tuple(labels)) for fix, labels in node_fixes),
+            detail=first.detail,
+            nodes=tuple([labels[i] for i in members]),
+            fix_variants=len(fix_nodes),
+            node_fixes=tuple(NodeFix(fix=fix, nodes=tuple([labels[i] for i in positions]))
+                             for fix, positions in fix_nodes),
         ))
     groups.sort(key=lambda g: (_SEVERITY_RANK.get(g.severity, 3), -len(g.nodes), g.id))
     return groups
@@ -165,9 +202,11 @@ def _finding_groups(nodes: Sequence[NodeResult]) -> list[FindingGroup]:
 def _outcome_groups(nodes: Sequence[NodeResult]) -> list[OutcomeGroup]:
     # nodes without a report are together only with nodes that have the same reason: a group never
     # speaks for a node with another one
+    problems = {id(findings): nodes[positions[0]].problem_ids
+                for findings, positions in _by_identity(nodes, lambda n: n.findings)}
     by_key: dict[tuple[Status, tuple[str, ...], str | None], list[NodeResult]] = defaultdict(list)
     for n in nodes:
-        by_key[(n.status, n.problem_ids, n.reason)].append(n)
+        by_key[(n.status, problems[id(n.findings)], n.reason)].append(n)
     groups = [OutcomeGroup(status=status, problem_ids=ids, nodes=tuple(n.label for n in members), reason=reason)
               for (status, ids, reason), members in by_key.items()]
     groups.sort(key=lambda g: (_STATUS_ORDER[g.status], -len(g.nodes), g.problem_ids))
@@ -179,25 +218,29 @@ def _outcome_groups(nodes: Sequence[NodeResult]) -> list[OutcomeGroup]:
 # --------------------------------------------------------------------------------------------------
 def _drifts(nodes: Sequence[NodeResult], min_driver: MinDriver) -> list[Drift]:
     out = []
+    versions = _by_identity(nodes, lambda n: n.versions)
+    labels = [n.label for n in nodes]
+    failing = [n.status in FAILING for n in nodes]
     for fname, label in DRIFT_FIELDS:
-        by_value: dict[str, list[NodeResult]] = defaultdict(list)
-        for n in nodes:
-            value = getattr(n.versions, fname)
+        runs: dict[str, list[list[int]]] = defaultdict(list)
+        for v, positions in versions:
+            value = getattr(v, fname)
             if value is not None:
-                by_value[value].append(n)
-        if len(by_value) < 2:
+                runs[value].append(positions)
+        if len(runs) < 2:
             continue
+        by_value = {value: _in_order(r) for value, r in runs.items()}
         values = sorted(by_value.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-        passing = any(n.status not in FAILING for members in by_value.values() for n in members)
+        passing = any(not failing[i] for members in by_value.values() for i in members)
         only_failing = tuple(v for v, members in values
-                             if passing and all(n.status in FAILING for n in members))
+                             if passing and all(failing[i] for i in members))
         note = _driver_note(nodes, min_driver) if fname == "driver" else None
         out.append(Drift(
             id=f"drift-{fname.replace('_', '-')}",
             field=fname,
             label=label,
-            values=tuple(DriftValue(value=v, nodes=tuple(n.label for n in members),
-                                    failing=sum(n.status in FAILING for n in members))
+            values=tuple(DriftValue(value=v, nodes=tuple([labels[i] for i in members]),
+                                    failing=sum([failing[i] for i in members]))
                          for v, members in values),
             note=note,
             only_on_failing=only_failing,
@@ -207,18 +250,19 @@ def _drifts(nodes: Sequence[NodeResult], min_driver: MinDriver) -> list[Drift]:
 
 def _driver_note(nodes: Sequence[NodeResult], min_driver: MinDriver) -> str | None:
     """Which nodes' drivers are too old for the onnxruntime build they have, per build."""
-    below: dict[tuple[str, str, str], list[NodeResult]] = defaultdict(list)
-    missing: list[NodeResult] = []
-    for n in nodes:
-        v = n.versions
+    below_runs: dict[tuple[str, str, str], list[list[int]]] = defaultdict(list)
+    missing_runs: list[list[int]] = []
+    for v, positions in _by_identity(nodes, lambda n: n.versions):
         if v.driver is None or v.ort_cuda is None or not _CUDA_RE.match(v.ort_cuda):
             continue
         if v.driver.startswith("none"):
-            missing.append(n)
+            missing_runs.append(positions)
             continue
         need = min_driver(v.ort_cuda)
         if need and _vtuple(v.driver) < _vtuple(need):
-            below[(v.onnxruntime or "onnxruntime-gpu", v.ort_cuda, need)].append(n)
+            below_runs[(v.onnxruntime or "onnxruntime-gpu", v.ort_cuda, need)].append(positions)
+    below = {key: [nodes[i] for i in _in_order(runs)] for key, runs in below_runs.items()}
+    missing = [nodes[i] for i in _in_order(missing_runs)] if missing_runs else []
     parts = []
     for (ort, cuda, need), members in sorted(below.items(), key=lambda kv: -len(kv[1])):
         branches = ", ".join(sorted({f"{m.versions.driver.split('.')[0]}.x" for m in members

@@ -11,13 +11,12 @@ not valid JSON is handed to ``on_broken``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import IO, Any
 
+from ortdoctor.fleet.decode import loads
 from ortdoctor.fleet.model import NotAReport
 
 __all__ = ["MAX_REPORT_BYTES", "LineReader", "loads", "pod_name", "read_stream"]
@@ -37,17 +36,6 @@ _CRI_TAG = re.compile(r"(stdout|stderr) ([FP]) ")
 _DOCKER_JSON_START = '{"log":'
 
 
-def loads(text: str) -> Any:
-    """``json.loads``, with every way decoding can fail raised as ValueError: JSON nested deeper than
-    Python's recursion limit raises RecursionError, and that must cost one report, not the run."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-    except MemoryError:
-        raise ValueError("too large to decode") from None
-
-
 @dataclass
 class _Open:
     """A report being put together from the lines of one stream."""
@@ -64,8 +52,9 @@ class LineReader:
     """Turns the lines of one input into reports (and broken reports), stream by stream."""
 
     def __init__(self, name: str, on_report: Callable[[Any, str, str | None], None],
-                 on_broken: Callable[[str, str, str | None], None]) -> None:
+                 on_broken: Callable[[str, str, str | None], None], decode: Callable[[str], Any] = loads) -> None:
         self.name = name
+        self.decode = decode  # a report's text -> its JSON (ValueError when it is not JSON)
         self.on_report = on_report
         self.on_broken = on_broken
         self.open: dict[str, dict[str, _Open]] = {}  # stream key -> unknown prefix -> report in progress
@@ -167,12 +156,12 @@ class LineReader:
             self._begin(lineno, key, "")
             return
         if stripped.startswith("{"):
-            self._one_line(lineno, key, stripped)
+            self.one_line(lineno, key, stripped)
             return
         # a report after a prefix nobody announced: "svc-1  | {" or "... {"schema_version": 2, ...}"
         at = text.find('{"schema_version"')
         if at > 0 and text.rstrip().endswith("}"):
-            self._one_line(lineno, key, text[at:].rstrip())
+            self.one_line(lineno, key, text[at:].rstrip())
             return
         if text.endswith("{") and text.strip() != "{":
             self._begin(lineno, key, text[:-1])
@@ -261,7 +250,7 @@ class LineReader:
         # json.dumps(indent=...) and jq close the top-level object with "}" alone in column 0
         if text[:1] == "}" and text.rstrip() == "}":
             try:
-                data = loads("\n".join(rep.parts))
+                data = self.decode("\n".join(rep.parts))
             except ValueError as exc:
                 # not the end after all, or not JSON: keep collecting; at the end of the input it is named
                 # invalid (with this error) rather than cut off
@@ -270,9 +259,9 @@ class LineReader:
             self._close(key, rep)
             self.report(rep.start, key, data)
 
-    def _one_line(self, lineno: int, key: str, text: str) -> None:
+    def one_line(self, lineno: int, key: str, text: str) -> None:
         try:
-            data = loads(text)
+            data = self.decode(text)
         except ValueError as exc:
             if '"schema_version"' in text[:64]:
                 self._broken_at(lineno, key, f"not valid JSON ({exc})")
@@ -354,15 +343,16 @@ class _TooLong(str):
     """The head of a line longer than :data:`MAX_REPORT_BYTES`; the rest was read past, never held."""
 
 
-def _lines(stream: IO[str]) -> Iterator[list[str]]:
+def _lines(stream: IO[str], first: str = "") -> Iterator[list[str]]:
     """The lines of ``stream`` (without their newline), a block at a time, in memory bounded by
     :data:`MAX_REPORT_BYTES` however long a line is (a 1 GB line, or 1 MB of gzip that unpacks to one):
-    a longer line comes as a :class:`_TooLong` with its head, and the rest of it is skipped block by block."""
+    a longer line comes as a :class:`_TooLong` with its head, alone in its list, and the rest of it is
+    skipped block by block."""
     pending: list[str] = []  # the unfinished last line, in pieces
     size = 0
     skipping = False  # inside a line already reported too long: drop up to its newline
     while True:
-        block = stream.read(_BLOCK)
+        block, first = first or stream.read(_BLOCK), ""
         if not block:
             break
         if skipping:
@@ -380,7 +370,11 @@ def _lines(stream: IO[str]) -> Iterator[list[str]]:
             continue
         if pending:
             pending.append(parts[0])
-            parts[0] = "".join(pending) if size + len(parts[0]) <= MAX_REPORT_BYTES else _head(pending)
+            if size + len(parts[0]) <= MAX_REPORT_BYTES:
+                parts[0] = "".join(pending)
+            else:
+                yield [_head(pending)]  # alone in its list: a list of more lines never holds one
+                del parts[0]
         last = parts.pop()
         pending, size = ([last], len(last)) if last else ([], 0)
         yield parts
@@ -399,54 +393,86 @@ def _head(pieces: list[str]) -> _TooLong:
 
 
 def read_stream(name: str, stream: IO[str], *, on_report: Callable[[Any, str, str | None], None],
-                on_broken: Callable[[str, str, str | None], None], compressed: bool = False) -> LineReader:
+                on_broken: Callable[[str, str, str | None], None], compressed: bool = False,
+                decode: Callable[[str], Any] = loads) -> LineReader:
     """Feed the lines of one input through the reader; returns it, with its counts. Nothing is held
     beyond :data:`MAX_REPORT_BYTES` per report being put together (a line longer than that, or a report
     without its end, is a broken report). In ``compressed`` input such a line ends the reading
     (``reader.stopped_at``): skipping it would mean unpacking all of it, and 1 MB of gzip holds 1 GB."""
-    reader = LineReader(name, on_report, on_broken)
-    lineno = 0
-    lines = chain.from_iterable(_lines(stream))
-    for line in lines:
-        lineno += 1
-        if type(line) is _TooLong:
-            reader.too_long(lineno, line)
+    reader = LineReader(name, on_report, on_broken, decode)
+    first = stream.read(_BLOCK)
+    if len(first) < _BLOCK and first[:2] == "{\n" and first[-3:] == "\n}\n":
+        # the whole input is one pretty report, the commonest file of all (`check --json > node.json`):
+        # decoded without taking it apart into lines. Where the whole decodes, the line-by-line path
+        # gives this same one report (an earlier "}" line can only be a nested object's end then)
+        try:
+            data = decode(first)
+        except ValueError:
+            pass  # read line by line below, to say what is wrong with it
+        else:
+            reader.report(1, "", data)
+            return reader
+    lineno = 0  # the lines before this block
+    # a pretty report without prefixes being collected (a file of its own, or `srun` output): its
+    # first line's number, its lines, their size with newlines
+    start, parts, size = 0, list[str](), 0
+    for block in _lines(stream, first):
+        if len(block) == 1 and type(block[0]) is _TooLong:
+            if parts:  # the report being collected ends in a line too long: replayed line by line
+                _replay(reader, start, parts)
+                parts, size = [], 0
+            lineno += 1
+            reader.too_long(lineno, block[0])
             if compressed:
                 reader.stopped_at = lineno
                 break
             continue
-        if line == "{" and "" not in reader.open:
-            # A pretty report without prefixes (a file of its own, or `srun` output): its lines are taken
-            # as they are up to the closing "}" in column 0, and parsed at once. Anything odd (cut off,
-            # not JSON, too large) is replayed through the line-by-line path, which knows what to make of it.
-            start, parts, size = lineno, [line], 2
-            for part in lines:
-                lineno += 1
-                parts.append(part)
-                size += len(part) + 1
-                if size > MAX_REPORT_BYTES or type(part) is _TooLong:
-                    break
-                if part[:1] == "}" and part.rstrip() == "}":
-                    break
-            else:
-                size = -1  # the input ended inside the report
+        i, n = 0, len(block)
+        while i < n:
+            if not parts:
+                line = block[i]
+                if line[:2] == '{"' and not reader.open and not reader.partial \
+                        and not line.startswith(_DOCKER_JSON_START):
+                    # a compact report (JSON lines), the line path's own way without its detours
+                    reader.one_line(lineno + i + 1, "", line.strip())
+                    i += 1
+                    continue
+                if line != "{" or "" in reader.open:
+                    reader.line(lineno + i + 1, line)
+                    i += 1
+                    continue
+                start = lineno + i + 1
+            # A pretty report's lines are taken as they are up to the closing "}" in column 0 (found
+            # without a look at every line), and parsed at once. Anything odd (cut off, not JSON, too
+            # large) is replayed through the line-by-line path, which knows what to make of it.
             try:
-                if size < 0 or size > MAX_REPORT_BYTES or type(parts[-1]) is _TooLong:
-                    raise ValueError("not whole")
-                data = loads("\n".join(parts))
+                end = block.index("}", i + 1 if not parts else i) + 1
             except ValueError:
-                for k, part in enumerate(parts):
-                    if type(part) is _TooLong:
-                        reader.too_long(start + k, part)
-                        if compressed:
-                            reader.stopped_at = start + k
-                    else:
-                        reader.line(start + k, part)
-                if reader.stopped_at is not None:
-                    break
-                continue
-            reader.report(start, "", data)
-            continue
-        reader.line(lineno, line)
+                end = n
+            taken = block[i:end]
+            parts += taken
+            size += sum(map(len, taken)) + len(taken)
+            i = end
+            if size > MAX_REPORT_BYTES:
+                _replay(reader, start, parts)
+                parts, size = [], 0
+            elif parts[-1] == "}" and len(parts) > 1:
+                text = "\n".join(parts)
+                try:
+                    data = decode(text)
+                except ValueError:
+                    _replay(reader, start, parts)
+                else:
+                    reader.report(start, "", data)
+                parts, size = [], 0
+        lineno += n
+    if parts:  # the input ended inside the report
+        _replay(reader, start, parts)
     reader.finish(lineno)
     return reader
+
+
+def _replay(reader: LineReader, start: int, parts: list[str]) -> None:
+    """Lines taken for a pretty report that is not whole, given to the line-by-line path."""
+    for k, part in enumerate(parts):
+        reader.line(start + k, part)

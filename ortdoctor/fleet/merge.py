@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ortdoctor.fleet import lines
+from ortdoctor.fleet.decode import ReportDecoder
 from ortdoctor.fleet.lines import LineReader, read_stream
-from ortdoctor.fleet.model import FleetReport, NodeResult, node_from_report, node_without_report
+from ortdoctor.fleet.model import FleetReport, Memo, NodeResult, node_from_report, node_without_report
 
 __all__ = ["InputError", "ReadResult", "merge", "read_nodes"]
 
@@ -129,14 +130,16 @@ def read_nodes(paths: Sequence[str], *, stdin: IO[bytes] | None = None) -> ReadR
     def intern(s: str) -> str:
         return strings.setdefault(s, s)
 
+    decode = ReportDecoder()  # one for all inputs: a directory's files share their images' text too
+    memo = Memo()
     seen: set[Any] = set()
     duplicates = 0
-    latest: dict[tuple[str, ...], int] = {}  # a node's identity -> the index of its latest report so far
+    latest: dict[tuple[Any, ...], int] = {}  # a node's identity -> the index of its latest report so far
     older: list[tuple[NodeResult, NodeResult]] = []  # (left out, kept)
 
     def on_report(data: Any, where: str, hint: str | None) -> None:
         nonlocal duplicates
-        node = node_from_report(data, where, intern=intern, hint=hint)
+        node = node_from_report(data, where, intern=intern, hint=hint, memo=memo)
         # an invalid report is shown as it is, never taken for a copy of a valid one (or the other way)
         fingerprint = _fingerprint(data) if node.reason is None else None
         if fingerprint is not None:
@@ -167,7 +170,7 @@ def read_nodes(paths: Sequence[str], *, stdin: IO[bytes] | None = None) -> ReadR
         name, text, owned = _open_text(path, stdin)
         try:
             reader = read_stream(name, text, on_report=on_report, on_broken=on_broken,
-                                 compressed=isinstance(getattr(text, "buffer", None), gzip.GzipFile))
+                                 compressed=isinstance(getattr(text, "buffer", None), gzip.GzipFile), decode=decode)
         except (OSError, EOFError) as exc:  # EOFError: a gzip file cut short
             raise InputError(f"{name}: cannot be read: {exc}") from None
         finally:
@@ -221,9 +224,15 @@ def _fingerprint(data: Any) -> Any:
     timings = data.get("timings_ms")
     if not isinstance(host, dict) or not isinstance(timings, dict) or not timings:
         return None
-    ident = tuple(str(host.get(k)) for k in ("machine_id", "boot_id", "hostname", "k8s_pod_name",
-                                             "slurm_job_id", "slurm_procid", "ray_node_id"))
-    return ident, tuple(sorted((str(k), str(v)) for k, v in timings.items()))
+    ident = tuple(map(host.get, _FINGERPRINT_HOST))  # strings, numbers or None: host_of checked them
+    try:
+        return ident, frozenset(timings.items())
+    except TypeError:  # a timing that is not a number (a broken report): compared as text
+        return ident, frozenset((k, str(v)) for k, v in timings.items())
+
+
+_FINGERPRINT_HOST = ("machine_id", "boot_id", "hostname", "k8s_pod_name", "slurm_job_id", "slurm_procid",
+                     "ray_node_id")
 
 
 # what tells one node's runs from another node: the machine, its boot, its name, and (on one machine)
@@ -231,14 +240,14 @@ def _fingerprint(data: Any) -> Any:
 _IDENTITY_HOST = ("machine_id", "boot_id", "hostname", "name", "slurm_procid", "ray_node_id")
 
 
-def _identity(data: Any) -> tuple[str, ...] | None:
+def _identity(data: Any) -> tuple[Any, ...] | None:
     """The node a report is of, where the report says (its host section): None when it cannot tell."""
     host = data.get("host") if isinstance(data, dict) else None
     if not isinstance(host, dict) or not (host.get("machine_id") or host.get("boot_id") or host.get("hostname")):
         return None
     python = data.get("python")
     exe = python.get("executable") if isinstance(python, dict) else None
-    return (*(str(host.get(k) or "") for k in _IDENTITY_HOST), str(exe or ""))
+    return (*[v or "" for v in map(host.get, _IDENTITY_HOST)], str(exe or ""))
 
 
 def _older_note(older: list[tuple[NodeResult, NodeResult]]) -> str:

@@ -23,6 +23,7 @@ __all__ = [
     "FindingGroup",
     "FleetReport",
     "InvalidReport",
+    "Memo",
     "NodeFinding",
     "NodeFix",
     "NodeResult",
@@ -197,9 +198,36 @@ def _same(s: str) -> str:
     return s
 
 
-def node_from_report(data: Any, source: str, *, intern: Intern = _same, hint: str | None = None) -> NodeResult:
+class Memo:
+    """What was read from a report's sections, for later reports holding the very same section objects
+    (:class:`~ortdoctor.fleet.decode.ReportDecoder` gives nodes of one image shared objects): their
+    findings and versions are read once. Keyed by the objects' identity, which it keeps alive; at most
+    :attr:`LIMIT` entries, so reports that share nothing never make it grow."""
+
+    LIMIT = 64
+
+    def __init__(self) -> None:
+        self._by_id: dict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
+
+    def get(self, parts: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        key = tuple(map(id, parts))
+        hit = self._by_id.get(key)
+        if hit is not None:
+            return hit[1]
+        value = make()
+        if len(self._by_id) < self.LIMIT:
+            self._by_id[key] = (parts, value)
+        return value
+
+
+_ABSENT = object()
+
+
+def node_from_report(data: Any, source: str, *, intern: Intern = _same, hint: str | None = None,
+                     memo: Memo | None = None) -> NodeResult:
     """The essentials of one ``check --json`` report. ``intern`` shares equal strings between nodes
-    (titles and fixes repeat on every node of a big fleet).
+    (titles and fixes repeat on every node of a big fleet); ``memo`` reuses what was read from the same
+    section objects before.
 
     A report with a field of the wrong type (``"libraries": 1``) is a node in error, with the reason
     ``invalid report: libraries: a number, not an array``: one broken node report costs that node only.
@@ -224,8 +252,19 @@ def node_from_report(data: Any, source: str, *, intern: Intern = _same, hint: st
     except InvalidReport as exc:
         return node_without_report(source, "error", f"invalid report: {exc}", hint=hint)
     try:
-        findings = tuple(_finding(f, f"findings[{i}]", intern) for i, f in enumerate(data["findings"]))
-        versions = versions_of(data, intern)
+        listed = data["findings"]
+
+        def read_findings() -> tuple[NodeFinding, ...]:
+            return tuple(_finding(f, f"findings[{i}]", intern) for i, f in enumerate(listed))
+
+        def read_versions() -> Versions:
+            return versions_of(data, intern)
+
+        if memo is None:
+            findings, versions = read_findings(), read_versions()
+        else:
+            findings = memo.get((listed,), read_findings)
+            versions = memo.get(tuple([data.get(k, _ABSENT) for k in _VERSION_SECTIONS]), read_versions)
         smoke = _smoke(_get(data, "smoke", dict, ""))
         taken_at = _get(data, "taken_at", str, "")
     except InvalidReport as exc:
@@ -325,7 +364,9 @@ def host_of(data: Mapping[str, Any]) -> dict[str, Any]:
     if host is None:
         return {}
     for key in _HOST_TEXT:
-        _get(host, key, str, "host.")
+        value = host.get(key)
+        if value is not None and type(value) is not str:  # the usual case checked without a call
+            _get(host, key, str, "host.")
     _get(host, "slurm_procid", (str, int), "host.")
     _get(host, "kubernetes", bool, "host.")
     for i, uuid in enumerate(_get(host, "gpu_uuids", list, "host.") or ()):
@@ -346,6 +387,10 @@ def _finding(f: Any, where: str, intern: Intern) -> NodeFinding:
         detail=intern(_get(f, "detail", str, where) or ""),
         fix=intern(fix) if fix is not None else None,
     )
+
+
+# the sections versions_of reads (a memo's key)
+_VERSION_SECTIONS = ("ort", "driver", "torch", "python", "libraries", "ortdoctor_version")
 
 
 def versions_of(data: Mapping[str, Any], intern: Intern = _same) -> Versions:

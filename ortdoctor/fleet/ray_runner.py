@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ortdoctor.core.record import replace
-from ortdoctor.fleet.lines import loads
+from ortdoctor.fleet.decode import loads
 from ortdoctor.fleet.model import NodeResult, NotAReport, Status, node_from_report, node_without_report
 
 __all__ = ["CONNECT_TIMEOUT_S", "INSTALL_HINT", "ConnectTimeout", "FleetRunError", "RayNotInstalled", "RunResult",
@@ -127,17 +127,22 @@ _RAY_CAUSE = re.compile(r"(?:InvalidAuthToken|[Aa]uth(?:entication)? token|UNAUT
                         r"|Failed to connect to GCS|[Vv]ersion mismatch|Unable to connect)[^\n]*")
 
 
-def _connect(ray: Any, address: str, limit: float) -> bool:
+def _connect(ray: Any, address: str, limit: float, job_env: Mapping[str, Any] | None = None) -> bool:
     """Connect (or start, for ``local``) within ``limit`` seconds; True when this call did, so it also
-    disconnects.
+    disconnects. ``job_env``: the job's runtime_env (what ``--ship`` sends along).
 
     Raises:
         FleetRunError: the address cannot be reached, or Ray refused (its cause in the message).
         ConnectTimeout: Ray did not connect within ``limit`` (its last word on why in the message).
     """
     if ray.is_initialized():
+        if job_env is not None:
+            raise FleetRunError("--ship sends ortdoctor along with the job ortdoctor starts: call it before "
+                                "ray.init() in this process, or without --ship")
         return False
     kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
+    if job_env is not None:
+        kwargs["runtime_env"] = dict(job_env)
     if address == "local":
         kwargs["include_dashboard"] = False
     target = _bootstrap_address(address)
@@ -230,13 +235,16 @@ def run_on_ray(
     progress: Progress | None = None,
     reports_dir: str | None = None,
     connect_timeout: float = CONNECT_TIMEOUT_S,
+    ship: bool = False,
 ) -> RunResult:
     """Check every node of the Ray cluster at ``address`` (``auto``, ``local``, ``ray://host:10001``).
 
     ``reports_dir``: also write each node's full report there (``<host>-<node id>.json``), for a later
     ``ortdoctor fleet merge``. ``connect_timeout``: seconds Ray has to connect to the cluster. Nothing
     Ray prints reaches standard output (a raylet's state dump when a node dies, its workers' lines): the
-    caller's stdout holds the report alone.
+    caller's stdout holds the report alone. ``ship``: send this ortdoctor along to the nodes (Ray's
+    ``runtime_env`` ``py_modules``, added to ``runtime_env``), so the check runs where no ortdoctor is
+    installed; it needs only what a Ray worker's Python has.
 
     Raises:
         RayNotInstalled: ``ray`` cannot be imported.
@@ -244,10 +252,36 @@ def run_on_ray(
         ConnectTimeout: Ray did not connect within ``connect_timeout``.
     """
     ray = _import_ray()
-    with _stdout_to_stderr():
+    with _stdout_to_stderr(), (_staged_package() if ship else contextlib.nullcontext(None)) as package:
+        job_env: dict[str, Any] | None = None
+        if package is not None:
+            # Ray uploads a local directory only for the job's runtime_env (a task's takes URIs): the
+            # whole runtime_env goes there, so a task's py_modules cannot replace this one
+            job_env = dict(runtime_env or {})
+            job_env["py_modules"] = [*(job_env.get("py_modules") or []), package]
+            runtime_env = None
         return _run(ray, address, timeout=timeout, all_devices=all_devices, no_smoke=no_smoke, python=python,
                     gpu_nodes_only=gpu_nodes_only, runtime_env=runtime_env, start_timeout=start_timeout,
-                    progress=progress, reports_dir=reports_dir, connect_timeout=connect_timeout)
+                    progress=progress, reports_dir=reports_dir, connect_timeout=connect_timeout, job_env=job_env)
+
+
+@contextlib.contextmanager
+def _staged_package() -> Iterator[str]:
+    """A copy of the running ortdoctor package, as a wheel would install it (the compatibility matrix
+    inside, no bytecode), in a private temporary directory for Ray to upload: its ``py_modules`` puts it
+    on the workers' PYTHONPATH, which the check's child inherits."""
+    import shutil
+
+    from ortdoctor.decide.matrix.load import default_matrix_path
+
+    source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package this module is in
+    with tempfile.TemporaryDirectory(prefix="ortdoctor-ship-") as tmp:  # mode 0700: nobody else writes there
+        target = os.path.join(tmp, "ortdoctor")
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        matrix = os.path.join(target, "compat_matrix.yaml")
+        if not os.path.exists(matrix):
+            shutil.copyfile(default_matrix_path(), matrix)
+        yield target
 
 
 @contextlib.contextmanager
@@ -271,14 +305,15 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 def _run(ray: Any, address: str, *, timeout: float, all_devices: bool, no_smoke: bool, python: str | None,
          gpu_nodes_only: bool, runtime_env: Mapping[str, Any] | None, start_timeout: float,
-         progress: Progress | None, reports_dir: str | None, connect_timeout: float) -> RunResult:
+         progress: Progress | None, reports_dir: str | None, connect_timeout: float,
+         job_env: Mapping[str, Any] | None = None) -> RunResult:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from ortdoctor.fleet import _node_task
     from ortdoctor.probes.host import RAY_NODE_ID_ENV
 
     t0 = time.monotonic()
-    started = _connect(ray, address, connect_timeout)
+    started = _connect(ray, address, connect_timeout, job_env)
     try:
         _ship_by_value(ray, _node_task)
         result = RunResult()
@@ -498,7 +533,7 @@ def _why_no_report(answer: Mapping[str, Any], rc: Any, exc: BaseException) -> st
     python = answer.get("python")
     if _NO_MODULE.search(err):
         return (f"ortdoctor is not installed in {python} (the Python the check ran with): install it there, "
-                "or pass --python with the serving environment's interpreter")
+                "pass --python with the serving environment's interpreter, or --ship to send this ortdoctor along")
     last = err.splitlines()[-1] if err else "no output on stderr"
     return f"no report from `{python} -m ortdoctor check --json` (exit status {rc}; {exc}): {last}"
 
