@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ortdoctor.core.record import record
 from ortdoctor.diagnose.stack import StackScanner
+from ortdoctor.diagnose.text_normalise import wrap_joiner
 from ortdoctor.diagnose.textlines import normalise, windows
 
 __all__ = ["KNOWN_CODES", "MAX_HITS", "Facts", "Hit", "Scanner"]
@@ -69,6 +70,7 @@ class Scanner:
         self.stack = StackScanner()
         self.order = 0
         self._prev_tail = ""
+        self._prev_len = 0  # the previous line's length as pasted: a line cut at a terminal's width
         self._stack_fed = 0
         self._stack_after = 0
         self._sniffed = 0  # characters of the text's start counted for the binary sniff
@@ -108,6 +110,7 @@ class Scanner:
             if self._prev_tail and line[:1] not in ("", "["):
                 self._scan_join(line, low, found)
             self._prev_tail = line[-_JOIN_TAIL:].rstrip() if line.strip() else ""
+            self._prev_len = len(raw)
 
     def _scan_join(self, line: str, low: str, found: dict[str, int]) -> None:
         """Read the previous line's end and this line's start as one, for a message a terminal wrapped:
@@ -115,12 +118,12 @@ class Scanner:
         rest = line.lstrip(" >")
         offset = len(line) - len(rest)
         head = [n for n, i in found.items() if i - offset < 40]
-        edge = f"{self._prev_tail[-_NEEDLE_MAX:]} {rest[:_NEEDLE_MAX]}".lower()
+        edge = f"{self._prev_tail[-_NEEDLE_MAX:]}{wrap_joiner(self._prev_len)}{rest[:_NEEDLE_MAX]}".lower()
         cut = min(len(self._prev_tail), _NEEDLE_MAX)
         spanning = {n: i for n, i in _needles_in(edge).items() if i < cut < i + len(n)}
         spanning.update((n, 0) for n in head)
         if spanning:
-            joined = f"{self._prev_tail} {rest[:_JOIN_HEAD]}"
+            joined = f"{self._prev_tail}{wrap_joiner(self._prev_len)}{rest[:_JOIN_HEAD]}"
             self._scan(joined, spanning, boundary=len(self._prev_tail))
 
     def _scan(self, line: str, found: dict[str, int], boundary: int | None = None) -> None:
