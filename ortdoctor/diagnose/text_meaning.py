@@ -430,7 +430,7 @@ class Decider:
                    "archives, or a source build with --use_cuda) and make sure that library is the one loaded.")
         else:
             fix = _py(stack,
-                      'python -m pip uninstall -y onnxruntime onnxruntime-gpu && python -m pip install "onnxruntime-gpu[cuda,cudnn]" '
+                      "python -m pip uninstall -y onnxruntime onnxruntime-gpu && " + self._gpu_install() + " "
                       "(a wheel built from source needs ./build.sh --use_cuda)",
                       "Use a GPU build of onnxruntime (the onnxruntime-gpu package, Microsoft.ML.OnnxRuntime.Gpu, "
                       "com.microsoft.onnxruntime:onnxruntime_gpu, or a source build with --use_cuda).")
@@ -467,7 +467,7 @@ class Decider:
                    "the CPU one was copied to the output folder.")
         else:
             fix = ("python -m pip uninstall -y onnxruntime onnxruntime-gpu onnxruntime-directml onnxruntime-openvino && "
-                   'python -m pip install "onnxruntime-gpu[cuda,cudnn]" (uninstalling only the CPU package leaves a broken '
+                   + self._gpu_install() + " (uninstalling only the CPU package leaves a broken "
                    "install: remove both, then install onnxruntime-gpu alone)")
             why = ("onnxruntime and onnxruntime-gpu (and -directml, -openvino) share one import package; the one "
                    "installed last overwrote the other's files, often through a transitive dependency, and the "
@@ -908,6 +908,26 @@ class Decider:
         if build_cuda is not None and len(have_cuda) == 1 and build_cuda not in have_cuda:
             return self._build_needs(first, "cuda", build_cuda, have_cuda.pop())
         return None
+
+    def _evidenced_cuda(self) -> int | None:
+        """The CUDA major the text shows the build or the machine on (None when it shows none, or several)."""
+        if self.ctx.cuda_major is not None:
+            return self.ctx.cuda_major
+        majors = {m for m, _ in self.ev.cuda_versions()}
+        return majors.pop() if len(majors) == 1 else self.stack.machine_cuda_major
+
+    def _gpu_install(self) -> str:
+        """The pip command for onnxruntime-gpu on the text's stack: built for the CUDA major the text shows,
+        with a wheel for its Python; the default wheel (and its CUDA) only when the text shows no CUDA."""
+        default = 'python -m pip install "onnxruntime-gpu[cuda,cudnn]"'
+        major = self._evidenced_cuda()
+        if major is None or self.matrix is None or major not in self._current():
+            return default
+        gpu = divmod(self.stack.gpu_sm, 10) if self.stack.gpu_sm else None
+        rec = self.matrix.recommend(str(major), None, python=self.stack.python_version, gpu=gpu,
+                                    platform="win_amd64" if self.stack.windows else "linux_x86_64")
+        return ("python -m " + rec.command if rec.command.startswith("pip ") else rec.command) if rec is not None \
+            else default
 
     def _undecided(self) -> str:
         """For a status error the evidence did not explain: which evidence would tell its causes apart."""
