@@ -95,3 +95,8 @@ def test_damaged_text_gets_the_finding_the_clean_text_gets(damage: object) -> No
     clean = finding_ids(CLEAN)
     assert clean == ["ort-cpu-only"]
     assert finding_ids(damage(CLEAN)) == clean  # type: ignore[operator]
+
+
+def test_markdown_bold_of_an_issue_form() -> None:
+    # onnx/onnx-tensorrt#982
+    assert normalise_line("**TensorRT Version**: 10.2.0.19") == "TensorRT Version: 10.2.0.19"

@@ -55,6 +55,8 @@ def normalise_line(line: str) -> str:
         line = _unmojibake(line)
         if any(c in _TYPO_CHARS for c in line):
             line = line.translate(_TYPOGRAPHIC)
+    if "**" in line:  # Markdown bold around an issue form's labels: "**TensorRT Version**: 10.2.0.19"
+        line = line.replace("**", "")
     if line[:1] in (" ", "`", ">", "$", "~", "P", "(", "\t") or line.endswith("`"):
         line = _demarkdown(line)
     return line
