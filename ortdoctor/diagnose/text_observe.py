@@ -506,11 +506,13 @@ _RULES: tuple[Rule, ...] = (
           _simple("trt_unavailable", subject="")),
     # TensorRT building an engine (the provider compiles one per subgraph): why the build failed
     Rule(("cuda error in allocate", "could not be allocated", "unsupported sm", "sufficient workspace",
-          "failed to create engine from network", "failed to build tensorrt engine", "failed to create tensorrt engine"),
+          "is not supported by this tensorrt release", "failed to create engine from network",
+          "failed to build tensorrt engine", "failed to create tensorrt engine", "engine could not be created"),
           re.compile(r"(Cuda Error in allocate: 2|Requested amount of GPU memory \(\d{1,20} bytes\) could not be "
-                     r"allocated)|(Unsupported SM)|(?:insufficient|not have sufficient) (workspace)"
+                     r"allocated)|(Unsupported SM|Target GPU SM \d{2,3} is not supported by this TensorRT release)"
+                     r"|(?:insufficient|not have sufficient) (workspace)"
                      r"|(failed to create engine from network|Failed to build TensorRT engine"
-                     r"|Failed to create TensorRT engine)", re.IGNORECASE),
+                     r"|Failed to create TensorRT engine|Engine could not be created from network)", re.IGNORECASE),
           lambda s, m, line: s.add("trt_build", "memory" if m.group(1) else "sm" if m.group(2) else
                                    "workspace" if m.group(3) else "engine", line, at=m.start())),
     # the loader's wording before 1.8: "ProviderLibrary] Failed to load library, error code: 126" and then

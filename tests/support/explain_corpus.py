@@ -158,7 +158,8 @@ def first_id_scores(first_id: Callable[[CorpusEntry], str | None]) -> dict[str, 
     counts = {"working": [0, 0], "heldout": [0, 0], "fresh": [0, 0]}
     for entry in load_corpus():
         right = first_id(entry) == entry.expected_id
-        parts = [split.part(entry)] + (["fresh"] if int(entry.name[:3]) > SPLIT_AFTER else [])
+        part = split.part(entry)
+        parts = [part] + (["fresh"] if part == "heldout" and int(entry.name[:3]) > SPLIT_AFTER else [])
         for part in parts:
             counts[part][1] += 1
             counts[part][0] += right
@@ -182,7 +183,7 @@ def scores_markdown(scores: dict[str, Score], split: Split) -> str:
 def _threads(part: str, split: Split) -> int:
     sources = {e.source for e in load_corpus()}
     if part == "fresh":
-        return len({e.source for e in load_corpus() if int(e.name[:3]) > SPLIT_AFTER})
+        return len({e.source for e in load_corpus() if int(e.name[:3]) > SPLIT_AFTER and e.source in split.heldout})
     if part == "all":
         return len(sources)
     held = sources & split.heldout
