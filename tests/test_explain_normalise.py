@@ -100,3 +100,7 @@ def test_damaged_text_gets_the_finding_the_clean_text_gets(damage: object) -> No
 def test_markdown_bold_of_an_issue_form() -> None:
     # onnx/onnx-tensorrt#982
     assert normalise_line("**TensorRT Version**: 10.2.0.19") == "TensorRT Version: 10.2.0.19"
+
+
+def test_a_stream_keeps_blank_lines_so_line_numbers_match_the_text() -> None:
+    assert list(iter_stream(io.BytesIO(b"a\n\nb\r\nc"))) == ["a", "", "b", "c"]

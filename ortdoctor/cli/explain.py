@@ -156,7 +156,8 @@ def _stack_line(stack: Any) -> str | None:
     names = {"python": "Python", "java": "Java (ai.onnxruntime)", "csharp": "C# (Microsoft.ML.OnnxRuntime)",
              "rust": "Rust (ort crate)", "node": "Node (onnxruntime-node)", "cpp": "C/C++"}
     if stack.binding in names:
-        parts.append(names[stack.binding])
+        parts.append(names[stack.binding] + (f" {stack.python_version}" if stack.python and stack.python_version
+                                             else ""))
     if stack.os != "unknown":
         parts.append({"wsl": "WSL", "macos": "macOS"}.get(stack.os, stack.os.capitalize()))
     if stack.ort_version:

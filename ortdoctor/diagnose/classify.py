@@ -36,7 +36,7 @@ from ortdoctor.decide.matrix.model import Matrix, MatrixError
 from ortdoctor.diagnose import fixes
 from ortdoctor.diagnose.stack import Stack
 from ortdoctor.diagnose.text_evidence import Evidence
-from ortdoctor.diagnose.text_meaning import Context, Decider
+from ortdoctor.diagnose.text_meaning import Context, Decider, with_evidence
 from ortdoctor.diagnose.text_observe import Facts, Hit, Scanner
 from ortdoctor.diagnose.textlines import iter_lines
 from ortdoctor.formats.ortlog import strip_ansi
@@ -173,7 +173,7 @@ def classify_with_stack(
     scanner = Scanner()
     for line in lines:
         scanner.feed(line)
-    stack = scanner.stack.stack()
+    stack = with_evidence(scanner.stack.stack(), scanner.evidence.evidence())
     if evidence is not None:
         evidence.extend(scanner.evidence.items)
     if not scanner.hits:

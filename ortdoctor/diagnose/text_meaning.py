@@ -22,7 +22,7 @@ from ortdoctor.diagnose.stack import Stack
 from ortdoctor.diagnose.text_evidence import Evidence, TextEvidence
 from ortdoctor.diagnose.text_observe import Hit, Scanner
 
-__all__ = ["BY_CODE", "Context", "Decider"]
+__all__ = ["BY_CODE", "Context", "Decider", "with_evidence"]
 
 
 @record
@@ -112,7 +112,7 @@ class Decider:
         self.facts = scanner.facts
         self.hits = scanner.hits
         self.ev = scanner.evidence.evidence()
-        self.stack = _with_evidence(scanner.stack.stack(), self.ev)
+        self.stack = with_evidence(scanner.stack.stack(), self.ev)
         #: the evidence each decided finding used, by finding id (``explain --json`` prints it)
         self.used: dict[str, list[Evidence]] = {}
         self.matrix = matrix
@@ -1069,7 +1069,7 @@ _CUDNN_DROP_FROM = (9, 11)
 _CUDNN_DROP_BELOW = 70
 
 
-def _with_evidence(stack: Stack, ev: TextEvidence) -> Stack:
+def with_evidence(stack: Stack, ev: TextEvidence) -> Stack:
     """The stack with what the evidence adds for the fixes: the Python version and the GPU."""
     sm = ev.sm()
     return replace(stack, python_version=ev.python(), gpu_sm=sm)

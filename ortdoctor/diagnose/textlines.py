@@ -53,17 +53,25 @@ def iter_stream(stream: IO[str] | IO[bytes], *, encoding: str = "utf-8") -> Iter
             data = (pending if isinstance(pending, bytes) else pending.encode(encoding)) + block
             *done, pending = data.split(b"\n")
             for raw in done:
-                yield from iter_lines(_decode(raw, encoding))
+                yield from _lines_of(_decode(raw, encoding))
         else:
             text = (pending.decode(encoding, "replace") if isinstance(pending, bytes) else pending) + block
             *complete, pending = text.split("\n")
             for line in complete:
-                yield from iter_lines(line)
+                yield from _lines_of(line)
         if len(pending) > MAX_LINE * 4:  # one enormous line: hand it on in windows' worth
             yield pending.decode(encoding, "replace") if isinstance(pending, bytes) else pending
             pending = b"" if isinstance(pending, bytes) else ""
     if pending:
         yield from iter_lines(_decode(pending, encoding) if isinstance(pending, bytes) else pending)
+
+
+def _lines_of(line: str) -> Iterator[str]:
+    """A line of a stream, kept when blank: evidence names lines by number, as the pasted text has them."""
+    if line:
+        yield from iter_lines(line)
+    else:
+        yield ""
 
 
 def _decode(raw: bytes, encoding: str) -> str:
