@@ -901,6 +901,12 @@ class Decider:
             if dropped is not None:
                 return self._gpu_dropped(first, sm, dropped)
         build_cudnn, build_cuda = self.ctx.cudnn_major, self.ctx.cuda_major
+        # without ORT's own Require line, the version the text names gives the build's majors when all its
+        # builds (the PyPI wheel and the feeds) agree on one
+        if build_cuda is None and len(self.version_cuda) == 1:
+            build_cuda = next(iter(self.version_cuda))
+        if build_cudnn is None and len(self.version_cudnn) == 1:
+            build_cudnn = next(iter(self.version_cudnn))
         have_cudnn = ev.majors("cudnn.version")
         have_cuda = {m for m, _ in runtime}
         if build_cudnn is not None and len(have_cudnn) == 1 and build_cudnn not in have_cudnn:
@@ -1021,8 +1027,10 @@ class Decider:
                       if self.ev.values("env.jetson") else "") + ".")
         return Match(fid, f"This onnxruntime build requires {name} {build}, and the text shows {name} {have} "
                           "installed.",
-                     f"ORT's own line states the build's requirement (Require cuDNN N.* and CUDA M.*); a {name} "
-                     "of another major cannot stand in. Evidence: " + self._cite(items) + ".",
+                     ("ORT's own line states the build's requirement (Require cuDNN N.* and CUDA M.*)"
+                      if self.facts.require else
+                      f"onnxruntime {self.ctx.ort_version}'s builds are for {name} {build}")
+                     + f"; a {name} of another major cannot stand in. Evidence: " + self._cite(items) + ".",
                      fix, hit.evidence if not items else items[0].line,
                      {f"{family}_major": str(build), f"installed_{family}_major": str(have)})
 
