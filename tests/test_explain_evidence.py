@@ -40,6 +40,9 @@ def _facts(*lines: str) -> set[tuple[str, str]]:
     # immich-app/immich#9720
     ("                             │ /opt/venv/lib/python3.11/site-packages/onnxrunt │",
      {("python.version", "3.11")}),
+    # microsoft/onnxruntime#10563: the CUDA toolkit's folder names its version
+    ("Module loaded: 00007ff8`02c70000 00007ff8`02cf4000   C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.6"
+     "\\bin\\cudart64_110.dll ", {("cuda.version", "11.6")}),
     # microsoft/onnxruntime#8325
     ('2021-07-07 19:07:55.8302585 [E:onnxruntime:Default, provider_bridge_ort.cc:1001 onnxruntime::ProviderLibrary::'
      'Get] LoadLibrary failed with error 126 "The specified module could not be found." when trying to load '

@@ -44,7 +44,7 @@ _RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("driver.version", ("driver version",), re.compile(r"Driver Version:?\s*(\d{3}\.\d{1,3}(?:\.\d{1,3})?)")),
     ("driver.cuda", ("cuda version:",), re.compile(r"CUDA Version:\s*(\d{2}\.\d)")),
     ("cuda.version", ("cuda", "nvcc", "cu1"),
-     re.compile(r"(?<![\w.])(?:CUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?(?!\s*Version:)[\s:=_-]{0,3}v?"
+     re.compile(r"(?<![\w.])(?:CUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?(?!\s*Version:)[\s:=_\\/-]{0,3}v?"
                 r"|cuda-|nvidia/cuda:|release\s)(1[0-3]\.\d)(?!\.\*)\b|\bcu(1[1-3])(\d)\b", re.IGNORECASE)),
     ("cudnn.version", ("cudnn",),
      re.compile(r"\bcu[Dd][Nn][Nn][\s_-]?v?(?:version\s*)?[:=]?\s?((?:[89]|1\d)(?:\.\d{1,2}){1,3})\b"
