@@ -147,3 +147,13 @@ def test_a_python_39_text_gets_a_pin_its_python_can_install() -> None:
     assert "onnxruntime-gpu==1.19.2" in fix or "Python 3.9" in fix, fix
     assert "1.26" not in fix
     assert "1.31" not in fix
+
+
+def test_a_missing_cuda_library_gets_the_whole_library_set_of_its_major() -> None:
+    # corpus 113 (LatentSync): libnvrtc.so.12 could not be opened; the CUDA provider links cuBLAS, cuRAND,
+    # cuFFT and the runtime of the same major too, so installing nvidia-cuda-nvrtc-cu12 alone would only
+    # move the error to the next library
+    entry = next(e for e in load_corpus() if e.name.startswith("113-"))
+    first = classify(entry.text)[0]
+    assert first.finding_id == "cuda-lib-missing"
+    assert {"nvidia-cuda-nvrtc-cu12", "nvidia-cublas-cu12", "nvidia-cuda-runtime-cu12"} <= set(first.packages)

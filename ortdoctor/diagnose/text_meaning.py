@@ -146,8 +146,13 @@ class Decider:
             cuda = self.ctx.cuda_major
             return fixes.cuda_libraries_fix(self.matrix, self.stack, what=what, cuda_major=cuda,
                                             cudnn_major=major)
+        # the CUDA provider links a set of CUDA libraries of one major: install the set, not the one wheel the
+        # message named (the next missing library would be the next error)
+        spec = self.matrix.cuda_majors.get(major) if major is not None else None
+        components = tuple(dict.fromkeys([lib.component, *(s.name for s in spec.libraries)])) if spec else \
+            (lib.component,)
         return fixes.cuda_libraries_fix(self.matrix, self.stack, what=what, cuda_major=major,
-                                        components=(lib.component,))
+                                        components=components)
 
     def _ort_for(self, cuda_major: int) -> str:
         if self.matrix is None:
