@@ -172,3 +172,19 @@ def test_this_environments_paths_are_shown_not_obeyed() -> None:
     assert "\\x1b]0;pwned\\x07" in text
     assert not any((ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) < 0xa0 or c == "\u202e" for c in text)
     assert data["driver-missing"]["detail"].endswith(hostile)  # the JSON keeps it as it was
+
+
+def test_json_carries_the_evidence_of_every_finding() -> None:
+    # onnxruntime#22809 (corpus 171): the build's own requirement against the cuDNN the text shows
+    text = ("I try to infer an onnx model in jetson agx orin with Jetpack 6.1.\n"
+            "[W:onnxruntime:Default, onnxruntime_pybind_state.cc:965 CreateExecutionProviderInstance] Failed to "
+            "create CUDAExecutionProvider. Require cuDNN 8.* and CUDA 12.*. Please install all dependencies\n"
+            "cuda 12.6, cudnn 9.3, jetpack 6.1\n")
+    code, out, _ = _run("--no-here", "--json", text)
+    data = json.loads(out)
+    assert code == 0
+    assert data["matches"][0]["id"] == "cudnn-major-mismatch"
+    facts = {(e["fact"], e["value"]) for e in data["matches"][0]["evidence_used"]}
+    assert {("ort.cudnn_major", "8"), ("cudnn.version", "9.3")} <= facts
+    assert all(e["line"] for m in data["matches"] for e in m["evidence_used"])
+    assert ("env.jetson", "Jetpack") in {(e["fact"], e["value"]) for e in data["evidence"]}

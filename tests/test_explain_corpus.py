@@ -19,10 +19,23 @@ import yaml
 
 from ortdoctor.core.catalog import CATALOG
 from ortdoctor.diagnose.classify import classify
-from tests.support.explain_corpus import CORPUS_DIR, CorpusEntry, entry_paths, load_corpus, schema_problems
+from tests.support.explain_corpus import (
+    CORPUS_DIR,
+    CorpusEntry,
+    Split,
+    entry_paths,
+    first_id_scores,
+    load_corpus,
+    load_split,
+    schema_problems,
+    scores_markdown,
+)
 
-TARGET_ACCURACY = 0.95
+TARGET_ACCURACY = 0.95  # the working part, which rules are written against
+# the held-out part: the floor it stands at now (the goal is 0.90); raised as it rises, never lowered
+HELDOUT_FLOOR = 0.90
 MIN_ENTRIES = 170
+DOC = Path(__file__).resolve().parents[1] / "docs" / "explain.md"
 MISSES_FILE = Path(tempfile.gettempdir()) / "ortdoctor-explain-corpus-misses.md"
 
 PATHS = entry_paths()
@@ -98,9 +111,10 @@ def test_every_proposed_id_is_used_or_listed_as_requested() -> None:
         assert fid in used or "not used" in section.lower(), fid
 
 
-def _misses_table(rows: list[tuple[CorpusEntry, str | None]]) -> str:
-    lines = ["| entry | binding | expected | got |", "| --- | --- | --- | --- |"]
-    lines += [f"| {e.name} | {e.binding} | {e.expected_id} | {got or '(nothing)'} |" for e, got in rows]
+def _misses_table(rows: list[tuple[CorpusEntry, str | None]], split: Split) -> str:
+    lines = ["| entry | part | binding | expected | got |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {e.name} | {split.part(e)} | {e.binding} | {e.expected_id} | {got or '(nothing)'} |"
+              for e, got in rows]
     pairs = Counter((e.expected_id, got or "(nothing)") for e, got in rows)
     lines += ["", "| expected -> got | count |", "| --- | --- |"]
     lines += [f"| {exp} -> {got} | {n} |" for (exp, got), n in pairs.most_common()]
@@ -109,15 +123,33 @@ def _misses_table(rows: list[tuple[CorpusEntry, str | None]]) -> str:
 
 def test_first_id_accuracy_reaches_the_target() -> None:
     entries = load_corpus()
+    split = load_split()
     results = [(e, _first_id(e)) for e in entries]
     misses = [(e, got) for e, got in results if got != e.expected_id]
-    accuracy = 1 - len(misses) / len(entries)
+    got_by_name = {e.name: got for e, got in results}
+    scores = first_id_scores(lambda e: got_by_name[e.name])
+    summary = ", ".join(f"{part} {scores[part]}" for part in ("working", "heldout", "fresh", "all"))
+    print(f"\nexplain corpus, right first cause: {summary}; seed {split.seed}")
     MISSES_FILE.write_text(
-        f"# explain corpus: {len(entries) - len(misses)}/{len(entries)} right ({accuracy:.1%})\n\n"
-        + _misses_table(misses),
+        f"# explain corpus: {summary}\n\n" + _misses_table([(e, g) for e, g in misses], split),
         encoding="utf-8",
     )
-    assert accuracy >= TARGET_ACCURACY, f"first-id accuracy {accuracy:.1%}; misses in {MISSES_FILE}"
+    assert scores["working"].share >= TARGET_ACCURACY, f"working part {scores['working']}; misses in {MISSES_FILE}"
+    assert scores["heldout"].share >= HELDOUT_FLOOR, f"held-out part {scores['heldout']}; misses in {MISSES_FILE}"
+
+
+def test_the_held_out_part_is_at_least_the_share_it_was_drawn_with() -> None:
+    split = load_split()
+    sources = {e.source for e in load_corpus()}
+    assert split.heldout <= sources, sorted(split.heldout - sources)
+    assert len(split.heldout) >= split.share * len(sources) - 1
+
+
+def test_docs_carry_the_current_scores() -> None:
+    # docs/explain.md states both scores; scripts/gen_explain_scores.py rewrites its table
+    doc = DOC.read_text(encoding="utf-8")
+    table = scores_markdown(first_id_scores(_first_id), load_split())
+    assert table in doc, "docs/explain.md is out of date: run python scripts/gen_explain_scores.py"
 
 
 @pytest.mark.parametrize("entry", _ENTRIES, ids=[e.name for e in _ENTRIES])

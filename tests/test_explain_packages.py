@@ -12,12 +12,16 @@ import re
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from ortdoctor.core.catalog import CATALOG
 from ortdoctor.decide import packages
 from ortdoctor.decide.matrix.load import load_matrix
-from ortdoctor.diagnose.classify import classify
+from ortdoctor.diagnose.classify import classify, classify_with_stack
 from ortdoctor.diagnose.fixes import pip_specs
+from ortdoctor.diagnose.text_evidence import Evidence
+from ortdoctor.diagnose.textlines import iter_lines
 from tests.support.explain_corpus import load_corpus
 from tests.support.pypi import MATRIX, spec_problem
 
@@ -86,3 +90,70 @@ def test_a_cudnn_7_or_cuda_10_text_gets_no_wheel() -> None:
     assert cuda10.packages == ()
     assert "cudnn" in cudnn7.fix.lower()
     assert "libcublas.so.10" in cuda10.fix
+
+
+# -- every printed spec fits the stack the text shows (its Python, platform and CUDA major) -------------
+def _fit_problem(spec: str, python: str | None, windows: bool, cuda_majors: set[int]) -> str | None:
+    """Why ``spec`` cannot be installed on the evidenced stack, or None."""
+    req = Requirement(spec)
+    name = canonicalize_name(req.name)
+    row = MATRIX.packages.get(name)
+    if row is None:
+        return None  # counted by test_every_printed_spec_exists_on_pypi
+    if row.cuda is not None and cuda_majors and row.cuda not in cuda_majors:
+        return f"{spec} is a CUDA {row.cuda} wheel; the text shows CUDA {sorted(cuda_majors)}"
+    if name != "onnxruntime-gpu" or python is None:
+        return None
+    matching = [v for v in row.versions if req.specifier.contains(v, prereleases=False)]
+    lines = {r.line: r for r in MATRIX.releases}
+    # pip takes the newest release with a wheel for this Python: some release must have one
+    fits = [v for v in matching
+            if (rel := lines.get(".".join(v.split(".")[:2]))) is None or not rel.python or python in rel.python]
+    if not fits:
+        return f"no release that {spec} allows has a wheel for Python {python}"
+    return None
+
+
+def _fits_cases() -> list[tuple[str, str]]:
+    cases = []
+    for entry in load_corpus():
+        evidence: list[Evidence] = []
+        matches, stack = classify_with_stack(iter_lines(entry.text), evidence=evidence)
+        pythons = {e.value for e in evidence if e.fact == "python.version"}
+        python = pythons.pop() if len(pythons) == 1 else None
+        build = {int(e.value) for e in evidence if e.fact == "ort.cuda_major"}
+        installed = {int(e.value.split(".")[0]) for e in evidence if e.fact == "cuda.version"}
+        for m in matches:
+            for spec in m.packages:
+                problem = _fit_problem(spec, python, stack.windows, build | installed if build else set())
+                if problem:
+                    cases.append((entry.name, f"{m.finding_id}: {problem}"))
+    return cases
+
+
+def test_every_printed_spec_fits_the_evidenced_python_and_cuda_major() -> None:
+    # explain's fixes for a text that shows Python 3.9 never pin a release without a 3.9 wheel, and a CUDA
+    # wheel printed for a text that shows the build's CUDA major is of that major (or the installed one)
+    assert _fits_cases() == []
+
+
+def test_a_python_39_text_gets_a_pin_its_python_can_install() -> None:
+    text = ("  File \"/home/u/.local/lib/python3.9/site-packages/onnxruntime/capi/onnxruntime_inference_collection.py\", "
+            "line 419, in _create_inference_session\n"
+            "Specified provider 'CUDAExecutionProvider' is not in available provider names.Available providers: "
+            "'CPUExecutionProvider'\n"
+            "nvcc: NVIDIA (R) Cuda compiler driver, Cuda compilation tools, release 12.4, V12.4.131\n")
+    fix = classify(text)[0].fix
+    assert "onnxruntime-gpu==1.19.2" in fix or "Python 3.9" in fix, fix
+    assert "1.26" not in fix
+    assert "1.31" not in fix
+
+
+def test_a_missing_cuda_library_gets_the_whole_library_set_of_its_major() -> None:
+    # corpus 113 (LatentSync): libnvrtc.so.12 could not be opened; the CUDA provider links cuBLAS, cuRAND,
+    # cuFFT and the runtime of the same major too, so installing nvidia-cuda-nvrtc-cu12 alone would only
+    # move the error to the next library
+    entry = next(e for e in load_corpus() if e.name.startswith("113-"))
+    first = classify(entry.text)[0]
+    assert first.finding_id == "cuda-lib-missing"
+    assert {"nvidia-cuda-nvrtc-cu12", "nvidia-cublas-cu12", "nvidia-cuda-runtime-cu12"} <= set(first.packages)

@@ -156,7 +156,8 @@ def _stack_line(stack: Any) -> str | None:
     names = {"python": "Python", "java": "Java (ai.onnxruntime)", "csharp": "C# (Microsoft.ML.OnnxRuntime)",
              "rust": "Rust (ort crate)", "node": "Node (onnxruntime-node)", "cpp": "C/C++"}
     if stack.binding in names:
-        parts.append(names[stack.binding])
+        parts.append(names[stack.binding] + (f" {stack.python_version}" if stack.python and stack.python_version
+                                             else ""))
     if stack.os != "unknown":
         parts.append({"wsl": "WSL", "macos": "macOS"}.get(stack.os, stack.os.capitalize()))
     if stack.ort_version:
@@ -212,6 +213,8 @@ def command(what: str | None, here: bool, as_json: bool, list_ids: bool) -> None
     report, problem = _inspect_here() if here else (None, None)
     ort = getattr(getattr(report, "env", None), "ort", None)
     source = _Seen(_stdin_lines() if what == "-" else iter_lines(what))
+    used: dict[str, list[Any]] = {}
+    evidence: list[Any] = []
     try:
         matches, stack = classify_with_stack(
             source,
@@ -219,6 +222,8 @@ def command(what: str | None, here: bool, as_json: bool, list_ids: bool) -> None
             cudnn_major=getattr(ort, "cudnn_major", None),
             ort_version=getattr(ort, "version", None),
             from_environment=True,
+            used=used,
+            evidence=evidence,
         )
     except OSError as exc:
         click.echo(f"ortdoctor: error: cannot read stdin: {exc}", err=True)
@@ -235,8 +240,11 @@ def command(what: str | None, here: bool, as_json: bool, list_ids: bool) -> None
 
     if as_json:
         click.echo(json.dumps({"input": "text", "stack": {"binding": stack.binding, "os": stack.os,
-                                                          "ort_version": stack.ort_version},
-                               "matches": [m.to_json() for m in matches], "here": here_data or None}, indent=2))
+                                                          "ort_version": stack.ort_version,
+                                                          "python_version": stack.python_version},
+                               "evidence": [e.to_json() for e in evidence],
+                               "matches": [_match_json(m, used) for m in matches], "here": here_data or None},
+                              indent=2))
     elif not matches:
         click.echo("ortdoctor: nothing in this text was recognised as a known ONNX Runtime / CUDA failure.\n"
                    + _WHAT_TO_PASTE, err=True)
@@ -253,6 +261,15 @@ def command(what: str | None, here: bool, as_json: bool, list_ids: bool) -> None
             out += "\n" + "\n".join(here_lines) + "\n"
         click.echo(out, nl=False)
     sys.exit(exitcodes.OK if matches else exitcodes.FAIL)
+
+
+def _match_json(match: Any, used: dict[str, list[Any]]) -> dict[str, Any]:
+    """A finding as JSON, with the evidence it was decided on: the facts its rule used (fact, value, the line
+    each came from), and always the line the finding itself was read from."""
+    data: dict[str, Any] = match.to_json()
+    data["evidence_used"] = [e.to_json() for e in used.get(match.finding_id, [])] + [
+        {"fact": "text.line", "value": match.finding_id, "line": match.evidence}]
+    return data
 
 
 def _print_id(finding_id: str, doc: str, here: bool, as_json: bool) -> None:

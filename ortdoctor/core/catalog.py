@@ -1538,6 +1538,55 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         docs=(_ORT_ISSUES + "23372",),
         produced_by="explain",
     ),
+    # ------------------------------------------------ explain: causes read from a text's evidence
+    CatalogEntry(
+        id="cuda-runtime-older-than-gpu",
+        severity="error",
+        title="the CUDA runtime is older than the GPU",
+        cause="Each GPU generation needs a CUDA release that knows it (Blackwell, sm_100/sm_120: CUDA 12.8; "
+        "Hopper and Ada: 11.8; Ampere sm_86: 11.1). A new driver runs old CUDA programs, but an onnxruntime "
+        "build, cuBLAS or cuDNN of an older CUDA has no kernels for the newer GPU: the failure shows as a "
+        "`CUBLAS_STATUS_*`, `CUDNN_STATUS_*` or `no kernel image` error, not as a version message.",
+        evidence="The GPU's name or compute capability and the CUDA version of the runtime, both in the text "
+        "(`nvidia-smi`, a torch `+cu124` tag, the CUDA toolkit or wheel versions).",
+        fix="Use an onnxruntime-gpu build, CUDA libraries and cuDNN of a CUDA release that supports the GPU "
+        "(for Blackwell: CUDA 12.8 or newer, or a CUDA 13 build), all of one CUDA major; `ortdoctor check` "
+        "reads the GPU and the libraries that load.",
+        docs=("https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/",),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="gpu-dropped-by-library",
+        severity="error",
+        title="the GPU generation is no longer supported by the installed CUDA, cuDNN or TensorRT",
+        cause="Libraries drop old GPU generations: CUDA 13 builds nothing for Maxwell, Pascal or Volta; cuDNN "
+        "9.11 and later no longer support Maxwell and Pascal. On such a GPU the newer library fails at run time "
+        "with a status error (`CUDNN_STATUS_EXECUTION_FAILED`, `CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH`) that "
+        "reads like a memory or driver problem.",
+        evidence="The GPU's name or compute capability and the CUDA/cuDNN version in the text.",
+        fix="Keep the GPU on the last releases that support it: a CUDA 12 build of onnxruntime-gpu with cuDNN "
+        "9.10 or older (for Maxwell and Pascal), or upgrade the GPU.",
+        docs=("https://docs.nvidia.com/deeplearning/cudnn/backend/v9.11.0/reference/support-matrix.html",
+              "https://github.com/immich-app/immich/pull/23110"),
+        produced_by="explain",
+    ),
+    CatalogEntry(
+        id="tensorrt-engine-build-failed",
+        severity="error",
+        title="TensorRT could not build an engine for the model",
+        cause="The TensorRT execution provider builds an engine for each subgraph when the session is created "
+        "(or on the first run). The build fails when the GPU has too little free memory for its tactics "
+        "(`Cuda Error in allocate: 2`), the workspace limit is too small for every tactic, or the TensorRT "
+        "version does not support the GPU (`Unsupported SM`); the provider then reports `failed to create "
+        "engine from network`.",
+        evidence="TensorRT's own log lines before the provider's error: the allocation that failed, the "
+        "workspace, the SM.",
+        fix="Free GPU memory and raise the TensorRT workspace (trt_max_workspace_size), build with fewer "
+        "optimisation profiles or a smaller max shape; for `Unsupported SM`, use a TensorRT release that "
+        "supports the GPU; or leave TensorRT out and run the model on the CUDA provider.",
+        docs=("https://onnxruntime.ai/docs/execution-providers/TensorRT-ExecutionProvider.html",),
+        produced_by="explain",
+    ),
     CatalogEntry(
         id="smoke-failed",
         severity="error",

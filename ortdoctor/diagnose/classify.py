@@ -35,8 +35,9 @@ from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import Matrix, MatrixError
 from ortdoctor.diagnose import fixes
 from ortdoctor.diagnose.stack import Stack
-from ortdoctor.diagnose.text_meaning import Context, Decider
-from ortdoctor.diagnose.text_observe import Facts, Scanner
+from ortdoctor.diagnose.text_evidence import Evidence
+from ortdoctor.diagnose.text_meaning import Context, Decider, with_evidence
+from ortdoctor.diagnose.text_observe import Facts, Hit, Scanner
 from ortdoctor.diagnose.textlines import iter_lines
 from ortdoctor.formats.ortlog import strip_ansi
 
@@ -70,7 +71,8 @@ def _tensorrt_banner(facts: Facts) -> bool:
                for when, back in facts.banners)
 
 
-def _resolve(scanner: Scanner, ctx: Context, matrix: Matrix | None) -> list[Match]:
+def _resolve(scanner: Scanner, ctx: Context, matrix: Matrix | None,
+             used: dict[str, list[Evidence]]) -> list[Match]:
     decider = Decider(scanner, ctx, matrix)
     facts = scanner.facts
     ranked: list[tuple[int, int, Match]] = []
@@ -91,8 +93,32 @@ def _resolve(scanner: Scanner, ctx: Context, matrix: Matrix | None) -> list[Matc
         # TensorRT was found and loaded, only a function in it was not: ORT's generic "Please install
         # TensorRT libraries" around that error does not mean TensorRT is absent
         ranked = [t for t in ranked if t[2].finding_id != "tensorrt-unavailable"]
+    if any(_status_like(hit) for hit in scanner.hits.values()):
+        cause = decider.evidence_cause()
+        if cause is not None:
+            # the text's own evidence names the cause: the advice its status error or fallback line would
+            # get by name (memory, driver, "install the requirements") is not printed against it
+            ranked = [t for t in ranked if t[2].finding_id not in _CANNED and t[2].finding_id != cause.finding_id]
+            ranked.append((0, -1, cause))
     ranked.sort(key=lambda t: (t[0], t[1]))
-    return _merge(m for _, _, m in ranked)
+    merged = _merge(m for _, _, m in ranked)
+    used.update(decider.used)
+    return merged
+
+
+#: Observations whose finding is advice by name (a status, a code, a fallback line): the text's evidence can
+#: contradict them.
+_STATUS_KINDS = frozenset({"cublas_status", "cudnn_status", "ep_not_created", "fell_back_to_cpu", "dll_init_failed",
+                           "provider_126", "cuda_path_set", "cpu_applied"})
+_STATUS_CODES = frozenset({"2", "3", "35", "209", "999"})
+#: Findings whose advice is canned by the message's name (memory, driver, "install the requirements").
+_CANNED = frozenset({"cublas-status-error", "cudnn-status-error", "driver-too-old", "gpu-out-of-memory",
+                     "cuda-ep-fell-back-to-cpu", "cuda-path-set-not-loaded", "dll-init-failed", "driver-error",
+                     "gpu-arch-unsupported", "cpu-provider-only-applied"})
+
+
+def _status_like(hit: Hit) -> bool:
+    return hit.kind in _STATUS_KINDS or (hit.kind == "cuda_code" and hit.subject in _STATUS_CODES)
 
 
 def _merge(matches: Iterable[Match]) -> list[Match]:
@@ -133,8 +159,13 @@ def classify_with_stack(
     cudnn_major: int | None = None,
     ort_version: str | None = None,
     from_environment: bool = False,
+    used: dict[str, list[Evidence]] | None = None,
+    evidence: list[Evidence] | None = None,
 ) -> tuple[list[Match], Stack]:
     """:func:`classify_lines`, and the stack the text showed (binding, OS, versions) that shaped the fixes.
+
+    ``used`` (filled when given): the evidence each finding was decided on, by finding id; ``evidence``
+    (filled when given): everything the text showed (:mod:`.text_evidence`).
 
     ``from_environment``: the majors and version describe the onnxruntime installed *here*, not the text's;
     they are ignored when the text shows another binding or another operating system (a log pasted from
@@ -142,13 +173,15 @@ def classify_with_stack(
     scanner = Scanner()
     for line in lines:
         scanner.feed(line)
-    stack = scanner.stack.stack()
+    stack = with_evidence(scanner.stack.stack(), scanner.evidence.evidence())
+    if evidence is not None:
+        evidence.extend(scanner.evidence.items)
     if not scanner.hits:
         return [], stack
     ctx = Context(_sane_major(cuda_major), _sane_major(cudnn_major), _sane_version(ort_version))
     if from_environment and not _same_place(stack):
         ctx = Context()
-    return _resolve(scanner, ctx, _matrix()), stack
+    return _resolve(scanner, ctx, _matrix(), used if used is not None else {}), stack
 
 
 def _same_place(stack: Stack) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from ortdoctor.decide import packages
-from ortdoctor.decide.matrix.model import Matrix
+from ortdoctor.decide.matrix.model import LINUX_X86_64, Matrix
 from ortdoctor.diagnose.stack import Stack
 
 __all__ = [
@@ -154,7 +154,14 @@ def ort_for_cuda(matrix: Matrix, stack: Stack, cuda_major: int) -> str:
     if stack.binding in ("cpp", "node"):
         return (f"use an onnxruntime GPU release built for CUDA {cuda_major}"
                    + (f" (onnxruntime {span})" if span else ""))
-    rec = matrix.recommend(str(cuda_major), None)
+    # only what the evidenced Python, platform and GPU can install and run: never a pin of a release that
+    # has no wheel for the Python in the text, or no kernels for its GPU
+    gpu = divmod(stack.gpu_sm, 10) if stack.gpu_sm else None
+    platform = "win_amd64" if stack.windows else LINUX_X86_64
+    rec = matrix.recommend(str(cuda_major), None, python=stack.python_version, gpu=gpu, platform=platform)
+    if rec is None and (stack.python_version or gpu):  # nothing fits everything: say what is known, no pin
+        return (f"use an onnxruntime GPU build for CUDA {cuda_major}" + (f" (onnxruntime {span})" if span else "")
+                + (f" that has a wheel for Python {stack.python_version}" if stack.python_version else ""))
     if rec is None:
         return f"use an onnxruntime GPU build for CUDA {cuda_major}" + (f" (onnxruntime {span})" if span else "")
     if stack.python:

@@ -92,6 +92,8 @@ class Stack:
     gpu: str | None = None  # a GPU name the text shows
     genai: bool = False  # onnxruntime-genai is in the picture
     conda: bool = False  # a conda environment
+    python_version: str | None = None  # "3.9", from a pythonX.Y/site-packages path or a version line
+    gpu_sm: int | None = None  # the GPU's compute capability (86 for sm_86) when the text shows one GPU
 
     @property
     def python(self) -> bool:

@@ -14,14 +14,15 @@ from collections.abc import Callable
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.facts import Match
-from ortdoctor.core.record import record
-from ortdoctor.decide import gpu_names, packages, tensorrt_versions
+from ortdoctor.core.record import record, replace
+from ortdoctor.decide import gpu_names, kernels, packages, tensorrt_versions
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.diagnose import fixes
 from ortdoctor.diagnose.stack import Stack
+from ortdoctor.diagnose.text_evidence import Evidence, TextEvidence
 from ortdoctor.diagnose.text_observe import Hit, Scanner
 
-__all__ = ["BY_CODE", "Context", "Decider"]
+__all__ = ["BY_CODE", "Context", "Decider", "with_evidence"]
 
 
 @record
@@ -110,7 +111,10 @@ class Decider:
     def __init__(self, scanner: Scanner, ctx: Context, matrix: Matrix | None) -> None:
         self.facts = scanner.facts
         self.hits = scanner.hits
-        self.stack = scanner.stack.stack()
+        self.ev = scanner.evidence.evidence()
+        self.stack = with_evidence(scanner.stack.stack(), self.ev)
+        #: the evidence each decided finding used, by finding id (``explain --json`` prints it)
+        self.used: dict[str, list[Evidence]] = {}
         self.matrix = matrix
         req = self.facts.require
         version = ctx.ort_version or self.stack.ort_version
@@ -142,8 +146,13 @@ class Decider:
             cuda = self.ctx.cuda_major
             return fixes.cuda_libraries_fix(self.matrix, self.stack, what=what, cuda_major=cuda,
                                             cudnn_major=major)
+        # the CUDA provider links a set of CUDA libraries of one major: install the set, not the one wheel the
+        # message named (the next missing library would be the next error)
+        spec = self.matrix.cuda_majors.get(major) if major is not None else None
+        components = tuple(dict.fromkeys([lib.component, *(s.name for s in spec.libraries)])) if spec else \
+            (lib.component,)
         return fixes.cuda_libraries_fix(self.matrix, self.stack, what=what, cuda_major=major,
-                                        components=(lib.component,))
+                                        components=components)
 
     def _ort_for(self, cuda_major: int) -> str:
         if self.matrix is None:
@@ -426,7 +435,7 @@ class Decider:
                    "archives, or a source build with --use_cuda) and make sure that library is the one loaded.")
         else:
             fix = _py(stack,
-                      'python -m pip uninstall -y onnxruntime onnxruntime-gpu && python -m pip install "onnxruntime-gpu[cuda,cudnn]" '
+                      "python -m pip uninstall -y onnxruntime onnxruntime-gpu && " + self._gpu_install() + " "
                       "(a wheel built from source needs ./build.sh --use_cuda)",
                       "Use a GPU build of onnxruntime (the onnxruntime-gpu package, Microsoft.ML.OnnxRuntime.Gpu, "
                       "com.microsoft.onnxruntime:onnxruntime_gpu, or a source build with --use_cuda).")
@@ -463,7 +472,7 @@ class Decider:
                    "the CPU one was copied to the output folder.")
         else:
             fix = ("python -m pip uninstall -y onnxruntime onnxruntime-gpu onnxruntime-directml onnxruntime-openvino && "
-                   'python -m pip install "onnxruntime-gpu[cuda,cudnn]" (uninstalling only the CPU package leaves a broken '
+                   + self._gpu_install() + " (uninstalling only the CPU package leaves a broken "
                    "install: remove both, then install onnxruntime-gpu alone)")
             why = ("onnxruntime and onnxruntime-gpu (and -directml, -openvino) share one import package; the one "
                    "installed last overwrote the other's files, often through a transitive dependency, and the "
@@ -630,7 +639,7 @@ class Decider:
             "Free GPU memory: fewer concurrent sessions or execution threads, a smaller model or input, other GPU "
             "processes stopped (nvidia-smi lists them); and make sure the CUDA and cuDNN that get loaded are the "
             "versions the onnxruntime build supports (remove other CUDA/cuDNN folders from "
-            + ("PATH)." if self.stack.windows else "PATH / LD_LIBRARY_PATH)."),
+            + ("PATH)." if self.stack.windows else "PATH / LD_LIBRARY_PATH).") + self._undecided(),
             hit.evidence, {"status": status},
         )
 
@@ -644,7 +653,7 @@ class Decider:
             "CUDNN_STATUS_NOT_SUPPORTED at a descriptor is a tensor too large for cuDNN (a batch too big); a "
             "cuDNN other than the build's can also cause it.",
             "Reduce concurrent sessions and execution threads, lower the batch size or input size, and check that "
-            "the cuDNN loaded is the one the onnxruntime build expects.",
+            "the cuDNN loaded is the one the onnxruntime build expects." + self._undecided(),
             hit.evidence, {"status": status},
         )
 
@@ -874,12 +883,209 @@ class Decider:
                        "The TensorRT provider could not be created, and ORT retried the session with the CUDA "
                        "provider (which the caller also asked for).")
 
+    # -- causes read from the text's evidence -----------------------------------------------------------
+    def evidence_cause(self) -> Match | None:
+        """The cause the text's evidence establishes against a status error or a bare fallback: a second
+        onnxruntime, a GPU newer than the CUDA runtime or dropped by the installed cuDNN/CUDA, a build whose
+        required cuDNN/CUDA major is not the one the text shows installed. None when the evidence is silent
+        or agrees."""
+        ev = self.ev
+        first = next(iter(sorted(self.hits.values(), key=lambda h: h.order)), None)
+        if first is None:
+            return None
+        owners = list(dict.fromkeys(ev.ort_owners()))
+        if len(owners) >= 2:
+            return self._second_ort(first, owners)
+        sm = ev.sm()
+        runtime = ev.cuda_versions()
+        if sm is not None:
+            need = _FIRST_CUDA.get(sm)
+            if need is not None and runtime and all(v < need for v in runtime):
+                return self._runtime_older(first, sm, need, max(runtime))
+            dropped = self._dropped(sm)
+            if dropped is not None:
+                return self._gpu_dropped(first, sm, dropped)
+        build_cudnn, build_cuda = self.ctx.cudnn_major, self.ctx.cuda_major
+        # without ORT's own Require line, the version the text names gives the build's majors when all its
+        # builds (the PyPI wheel and the feeds) agree on one
+        if build_cuda is None and len(self.version_cuda) == 1:
+            build_cuda = next(iter(self.version_cuda))
+        if build_cudnn is None and len(self.version_cudnn) == 1:
+            build_cudnn = next(iter(self.version_cudnn))
+        have_cudnn = ev.majors("cudnn.version")
+        have_cuda = {m for m, _ in runtime}
+        if build_cudnn is not None and len(have_cudnn) == 1 and build_cudnn not in have_cudnn:
+            return self._build_needs(first, "cudnn", build_cudnn, have_cudnn.pop())
+        if build_cuda is not None and len(have_cuda) == 1 and build_cuda not in have_cuda:
+            return self._build_needs(first, "cuda", build_cuda, have_cuda.pop())
+        return None
+
+    def _evidenced_cuda(self) -> int | None:
+        """The CUDA major the text shows the build or the machine on (None when it shows none, or several)."""
+        if self.ctx.cuda_major is not None:
+            return self.ctx.cuda_major
+        majors = {m for m, _ in self.ev.cuda_versions()}
+        return majors.pop() if len(majors) == 1 else self.stack.machine_cuda_major
+
+    def _gpu_install(self) -> str:
+        """The pip command for onnxruntime-gpu on the text's stack: built for the CUDA major the text shows,
+        with a wheel for its Python; the default wheel (and its CUDA) only when the text shows no CUDA."""
+        default = 'python -m pip install "onnxruntime-gpu[cuda,cudnn]"'
+        major = self._evidenced_cuda()
+        if major is None or self.matrix is None or major not in self._current():
+            return default
+        gpu = divmod(self.stack.gpu_sm, 10) if self.stack.gpu_sm else None
+        rec = self.matrix.recommend(str(major), None, python=self.stack.python_version, gpu=gpu,
+                                    platform="win_amd64" if self.stack.windows else "linux_x86_64")
+        return ("python -m " + rec.command if rec.command.startswith("pip ") else rec.command) if rec is not None \
+            else default
+
+    def _undecided(self) -> str:
+        """For a status error the evidence did not explain: which evidence would tell its causes apart."""
+        missing = [what for fact, what in (("gpu.compute_capability", "the GPU and its compute capability"),
+                                           ("cuda.version", "the CUDA runtime version"),
+                                           ("cudnn.version", "the cuDNN version"))
+                   if not self.ev.values(fact)]
+        if not missing:
+            return ""
+        return (" The text does not show " + ", ".join(missing) + ", which tell the other causes of the same "
+                "status apart: a GPU newer than the CUDA runtime, a GPU generation the installed cuDNN dropped "
+                "(cuDNN 9.11 and later support no Maxwell or Pascal GPU), a second onnxruntime in the process; "
+                "`ortdoctor check` reads them.")
+
+    def _used(self, fid: str, *facts: str) -> list[Evidence]:
+        items = self.ev.about(*facts)
+        self.used[fid] = items
+        return items
+
+    @staticmethod
+    def _cite(items: list[Evidence]) -> str:
+        return "; ".join(f"{e.fact} {e.value} (line {e.line_no})" for e in items[:6])
+
+    def _dropped(self, sm: int) -> str | None:
+        """What dropped this GPU generation, from the versions in the text (None when nothing did)."""
+        cudnn = [tuple(int(x) for x in v.split(".")[:2]) for v in self.ev.values("cudnn.version") if "." in v]
+        if sm < _CUDNN_DROP_BELOW and any(v >= _CUDNN_DROP_FROM for v in cudnn):
+            return f"cuDNN {'.'.join(map(str, max(cudnn)))} (cuDNN 9.11 and later support no GPU older than Volta)"
+        floor = kernels.CUDA_FLOOR.get(13)
+        cuda13 = 13 in {m for m, _ in self.ev.cuda_versions()} or self.ctx.cuda_major == 13
+        if floor is not None and sm < floor[0] * 10 + floor[1] and cuda13:
+            return "CUDA 13 (it builds nothing for Maxwell, Pascal or Volta)"
+        return None
+
+    def _second_ort(self, hit: Hit, owners: list[str]) -> Match:
+        items = self._used("ort-multiple-packages", "ort.copies")
+        others = [o for o in owners if o != "onnxruntime"]
+        fix = (f"Remove the second ONNX Runtime: the one bundled by {', '.join(others)} (uninstall that package, or "
+               "use its variant that depends on onnxruntime-gpu instead of bundling its own), so that one "
+               "onnxruntime-gpu is loaded.")
+        return Match("ort-multiple-packages",
+                     f"Two ONNX Runtime copies are in this process: {', '.join(owners)} each carry onnxruntime/capi.",
+                     "Two onnxruntime builds in one process share symbol names and provider libraries; the one "
+                     "loaded first wins, and the other's CUDA provider fails with errors that name memory or the "
+                     "driver. Evidence: " + self._cite(items) + ".",
+                     fix, items[0].line if items else hit.evidence, {"copies": ", ".join(owners)})
+
+    def _runtime_older(self, hit: Hit, sm: int, need: tuple[int, int], have: tuple[int, int]) -> Match:
+        items = self._used("cuda-runtime-older-than-gpu", "gpu.name", "gpu.compute_capability", "cuda.version",
+                           "driver.cuda")
+        doc = _CATALOG["cuda-runtime-older-than-gpu"]
+        major = need[0] if need[0] in self._current() else max(self._current())
+        fix = ("Use CUDA libraries, cuDNN and an onnxruntime build of CUDA "
+               f"{need[0]}.{need[1]} or newer, all of one CUDA major: {self._ort_for(major)}. "
+               + (self._libs_set(major) + " " if self._libs_set(major) else "")
+               + "`ortdoctor check` reads which libraries load.")
+        return Match("cuda-runtime-older-than-gpu",
+                     f"The GPU (sm_{sm}) needs CUDA {need[0]}.{need[1]} or newer; the text shows CUDA "
+                     f"{have[0]}.{have[1]}.",
+                     doc.cause + " Evidence: " + self._cite(items) + ".", fix,
+                     items[0].line if items else hit.evidence, {"sm": f"sm_{sm}", "needs_cuda": f"{need[0]}.{need[1]}"})
+
+    def _gpu_dropped(self, hit: Hit, sm: int, by: str) -> Match:
+        items = self._used("gpu-dropped-by-library", "gpu.name", "gpu.compute_capability", "cudnn.version",
+                           "cuda.version")
+        doc = _CATALOG["gpu-dropped-by-library"]
+        fix = doc.fix
+        if "cuDNN" in by and self.stack.python and self.matrix is not None:
+            wheel = packages.cudnn_wheel(self.matrix, 9, 12)
+            if wheel:
+                fix += f' With pip: python -m pip install "{wheel}<9.11" (the last cuDNN for this GPU).'
+        return Match("gpu-dropped-by-library", f"The GPU (sm_{sm}) is not supported by {by}.",
+                     doc.cause + " Evidence: " + self._cite(items) + ".", fix,
+                     items[0].line if items else hit.evidence, {"sm": f"sm_{sm}"})
+
+    def _build_needs(self, hit: Hit, family: str, build: int, have: int) -> Match:
+        fid = "cudnn-major-mismatch" if family == "cudnn" else "cuda-major-mismatch"
+        items = self._used(fid, "ort.cudnn_major", "ort.cuda_major", "ort.version",
+                           "cudnn.version" if family == "cudnn" else "cuda.version")
+        name = "cuDNN" if family == "cudnn" else "CUDA"
+        if family == "cuda":
+            fix = (f"Use one CUDA major for everything: {self._ort_for(have)}"
+                   if have in self._current() or self.matrix is None else
+                   f"Install the CUDA {build} libraries the build needs")
+            fix += f"; or install the whole CUDA {build} library set the build asks for"
+            fix += (": " + self._libs_set(build) if self._libs_set(build) else "") + "."
+        else:
+            fix = (f"Install cuDNN {build} (the build's), or an onnxruntime-gpu built for cuDNN {have}"
+                   + (f" ({self._summary()})" if self._summary() else "")
+                   + ("; on a Jetson, the Jetson Zoo wheel for your JetPack or a source build against its cuDNN"
+                      if self.ev.values("env.jetson") else "") + ".")
+        return Match(fid, f"This onnxruntime build requires {name} {build}, and the text shows {name} {have} "
+                          "installed.",
+                     ("ORT's own line states the build's requirement (Require cuDNN N.* and CUDA M.*)"
+                      if self.facts.require else
+                      f"onnxruntime {self.ctx.ort_version}'s builds are for {name} {build}")
+                     + f"; a {name} of another major cannot stand in. Evidence: " + self._cite(items) + ".",
+                     fix, hit.evidence if not items else items[0].line,
+                     {f"{family}_major": str(build), f"installed_{family}_major": str(have)})
+
+    def _libs_set(self, cuda_major: int) -> str:
+        """The whole library set of one CUDA major, for a Python stack: the wheels of every component the
+        CUDA provider links (not one of them)."""
+        if self.matrix is None or not self.stack.python:
+            return ""
+        spec = self.matrix.cuda_majors.get(cuda_major)
+        if spec is None:
+            return ""
+        wheels = [w for w in dict.fromkeys(packages.wheel_for(self.matrix, lib.name, cuda_major)
+                                           for lib in spec.libraries) if w]
+        cudnn = packages.cudnn_wheel(self.matrix, 9, cuda_major)
+        if cudnn:
+            wheels.append(f'"{cudnn}==9.*"')
+        return ("python -m pip install " + " ".join(wheels)) if wheels else ""
+
+    def _b_trt_build(self, hit: Hit) -> Match:
+        subjects = {k[1] for k in self.hits if k[0] == "trt_build"}
+        why = ("the GPU ran out of memory while TensorRT timed its tactics" if "memory" in subjects else
+               "the TensorRT version does not support this GPU (Unsupported SM)" if "sm" in subjects else
+               "the workspace limit left no tactic for a layer" if "workspace" in subjects else
+               "the text does not say why (TensorRT's own log lines before it would: memory, workspace, SM)")
+        return self._m("tensorrt-engine-build-failed", hit, f"TensorRT could not build an engine: {why}.",
+                       details={"reason": ",".join(sorted(subjects))})
+
     # -- a match documented by the catalog ----------------------------------------------------------
     def _m(self, fid: str, hit: Hit, what: str, *, fix: str | None = None, details: dict[str, str] | None = None,
            consequence: bool = False) -> Match:
         doc = _CATALOG[fid]
         return Match(fid, what, doc.cause, fix if fix is not None else doc.fix, hit.evidence, dict(details or {}),
                      consequence)
+
+
+# The CUDA release that first knows each GPU generation (CUDA toolkit release notes): a runtime older than
+# this has no cuBLAS/cuDNN/onnxruntime kernels for it, whatever the driver.
+_FIRST_CUDA: dict[int, tuple[int, int]] = {
+    80: (11, 0), 86: (11, 1), 87: (11, 4), 89: (11, 8), 90: (11, 8), 100: (12, 8), 101: (12, 8), 120: (12, 8),
+    121: (12, 9), 103: (12, 9),
+}
+# cuDNN 9.11 dropped Maxwell and Pascal (its support matrix; https://github.com/immich-app/immich/pull/23110).
+_CUDNN_DROP_FROM = (9, 11)
+_CUDNN_DROP_BELOW = 70
+
+
+def with_evidence(stack: Stack, ev: TextEvidence) -> Stack:
+    """The stack with what the evidence adds for the fixes: the Python version and the GPU."""
+    sm = ev.sm()
+    return replace(stack, python_version=ev.python(), gpu_sm=sm)
 
 
 def _identify_without_matrix(name: str) -> _Lib | None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from ortdoctor.core.record import record
 from ortdoctor.diagnose.stack import StackScanner
+from ortdoctor.diagnose.text_evidence import EvidenceScanner
+from ortdoctor.diagnose.text_normalise import wrap_joiner
 from ortdoctor.diagnose.textlines import normalise, windows
 
 __all__ = ["KNOWN_CODES", "MAX_HITS", "Facts", "Hit", "Scanner"]
@@ -67,8 +69,10 @@ class Scanner:
         self.hits: dict[tuple[str, str], Hit] = {}
         self.facts = Facts()
         self.stack = StackScanner()
+        self.evidence = EvidenceScanner()
         self.order = 0
         self._prev_tail = ""
+        self._prev_len = 0  # the previous line's length as pasted: a line cut at a terminal's width
         self._stack_fed = 0
         self._stack_after = 0
         self._sniffed = 0  # characters of the text's start counted for the binary sniff
@@ -104,10 +108,12 @@ class Scanner:
             if self._stack_fed < _STACK_MAX and (self.order <= _STACK_LINES or self._stack_after > 0):
                 self._stack_fed += 1
                 self.stack.feed(line)
+                self.evidence.feed(line)
             self._stack_after -= 1
             if self._prev_tail and line[:1] not in ("", "["):
                 self._scan_join(line, low, found)
             self._prev_tail = line[-_JOIN_TAIL:].rstrip() if line.strip() else ""
+            self._prev_len = len(raw)
 
     def _scan_join(self, line: str, low: str, found: dict[str, int]) -> None:
         """Read the previous line's end and this line's start as one, for a message a terminal wrapped:
@@ -115,12 +121,12 @@ class Scanner:
         rest = line.lstrip(" >")
         offset = len(line) - len(rest)
         head = [n for n, i in found.items() if i - offset < 40]
-        edge = f"{self._prev_tail[-_NEEDLE_MAX:]} {rest[:_NEEDLE_MAX]}".lower()
+        edge = f"{self._prev_tail[-_NEEDLE_MAX:]}{wrap_joiner(self._prev_len)}{rest[:_NEEDLE_MAX]}".lower()
         cut = min(len(self._prev_tail), _NEEDLE_MAX)
         spanning = {n: i for n, i in _needles_in(edge).items() if i < cut < i + len(n)}
         spanning.update((n, 0) for n in head)
         if spanning:
-            joined = f"{self._prev_tail} {rest[:_JOIN_HEAD]}"
+            joined = f"{self._prev_tail}{wrap_joiner(self._prev_len)}{rest[:_JOIN_HEAD]}"
             self._scan(joined, spanning, boundary=len(self._prev_tail))
 
     def _scan(self, line: str, found: dict[str, int], boundary: int | None = None) -> None:
@@ -498,6 +504,24 @@ _RULES: tuple[Rule, ...] = (
           re.compile(r"Failed to create TensorrtExecutionProvider|Please install TensorRT libraries"
                      r"|RegisterTensorRTPluginsAsCustomOps", re.IGNORECASE),
           _simple("trt_unavailable", subject="")),
+    # TensorRT building an engine (the provider compiles one per subgraph): why the build failed
+    Rule(("cuda error in allocate", "could not be allocated", "unsupported sm", "sufficient workspace",
+          "is not supported by this tensorrt release", "failed to create engine from network",
+          "failed to build tensorrt engine", "failed to create tensorrt engine", "engine could not be created"),
+          re.compile(r"(Cuda Error in allocate: 2|Requested amount of GPU memory \(\d{1,20} bytes\) could not be "
+                     r"allocated)|(Unsupported SM|Target GPU SM \d{2,3} is not supported by this TensorRT release)"
+                     r"|(?:insufficient|not have sufficient) (workspace)"
+                     r"|(failed to create engine from network|Failed to build TensorRT engine"
+                     r"|Failed to create TensorRT engine|Engine could not be created from network)", re.IGNORECASE),
+          lambda s, m, line: s.add("trt_build", "memory" if m.group(1) else "sm" if m.group(2) else
+                                   "workspace" if m.group(3) else "engine", line, at=m.start())),
+    # the loader's wording before 1.8: "ProviderLibrary] Failed to load library, error code: 126" and then
+    # the C API function that asked for it
+    Rule(("failed to load shared library",),
+          re.compile(r"OrtSessionOptionsAppendExecutionProvider_(Tensorrt|CUDA|Cuda): Failed to load shared library"),
+          lambda s, m, line: s.add("trt_unavailable", "", line, {"dll": "onnxruntime_providers_tensorrt"},
+                                   at=m.start()) if m.group(1) == "Tensorrt" else
+          s.add("provider_126", "onnxruntime_providers_cuda", line, at=m.start())),
     Rule(("engine", "serializ", "version tag"),
           re.compile(r"engine plan file is not compatible|Version tag does not match|Serialization assertion"
                      r"|Engine deserialization failed|could not deserialize engine|Serialization Error in verifyHeader",

@@ -5,15 +5,15 @@
 * A line is read in windows of :data:`MAX_LINE` characters that overlap by :data:`OVERLAP`, so a
   message in the middle of a megabyte-long line is still seen and no regular expression runs over
   more than a window.
-* Colour codes are removed, and a line of UTF-16 text that a console turned into spaced-out
-  characters (``L o a d L i b r a r y``) is put back together.
+* What copy-paste did to a line is undone by :mod:`.text_normalise` (colour codes, typographic quotes,
+  Markdown debris, mojibake, Windows code pages, UTF-16 shown as spaced-out characters).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ortdoctor.formats.ortlog import strip_ansi
+from ortdoctor.diagnose.text_normalise import decode_line, normalise_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,22 +42,40 @@ def iter_lines(text: str) -> Iterator[str]:
 
 def iter_stream(stream: IO[str] | IO[bytes], *, encoding: str = "utf-8") -> Iterator[str]:
     """The lines of a text or binary stream, read in bounded blocks (a line longer than a block comes
-    in pieces, which :func:`windows` would cut anyway)."""
-    pending = ""
+    in pieces, which :func:`windows` would cut anyway). A binary stream is decoded line by line
+    (:func:`.text_normalise.decode_line`), so a line in a Windows code page does not spoil the rest."""
+    pending: str | bytes = ""
     while True:
         block = stream.read(_READ)
         if not block:
             break
-        chunk = block.decode(encoding, "replace") if isinstance(block, bytes) else block
-        pending += chunk
-        *complete, pending = pending.split("\n")
-        for line in complete:
-            yield from iter_lines(line)
+        if isinstance(block, bytes):
+            data = (pending if isinstance(pending, bytes) else pending.encode(encoding)) + block
+            *done, pending = data.split(b"\n")
+            for raw in done:
+                yield from _lines_of(_decode(raw, encoding))
+        else:
+            text = (pending.decode(encoding, "replace") if isinstance(pending, bytes) else pending) + block
+            *complete, pending = text.split("\n")
+            for line in complete:
+                yield from _lines_of(line)
         if len(pending) > MAX_LINE * 4:  # one enormous line: hand it on in windows' worth
-            yield pending
-            pending = ""
+            yield pending.decode(encoding, "replace") if isinstance(pending, bytes) else pending
+            pending = b"" if isinstance(pending, bytes) else ""
     if pending:
-        yield from iter_lines(pending)
+        yield from iter_lines(_decode(pending, encoding) if isinstance(pending, bytes) else pending)
+
+
+def _lines_of(line: str) -> Iterator[str]:
+    """A line of a stream, kept when blank: evidence names lines by number, as the pasted text has them."""
+    if line:
+        yield from iter_lines(line)
+    else:
+        yield ""
+
+
+def _decode(raw: bytes, encoding: str) -> str:
+    return decode_line(raw) if encoding.lower().replace("-", "") == "utf8" else raw.decode(encoding, "replace")
 
 
 def windows(line: str) -> Iterable[str]:
@@ -69,22 +87,5 @@ def windows(line: str) -> Iterable[str]:
 
 
 def normalise(line: str) -> str:
-    """Colour codes and NULs removed; spaced-out UTF-16 text put back together."""
-    if "\x1b" in line:
-        line = strip_ansi(line)
-    if "\x00" in line:
-        line = line.replace("\x00", "")
-    return _despace(line)
-
-
-def _despace(line: str) -> str:
-    """``L o a d L i b r a r y   f a i l e d`` -> ``LoadLibrary failed``: a UTF-16 log shown as 8-bit
-    text has a space after every character. Only a line where nearly every second character is a space
-    (and that has enough of them) is touched."""
-    if len(line) < 24 or line.count(" ") * 2 < len(line) - 4:
-        return line
-    for start in (0, 1):
-        odd = line[start + 1 :: 2]
-        if odd and odd.count(" ") >= 0.95 * len(odd):
-            return line[start::2]
-    return line
+    """:func:`.text_normalise.normalise_line`: what copy-paste did to the line, undone."""
+    return normalise_line(line)

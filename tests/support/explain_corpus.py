@@ -8,6 +8,7 @@ classifier makes of each text is measured by ``tests/test_explain_corpus.py``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,3 +114,77 @@ def load_entry(path: Path) -> CorpusEntry:
 
 def load_corpus() -> list[CorpusEntry]:
     return [load_entry(p) for p in entry_paths()]
+
+
+SPLIT_FILE = CORPUS_DIR / "split.yml"
+#: The last entry of the corpus when it was split: every rule then had been written with entries up to
+#: here in view, so only the held-out entries after it ("fresh") were never seen by any rule.
+SPLIT_AFTER = 170
+
+
+@dataclass(frozen=True)
+class Split:
+    """The corpus split by thread (``split.yml``): the seed it was drawn with and the held-out threads."""
+
+    seed: int
+    share: float
+    heldout: frozenset[str]
+
+    def part(self, entry: CorpusEntry) -> str:
+        return "heldout" if entry.source in self.heldout else "working"
+
+
+def load_split() -> Split:
+    data = yaml.safe_load(SPLIT_FILE.read_text(encoding="utf-8"))
+    return Split(seed=int(data["seed"]), share=float(data["share"]), heldout=frozenset(data["heldout"]))
+
+
+@dataclass(frozen=True)
+class Score:
+    right: int
+    total: int
+
+    @property
+    def share(self) -> float:
+        return self.right / self.total if self.total else 0.0
+
+    def __str__(self) -> str:
+        return f"{self.right}/{self.total} ({self.share:.1%})"
+
+
+def first_id_scores(first_id: Callable[[CorpusEntry], str | None]) -> dict[str, Score]:
+    """Right first cause per part ("working", "heldout") and for the whole corpus ("all")."""
+    split = load_split()
+    counts = {"working": [0, 0], "heldout": [0, 0], "fresh": [0, 0]}
+    for entry in load_corpus():
+        right = first_id(entry) == entry.expected_id
+        part = split.part(entry)
+        parts = [part] + (["fresh"] if part == "heldout" and int(entry.name[:3]) > SPLIT_AFTER else [])
+        for part in parts:
+            counts[part][1] += 1
+            counts[part][0] += right
+    scores = {part: Score(r, t) for part, (r, t) in counts.items()}
+    scores["all"] = Score(scores["working"].right + scores["heldout"].right,
+                          scores["working"].total + scores["heldout"].total)
+    return scores
+
+
+def scores_markdown(scores: dict[str, Score], split: Split) -> str:
+    """The score table docs/explain.md carries (scripts/gen_explain_scores.py writes it)."""
+    return (
+        "| part | threads | texts | right first cause |\n| --- | --- | --- | --- |\n"
+        + "".join(f"| {part} | {_threads(part, split)} | {scores[part].total} | {scores[part]} |\n"
+                  for part in ("working", "heldout", "fresh", "all"))
+        + f"\nHeld-out threads drawn with seed {split.seed} ({split.share:.0%} of the threads), listed in "
+        "`tests/data/explain_corpus/split.yml`.\n"
+    )
+
+
+def _threads(part: str, split: Split) -> int:
+    sources = {e.source for e in load_corpus()}
+    if part == "fresh":
+        return len({e.source for e in load_corpus() if int(e.name[:3]) > SPLIT_AFTER and e.source in split.heldout})
+    if part == "all":
+        return len(sources)
+    held = sources & split.heldout
+    return len(held) if part == "heldout" else len(sources - held)

@@ -1,0 +1,178 @@
+"""What a pasted text shows about the machine it came from: evidence, each item with the line it came from.
+
+``check`` inspects an environment into facts (:mod:`ortdoctor.core.facts`); a pasted text holds a few
+of the same facts, partly: the onnxruntime version and the majors its build requires (ORT's
+``Require cuDNN 9.* and CUDA 12.*``), the CUDA and cuDNN the machine has, the GPU and its compute
+capability, the driver and the highest CUDA it supports (``nvidia-smi``'s header), TensorRT, Python
+(from a ``pythonX.Y/site-packages`` path), two onnxruntime copies, conda/Docker/WSL/Jetson. The names
+of the facts follow the records ``check`` fills (``python.version``, ``ort.cuda_version``, ...).
+
+Unknowns stay unknown: a fact the text does not show is absent, never guessed. The rules of
+:mod:`.text_meaning` decide with this evidence, and ``explain --json`` shows it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ortdoctor.decide import gpu_names
+
+__all__ = ["Evidence", "EvidenceScanner", "TextEvidence"]
+
+_MAX_ITEMS = 200
+_LINE_CHARS = 300  # of the line an item came from, kept with it
+
+
+@dataclass(frozen=True)
+class Evidence:
+    fact: str  # "python.version", "ort.cudnn_major", "gpu.compute_capability", ...
+    value: str
+    line: str  # the line (cut to _LINE_CHARS) it was read from
+    line_no: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"fact": self.fact, "value": self.value, "line": self.line, "line_no": self.line_no}
+
+
+# (fact, needles (lower case, one must be in the line), pattern, the group that holds the value)
+_ORT_DIR = r"[\\/](?:site|dist)-packages[\\/](?:([\w.-]{1,80})[\\/](?:[\w.-]{1,80}[\\/])?)?"
+_RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
+    ("python.version", ("python3", "python2", "python 3", "python: 3", "python version", "\\python3"),
+     re.compile(r"[\\/][Pp]ython(3\.\d{1,2}|2\.7)[\\/](?:site|dist)-packages|[\\/][Pp]ython(3\d{1,2})[\\/]"
+                r"|\bPython(?:\s+version)?[:\s]+(3\.\d{1,2})(?:\.\d{1,3})?\b")),
+    ("driver.version", ("driver version",), re.compile(r"Driver Version:?\s*(\d{3}\.\d{1,3}(?:\.\d{1,3})?)")),
+    ("driver.cuda", ("cuda version:",), re.compile(r"CUDA Version:\s*(\d{2}\.\d)")),
+    ("cuda.version", ("cuda", "nvcc", "cu1"),
+     re.compile(r"(?<![\w.])(?:CUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?(?!\s*Version:)[\s:=_\\/-]{0,3}v?"
+                r"|cuda-|nvidia/cuda:|release\s)(1[0-3]\.\d)(?!\.\*)\b|\bcu(1[1-3])(\d)\b", re.IGNORECASE)),
+    ("cudnn.version", ("cudnn",),
+     re.compile(r"\bcu[Dd][Nn][Nn][\s_-]?v?(?:version\s*)?[:=]?\s?((?:[89]|1\d)(?:\.\d{1,2}){1,3})\b"
+                r"|nvidia-cudnn-cu1\d[=\s]{1,3}((?:[89]|1\d)\.\d{1,2})|\bcudnn(8|9)\b")),
+    ("tensorrt.version", ("tensorrt", "trt"),
+     re.compile(r"\b(?:TensorRT|TRT)(?:\s*version)?[\s:=_-]{0,3}v?(\d{1,2}\.\d{1,2}(?:\.\d{1,3}){0,2})\b"
+                r"|tensorrt-cu1\d[=\s]{1,3}(\d{1,2}\.\d{1,2})", re.IGNORECASE)),
+    ("ort.copies", ("-packages",), re.compile(_ORT_DIR + r"onnxruntime[\\/]capi")),
+    ("env.jetson", ("jetson", "jetpack", "tegra", "l4t"), re.compile(r"\b(Jetson|JetPack|Tegra|L4T)\b", re.IGNORECASE)),
+    ("env.docker", ("docker", "nvcr.io", "container"),
+     re.compile(r"\b(docker run|Dockerfile|docker compose|nvcr\.io/\S+|FROM \S+)")),
+    ("env.wsl", ("wsl",), re.compile(r"\b(WSL2?)\b|(/usr/lib/wsl)\b")),
+    ("env.conda", ("conda", "miniforge", "mambaforge"), re.compile(r"(anaconda3|miniconda3?|miniforge3|mambaforge"
+                                                                     r"|conda install|[\\/]envs[\\/][\w.-]+)")),
+    ("env.pixi", (".pixi",), re.compile(r"(\.pixi[\\/]envs)")),
+    ("env.uv", ("uv pip", "uv add", "uv sync", "\\.venv", "/.venv"), re.compile(r"\b(uv (?:pip|add|sync))\b")),
+)
+_NEEDLES = tuple(sorted({n for _, needles, _ in _RULES for n in needles}))
+_GPU_NAME = re.compile(
+    r"\b(?:NVIDIA\s+)?(?:GeForce\s+|Quadro\s+|Tesla\s+)?(?:RTX\s?(?:PRO\s)?[A-Z]?\d{3,4}(?:\s?(?:Ti|SUPER|Laptop))?"
+    r"|GTX\s?\d{3,4}(?:\s?Ti)?|[PMKTV]\d{2,4}\b|[AHLB]\d{2,3}\b|Titan\s?\w+|Jetson\s\w+|GB10\b)", re.IGNORECASE)
+_GPU_HINTS = ("rtx", "gtx", "quadro", "tesla", "titan", "jetson", "nvidia", "gpu", "a100", "h100", "v100", "t4",
+              "p100", "p40", "p4", "l4", "gb10")
+_CC = re.compile(r"(?:compute capability|CUDA capability|capability)(?: major/minor version number)?:?\s*"
+                 r"(\d{1,2})\.(\d)|\bsm_?(\d{2,3})\b", re.IGNORECASE)
+_REQUIRE = re.compile(r"Require cuDNN (\d{1,2})\.\* and CUDA (\d{1,2})\.\*")
+
+
+class EvidenceScanner:
+    """Fed each (normalised) line; keeps the first item of each (fact, value), at most _MAX_ITEMS."""
+
+    def __init__(self) -> None:
+        self.items: list[Evidence] = []
+        self._seen: set[tuple[str, str]] = set()
+        self._line_no = 0
+
+    def _add(self, fact: str, value: str, line: str) -> None:
+        key = (fact, value)
+        if key in self._seen or len(self.items) >= _MAX_ITEMS:
+            return
+        self._seen.add(key)
+        self.items.append(Evidence(fact, value, line.strip()[:_LINE_CHARS], self._line_no))
+
+    def feed(self, line: str) -> None:
+        self._line_no += 1
+        low = line.lower()
+        if "require cudnn" in low:
+            m = _REQUIRE.search(line)
+            if m:
+                self._add("ort.cudnn_major", m.group(1), line)
+                self._add("ort.cuda_major", m.group(2), line)
+            return  # the build's majors, not the machine's: no other rule reads this line
+        for fact, needles, pattern in _RULES:
+            if not any(n in low for n in needles) or (fact == "cuda.version" and "driver version" in low):
+                continue  # nvidia-smi's "CUDA Version" is the driver's highest CUDA, not an installed one
+            for m in pattern.finditer(line):
+                value = _value(fact, m)
+                if value:
+                    self._add(fact, value, line)
+        if any(h in low for h in _GPU_HINTS):
+            self._gpu(line)
+
+    def _gpu(self, line: str) -> None:
+        cc = _CC.search(line)
+        if cc:
+            sm = f"sm_{cc.group(1)}{cc.group(2)}" if cc.group(1) else f"sm_{cc.group(3)}"
+            self._add("gpu.compute_capability", sm, line)
+        for m in _GPU_NAME.finditer(line):
+            name = m.group(0).strip()
+            known = gpu_names.sm_of_name(name)
+            if known is None:
+                continue
+            self._add("gpu.name", name, line)
+            self._add("gpu.compute_capability", known[0], line)
+
+    def evidence(self) -> TextEvidence:
+        return TextEvidence(tuple(self.items))
+
+
+def _value(fact: str, m: re.Match[str]) -> str | None:
+    groups = [g for g in m.groups() if g]
+    if not groups and fact != "ort.copies":
+        return None
+    if fact == "cuda.version" and m.group(2):
+        return f"{m.group(2)}.{m.group(3)}"  # cu124 -> 12.4
+    if fact == "python.version" and groups[0].startswith("3") and "." not in groups[0]:
+        return f"3.{groups[0][1:]}"  # \Python310\ -> 3.10
+    if fact == "ort.copies":  # the package whose directory holds an onnxruntime/capi (onnxruntime's own)
+        return m.group(1) or "onnxruntime"
+    return groups[0]
+
+
+@dataclass(frozen=True)
+class TextEvidence:
+    """The evidence of one text, with the questions the rules ask of it."""
+
+    items: tuple[Evidence, ...] = ()
+
+    def values(self, fact: str) -> list[str]:
+        return [e.value for e in self.items if e.fact == fact]
+
+    def first(self, fact: str) -> Evidence | None:
+        return next((e for e in self.items if e.fact == fact), None)
+
+    def majors(self, fact: str) -> set[int]:
+        return {int(v.split(".")[0]) for v in self.values(fact) if v.split(".")[0].isdigit()}
+
+    def python(self) -> str | None:
+        values = self.values("python.version")
+        return values[0] if len(set(values)) == 1 else None
+
+    def sm(self) -> int | None:
+        """The GPU's compute capability as a number (86 for sm_86), when the text shows one GPU."""
+        sms = {int(v[3:].rstrip("abf")) for v in self.values("gpu.compute_capability") if v[3:].rstrip("abf").isdigit()}
+        return sms.pop() if len(sms) == 1 else None
+
+    def ort_owners(self) -> list[str]:
+        """The site-packages directories that hold an onnxruntime/capi: ``onnxruntime`` itself, and any
+        other package that bundles its own copy."""
+        return self.values("ort.copies")
+
+    def cuda_versions(self, fact: str = "cuda.version") -> list[tuple[int, int]]:
+        out = []
+        for v in self.values(fact):
+            head, _, minor = v.partition(".")
+            if head.isdigit() and minor.isdigit():
+                out.append((int(head), int(minor)))
+        return out
+
+    def about(self, *facts: str) -> list[Evidence]:
+        return [e for e in self.items if e.fact in facts]
