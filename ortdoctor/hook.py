@@ -14,8 +14,9 @@ decision in a small file in the user's cache directory (``$ORTDOCTOR_CACHE_DIR``
 next interpreter with the same executable, ``sys.path`` and environment variables reuses it only if
 every directory that was searched, every site directory, ``/etc/ld.so.cache`` and every chosen file
 still have the same modification time (and the files the same inode), and none of the libraries is
-already loaded; it then dlopens the same absolute paths and checks ``/proc/self/maps`` for their
-inodes. Anything else takes the full path. So the hook costs about what the dlopens cost.
+already loaded; it then dlopens the same absolute paths through the gate and checks ``/proc/self/maps``
+once, after the batch, for their devices and inodes. Anything else takes the full path. So the hook
+costs about what the dlopens cost.
 
 The outcome is :data:`result` (a :class:`~ortdoctor.preloading.preloader.PreloadResult`, or None when disabled
 or when preloading could not run); on the fast path it is rebuilt from the cache when first read.
@@ -228,17 +229,21 @@ def _try_fast_path() -> bool:
     mapped = gate.mapped_files()
     if any(gate.mapped_copy(soname, mapped) is not None for soname, _lib_path, _inode in loads):
         return False  # already in the process: the full path reports where it came from
-    judge = gate.Judge()
+    judge = gate.Judge()  # one set of directory verdicts for the whole batch
+    got = []
     for _soname, lib_path, inode in loads:
         try:
-            got = gate.load(lib_path, judge=judge)
+            one = gate.load(lib_path, judge=judge, prove_now=False)
         except gate.GateError:
             return False  # the full path retries and reports (what was loaded stays, and is reported as loaded)
-        if not got.verified or got.inode != inode:
+        if one.inode != inode:
             return False
-    with open("/proc/self/maps", "rb") as f:
-        text = f.read().decode("utf-8", "surrogateescape")
-    inodes = {line.split(None, 5)[4] for line in text.splitlines() if line.count(" ") >= 5}
+        got.append(one)
+    # one read of /proc/self/maps proves every load of the batch (and gives the inodes mapped now)
+    rows = gate.prove(got)
+    if rows is None or not all(one.verified for one in got):
+        return False
+    inodes = {parts[4] for parts in rows}
     # Libraries the first run saw mapped as a side effect (cuDNN maps a sub-library when its version
     # is asked) are reported only if they are mapped now too.
     kept: list[dict[str, Any]] = []

@@ -232,6 +232,9 @@ class _Run:
     allow_unsafe: bool = False
     named: tuple[str, ...] = ()  # the directory the user named (--directory), absolute
     judge: Judge = field(default_factory=Judge)  # the gate's verdicts, shared by this run's loads
+    # the files mapped as the last load's proof read them: "already loaded?" for the next library without
+    # another read of /proc/self/maps; None when a load may have changed them since
+    mapped_now: list[str] | None = None
 
     @property
     def installer(self) -> Installer:
@@ -378,7 +381,7 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
             result.searched, lp.required))
         result.findings.append(_missing_finding(run, lp))
         return
-    before = None if dry_run else loader.already_loaded(lp.soname)
+    before = None if dry_run else loader.already_loaded(lp.soname, run.mapped_now)
     if lp.chosen.source == "loaded" or before is not None:
         _note_already_loaded(run, lp, before or lp.chosen.path, vfun, dry_run)
         return
@@ -399,9 +402,10 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
             damaged.append(damage)
             errors.append(f"{damage.describe()}; not loaded")
             continue
+        run.mapped_now = None  # whatever happens below may map or unmap files
         try:
             got = loader.load(cand.path, global_=run.global_, allow_unsafe=run.allow_unsafe, named=run.named,
-                              judge=run.judge)
+                              judge=run.judge, prove_now=False)
         except Refused as exc:
             # the gate's refusal: nothing of the file was mapped
             if exc.kind == "truncated":
@@ -412,6 +416,10 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
             errors.append(f"{cand.path}: {exc}")
             continue
         measured = loader.library_version(got.handle, vfun)
+        # proved after the version function (cuDNN maps a sub-library when asked): the same read of the
+        # maps then answers the next library's "already loaded?"
+        loader.prove(got)
+        run.mapped_now = got.mapped_now
         result.loaded.append(LoadedLib(
             lp.name, lp.soname, cand.path, cand.source, _best_version(measured, cand.version), None,
             got.mapped.path if got.mapped else None, got.mapped.inode if got.mapped else None, lp.required,

@@ -169,3 +169,36 @@ def test_load_proves_the_device_and_inode_it_checked(tmp_path: Path) -> None:
 def test_no_copy_is_reported_for_a_soname_nobody_loaded() -> None:
     assert gate.mapped_copy("libnothing-like-this.so.77") is None
     assert gate.mapped_copy("libc.so.6") is not None  # this interpreter's own C library
+
+
+SWAP_CHILD = """import ctypes, json, os, sys
+from ortdoctor.native import gate
+checked, intruder, good = sys.argv[1:4]
+real_cdll = ctypes.CDLL
+def swapping(name, mode=0):
+    os.replace(intruder, name)  # another file takes the checked path between the check and the map
+    return real_cdll(name, mode=mode)
+ctypes.CDLL = swapping
+swapped = gate.load(checked, prove_now=False)
+ctypes.CDLL = real_cdll
+kept = gate.load(good, prove_now=False)
+before = [swapped.mapped_path, kept.mapped_path]
+rows = gate.prove([swapped, kept])
+print(json.dumps({"before": before, "swapped": swapped.verified, "kept": kept.verified, "rows": rows is not None}))
+"""
+
+
+def test_a_batch_proved_once_still_reports_a_swapped_file(tmp_path: Path) -> None:
+    """One read of /proc/self/maps after a batch of loads proves each of them: a file swapped between
+    the check and the map is still reported (its checked device and inode are not mapped)."""
+    checked = _lib(tmp_path / "a", "libgateswap.so.1")
+    intruder = _lib(tmp_path / "b", "libgateswap.so.1")
+    good = _lib(tmp_path / "c", "libgategood.so.1")
+    env = helpers.clean_env({"PYTHONPATH": str(helpers.ROOT)})
+    out = subprocess.run([sys.executable, "-c", SWAP_CHILD, str(checked), str(intruder), str(good)],
+                         env=env, cwd="/", capture_output=True, text=True, timeout=60, check=True)
+    data = json.loads(out.stdout)
+    assert data["before"] == [None, None]  # nothing proved until prove()
+    assert data["rows"] is True
+    assert data["swapped"] is False
+    assert data["kept"] is True
