@@ -32,8 +32,8 @@ from ortdoctor.formats.distinfo import normalize as normalize_name
 from ortdoctor.formats.realpath import real_path
 from ortdoctor.probes.tensorrt import tensorrt_component
 
-__all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "TensorrtRefusal", "judge_installs", "plan_tensorrt", "tensorrt_fix",
-           "tensorrt_need", "tensorrt_steps"]
+__all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "TensorrtRefusal", "judge_installs", "plan_tensorrt",
+           "refused_needed", "tensorrt_fix", "tensorrt_need", "tensorrt_steps"]
 
 _TRT_DLL_RE = lazy(r"^(nvinfer|nvinfer_plugin|nvonnxparser)(?:_(\d+))?\.dll$", re.I)
 LOAD_HINT = ("then load it by full path: `ortdoctor preload --tensorrt`, or ORTDOCTOR_TENSORRT=1 with "
@@ -210,6 +210,21 @@ def plan_tensorrt(env: Environment, matrix: Matrix, match: ReleaseMatch | None,
     return TensorrtPlan(need=need, chosen=chosen, libraries=tuple(libraries), missing=tuple(missing),
                         other_major=other_major, other_cuda=other_cuda, loader_finds=loader_finds, pip=pip,
                         index_url=index_url, refused=refused, allowed=allowed)
+
+
+def refused_needed(plan: TensorrtPlan) -> tuple[str, str, tuple[str, ...]] | None:
+    """When the needed major was found only in installs the plan refused: (the finding's title, the
+    sentence that says where and why, the directories whose owner or mode to fix); None otherwise.
+
+    One text for ``preload --tensorrt`` and ``check`` (``tensorrt-unavailable``)."""
+    major = plan.need.major
+    refused = [r for r in plan.refused if r.install.major == major]
+    if plan.chosen is not None or not refused:
+        return None
+    where = "; ".join(f"{r.install.directory} ({r.why})" for r in refused)
+    return (f"TensorRT {major} was found only in places ortdoctor refuses to load from",
+            f"TensorRT {major} was found only where ortdoctor never loads from: {where}.",
+            tuple(dict.fromkeys(r.unsafe_dir for r in refused if r.unsafe_dir is not None)))
 
 
 def _lacks(install: TensorrtInstall, soname: str) -> bool:

@@ -18,7 +18,7 @@ from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Environment, Finding
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.decide.matrix.model import Matrix
-from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, tensorrt_fix
+from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, refused_needed, tensorrt_fix
 from ortdoctor.native.gate import Judge
 from ortdoctor.preloading import loader
 
@@ -42,13 +42,11 @@ def _missing(tplan: TensorrtPlan, installer: Installer) -> Finding:
                     f"The TensorRT EP links libnvinfer.so.{need.major}; installed is TensorRT {majors}: {where}.",
                     fix, steps=steps, severity="error",
                     title=f"TensorRT {majors} is installed; the TensorRT EP needs TensorRT {need.major}")
-    refused = [r for r in tplan.refused if r.install.major == need.major]
-    if refused:
-        where = "; ".join(f"{r.install.directory} ({r.why})" for r in refused)
-        return make("tensorrt-unavailable",
-                    f"The TensorRT EP links libnvinfer.so.{need.major}; TensorRT {need.major} was found only where "
-                    f"ortdoctor never loads from: {where}.", fix, steps=steps, severity="error",
-                    title=f"TensorRT {need.major} was found only in places ortdoctor refuses to load from")
+    refused = refused_needed(tplan)
+    if refused is not None:
+        title, where, _dirs = refused
+        return make("tensorrt-unavailable", f"The TensorRT EP links libnvinfer.so.{need.major}; {where}", fix,
+                    steps=steps, severity="error", title=title)
     return make("tensorrt-unavailable",
                 f"The TensorRT EP links libnvinfer.so.{need.major}; no TensorRT {need.major} was found (pip "
                 "tensorrt_libs, LD_LIBRARY_PATH, the ld.so cache).", fix, steps=steps, severity="error")
