@@ -7,6 +7,10 @@
 * ``ORTDOCTOR_DIRECTORY`` is the ``directory`` argument: unset = default order, empty = NVIDIA wheels
   then the system, a path = that directory then the system.
 * ``ORTDOCTOR_TENSORRT=1`` also loads the TensorRT libraries the TensorRT EP links, after the CUDA set.
+* ``ORTDOCTOR_ALLOW_UNSAFE_DIR`` (absolute directories, separated by ``:``) is ``--allow-unsafe-dir``: the
+  refusal of directories others can write or own is lifted for the libraries under those directories only,
+  and each library it lets through is named in the hook's warning (``unsafe-dir-allowed``), at every start.
+  A relative entry is ignored (it would widen with the current directory). There is no broad form.
 
 Fast path: after a clean run (everything loaded, nothing to warn about) the hook remembers its
 decision in a small file in the user's cache directory (``$ORTDOCTOR_CACHE_DIR``, else
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["OrtdoctorWarning", "run"]  # and `result`, served by __getattr__
 
 _CACHE_FORMAT = 1
-_ENV_KEYS = ("ORTDOCTOR_DIRECTORY", "ORTDOCTOR_TENSORRT", "LD_LIBRARY_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
+_ENV_KEYS = ("ORTDOCTOR_DIRECTORY", "ORTDOCTOR_TENSORRT", "ORTDOCTOR_ALLOW_UNSAFE_DIR", "LD_LIBRARY_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
              "CUDNN_PATH")
 
 
@@ -343,8 +347,9 @@ def _run_once(strict: bool) -> None:
     try:
         from ortdoctor.preloading.preloader import preload
 
+        allow = [d for d in os.environ.get("ORTDOCTOR_ALLOW_UNSAFE_DIR", "").split(os.pathsep) if os.path.isabs(d)]
         _result = preload(directory=directory, matrix=_matrix(),
-                          tensorrt=os.environ.get("ORTDOCTOR_TENSORRT") == "1")
+                          tensorrt=os.environ.get("ORTDOCTOR_TENSORRT") == "1", allow_unsafe_dirs=allow)
     except ImportError as exc:  # a broken ortdoctor install must not break the user's program
         if strict:
             raise

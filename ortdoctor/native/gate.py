@@ -27,8 +27,9 @@ else. Its rule, in order (``docs/security.md``):
    A caller that loads a batch (the hook) proves the whole batch with one read of the maps after it
    (:func:`prove`): a mapping stays while its handle lives, so the proof finds the same mappings.
 
-``allow_unsafe`` (``--allow-unsafe-dirs``) lifts rules 3 and 4 only; whatever it lets through is
-returned in :attr:`Mapped.accepted_unsafe`, so the caller can report it. Rules 1, 2, 5, 6 and 7 always
+``allow_unsafe`` lifts rules 3 and 4 only: ``True`` (``--allow-unsafe-dirs``) for every library, a tuple of
+directories (``--allow-unsafe-dir DIR``, :func:`allowance`) only for a library whose real path is under one of
+them. Whatever it lets through is returned in :attr:`Mapped.accepted_unsafe`, so the caller can report it. Rules 1, 2, 5, 6 and 7 always
 hold.
 
 Why not ``dlopen("/proc/self/fd/N")`` of the checked descriptor: glibc records that string as the
@@ -55,8 +56,16 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Literal
 
-__all__ = ["GateError", "Judge", "LoadFailed", "Mapped", "Refused", "elf_extent", "load", "mapped_copy",
-           "mapped_files", "prove", "refusal", "windows_kernel32", "windows_system_dll_loads"]
+__all__ = ["GateError", "Judge", "LoadFailed", "Mapped", "Refused", "allowance", "covers", "elf_extent",
+           "load", "mapped_copy", "mapped_files", "override_name", "prove", "refusal", "windows_kernel32",
+           "windows_system_dll_loads"]
+
+#: What the override lifts rules 3 and 4 for: True everywhere (``--allow-unsafe-dirs``), False nowhere, a
+#: tuple of real directory paths under which only (``--allow-unsafe-dir DIR``, repeatable).
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    Allowance: TypeAlias = bool | tuple[str, ...]
 
 RTLD_NOW = getattr(os, "RTLD_NOW", 2)
 RTLD_LOCAL = getattr(os, "RTLD_LOCAL", 0)
@@ -235,6 +244,40 @@ def _real_directory(directory: str) -> str:
     return shown
 
 
+def allowance(value: bool | Iterable[str] | None) -> Allowance:
+    """The override as the gate reads it: ``True``/``False`` as given; directories resolved to their real
+    paths (the rule is about where a library really is).
+
+    Raises:
+        ValueError: a directory that is not an absolute path (the current directory changes under the
+            caller, and an override must not widen with it).
+    """
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    dirs = []
+    for d in value:
+        if not d or not os.path.isabs(d):
+            raise ValueError(f"--allow-unsafe-dir needs an absolute directory, not {d!r}")
+        dirs.append(os.path.realpath(d))
+    return tuple(dict.fromkeys(dirs))
+
+
+def covers(allow: Allowance, real: str) -> bool:
+    """Does the override lift rules 3 and 4 for the file or directory at the real path ``real``?"""
+    if isinstance(allow, bool):
+        return allow
+    return any(real == d or real.startswith(d.rstrip("/") + "/") for d in allow)
+
+
+def override_name(allow: Allowance, real: str = "") -> str:
+    """The option that let ``real`` through, for the report: ``--allow-unsafe-dirs`` or ``--allow-unsafe-dir
+    DIR``."""
+    if isinstance(allow, bool):
+        return "--allow-unsafe-dirs"
+    hit = next((d for d in allow if real == d or real.startswith(d.rstrip("/") + "/")), allow[0] if allow else "")
+    return f"--allow-unsafe-dir {hit}"
+
+
 def _current_directory() -> str | None:
     # the kernel's getcwd() is already the resolved path (no symlink in it): no realpath needed
     try:
@@ -306,7 +349,7 @@ def elf_extent(fd: int) -> int | None:
     return extent
 
 
-def _open_checked(real: str, judge: Judge, allow_unsafe: bool, accepted: list[str]) -> tuple[int, os.stat_result]:
+def _open_checked(real: str, judge: Judge, allow_unsafe: Allowance, accepted: list[str]) -> tuple[int, os.stat_result]:
     """Rules 4-6 on an open descriptor; returns it (the caller closes it) with its ``fstat``."""
     try:
         lst = os.lstat(real)
@@ -326,7 +369,7 @@ def _open_checked(real: str, judge: Judge, allow_unsafe: bool, accepted: list[st
                                                "that was there a moment before)")
         why = judge.file(real, st)
         if why is not None:
-            if not allow_unsafe:
+            if not covers(allow_unsafe, real):
                 raise Refused(real, "unsafe", why)
             accepted.append(why)
         if os.name != "nt":
@@ -385,7 +428,7 @@ def _mapping_in(rows: Iterable[list[str]], device: str, real: str) -> str | None
     return fallback
 
 
-def _judged(path: str, allow_unsafe: bool, named: Iterable[str],
+def _judged(path: str, allow_unsafe: Allowance, named: Iterable[str],
             judge: Judge | None) -> tuple[str, int, os.stat_result, list[str]]:
     """Rules 1-6: (the real path, an open descriptor of it, its fstat, what only the override let through)."""
     if not path or not os.path.isabs(path):
@@ -400,14 +443,14 @@ def _judged(path: str, allow_unsafe: bool, named: Iterable[str],
     accepted: list[str] = []
     why = judge.directory(directory)
     if why is not None:
-        if not allow_unsafe:
+        if not covers(allow_unsafe, real):
             raise Refused(path, "unsafe", why)
         accepted.append(why)
     fd, st = _open_checked(real, judge, allow_unsafe, accepted)
     return real, fd, st, accepted
 
 
-def refusal(path: str, *, allow_unsafe: bool = False, named: Iterable[str] = (),
+def refusal(path: str, *, allow_unsafe: Allowance = False, named: Iterable[str] = (),
             judge: Judge | None = None) -> str | None:
     """Why the gate would refuse ``path`` (rules 1-6), without mapping it; None when it would not.
 
@@ -422,7 +465,7 @@ def refusal(path: str, *, allow_unsafe: bool = False, named: Iterable[str] = (),
     return None
 
 
-def load(path: str, *, global_: bool = False, allow_unsafe: bool = False, named: Iterable[str] = (),
+def load(path: str, *, global_: bool = False, allow_unsafe: Allowance = False, named: Iterable[str] = (),
          judge: Judge | None = None, prove_now: bool = True) -> Mapped:
     """Judge ``path``, open and check it, ``dlopen`` its real path and prove the mapping.
 

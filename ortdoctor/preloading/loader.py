@@ -102,7 +102,7 @@ def mapped_file(path: str, maps: Sequence[MappedObject] | None = None) -> Mapped
     return None
 
 
-def load(path: str, *, global_: bool = False, allow_unsafe: bool = False, named: Iterable[str] = (),
+def load(path: str, *, global_: bool = False, allow_unsafe: gate.Allowance = False, named: Iterable[str] = (),
          judge: gate.Judge | None = None, prove_now: bool = True) -> Loaded:
     """Load an absolute path through the gate; the handle with the maps entry of the file it checked.
 

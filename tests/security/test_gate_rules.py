@@ -202,3 +202,21 @@ def test_a_batch_proved_once_still_reports_a_swapped_file(tmp_path: Path) -> Non
     assert data["rows"] is True
     assert data["swapped"] is False
     assert data["kept"] is True
+
+
+def test_a_scoped_override_lifts_the_rule_only_under_its_directories(tmp_path: Path) -> None:
+    ww = tmp_path / "ww"
+    lib = _lib(ww / "lib")
+    os.chmod(ww, 0o777)
+    assert "world-writable" in (gate.refusal(str(lib)) or "")
+    # under the named directory (the unsafe ancestor's rule included), and only there
+    assert gate.refusal(str(lib), allow_unsafe=gate.allowance([str(ww / "lib")])) is None
+    assert gate.refusal(str(lib), allow_unsafe=gate.allowance([str(ww)])) is None
+    sibling = tmp_path / "ww-lib"
+    sibling.mkdir()
+    assert "world-writable" in (gate.refusal(str(lib), allow_unsafe=gate.allowance([str(sibling)])) or "")
+    assert "world-writable" in (gate.refusal(str(lib), allow_unsafe=gate.allowance([])) or "")
+    assert not gate.covers(gate.allowance([str(ww / "li")]), str(lib))  # a path prefix is not a directory
+    with pytest.raises(ValueError, match="absolute"):
+        gate.allowance(["lib"])
+    assert gate.allowance(True) is True
