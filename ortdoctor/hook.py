@@ -230,8 +230,7 @@ def _try_fast_path() -> bool:
         return False
     from ortdoctor.native import gate
 
-    mapped = gate.mapped_files()
-    if any(gate.mapped_copy(soname, mapped) is not None for soname, _lib_path, _inode in loads):
+    if gate.any_mapped(soname for soname, _lib_path, _inode in loads):
         return False  # already in the process: the full path reports where it came from
     judge = gate.Judge()  # one set of directory verdicts for the whole batch
     got = []
@@ -244,16 +243,16 @@ def _try_fast_path() -> bool:
             return False
         got.append(one)
     # one read of /proc/self/maps proves every load of the batch (and gives the inodes mapped now)
-    rows = gate.prove(got)
-    if rows is None or not all(one.verified for one in got):
+    text = gate.prove(got)
+    if text is None or not all(one.verified for one in got):
         return False
-    inodes = {parts[4] for parts in rows}
     # Libraries the first run saw mapped as a side effect (cuDNN maps a sub-library when its version
     # is asked) are reported only if they are mapped now too.
     kept: list[dict[str, Any]] = []
     dropped: list[dict[str, Any]] = []
     for x in result_json["loaded"]:
-        (kept if x["loaded_by"] is None or str(x["inode"]) in inodes else dropped).append(x)
+        (kept if x["loaded_by"] is None or (x["inode"] is not None and gate.rows_with_inode(text, x["inode"]))
+         else dropped).append(x)
     result_json["loaded"] = kept
     result_json["skipped"] = [*result_json["skipped"], *(
         {"name": x["name"], "reason": f"cuDNN sub-library: {x['loaded_by']} loads it on first use"} for x in dropped)]

@@ -56,9 +56,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Literal
 
-__all__ = ["GateError", "Judge", "LoadFailed", "Mapped", "Refused", "allowance", "covers", "elf_extent",
-           "load", "mapped_copy", "mapped_files", "override_name", "prove", "refusal", "windows_kernel32",
-           "windows_system_dll_loads"]
+__all__ = ["GateError", "Judge", "LoadFailed", "Mapped", "Refused", "allowance", "any_mapped", "covers",
+           "elf_extent", "load", "mapped_copy", "mapped_files", "maps_text", "override_name", "prove", "refusal",
+           "rows_with_inode", "windows_kernel32", "windows_system_dll_loads"]
 
 #: What the override lifts rules 3 and 4 for: True everywhere (``--allow-unsafe-dirs``), False nowhere, a
 #: tuple of real directory paths under which only (``--allow-unsafe-dir DIR``, repeatable).
@@ -393,22 +393,44 @@ def _device_text(st_dev: int) -> str:
     return f"{os.major(st_dev):02x}:{os.minor(st_dev):02x}"
 
 
-def _maps() -> list[list[str]] | None:
-    """``/proc/self/maps`` as ``[address, perms, offset, device, inode, path]`` rows of mapped files; None
-    when it cannot be read. The kernel writes each path resolved (no symlink in it), so no ``realpath``
-    is needed to compare it: this stays cheap enough for the hook's fast path, where
-    :func:`ortdoctor.formats.procmaps.mapped_objects` (the full reader) would resolve every path again."""
+def maps_text() -> str | None:
+    """``/proc/self/maps`` as read now (one read, capped); None when it cannot be read."""
     try:
         with open("/proc/self/maps", "rb") as f:
-            text = f.read(_MAX_MAPS).decode("utf-8", "surrogateescape")
+            return f.read(_MAX_MAPS).decode("utf-8", "surrogateescape")
     except OSError:
         return None
+
+
+def _rows(text: str) -> list[list[str]]:
+    """The maps text as ``[address, perms, offset, device, inode, path]`` rows of mapped files. The kernel
+    writes each path resolved (no symlink in it), so no ``realpath`` is needed to compare it: this stays
+    cheap enough for the hook's fast path, where :func:`ortdoctor.formats.procmaps.mapped_objects` (the full
+    reader) would resolve every path again."""
     rows = []
     for line in text.splitlines():
         parts = line.split(None, 5)
         if len(parts) == 6 and parts[5].startswith("/") and parts[4] != "0":
             rows.append(parts)
     return rows
+
+
+def rows_with_inode(text: str, inode: int) -> list[list[str]]:
+    """The rows of the maps text whose inode is ``inode``: found with ``str.find`` in C, then only those
+    lines split (the hook's batch has ~7 libraries among ~100 mapped files)."""
+    ino = str(inode)
+    needle = f" {ino} "
+    out = []
+    at = text.find(needle)
+    while at != -1:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end == -1 else end
+        parts = text[start:end].split(None, 5)
+        if len(parts) == 6 and parts[4] == ino and parts[5].startswith("/"):
+            out.append(parts)
+        at = text.find(needle, end)
+    return out
 
 
 def _mapping_in(rows: Iterable[list[str]], device: str, real: str) -> str | None:
@@ -498,27 +520,42 @@ def load(path: str, *, global_: bool = False, allow_unsafe: Allowance = False, n
     return got
 
 
-def prove(loaded: Iterable[Mapped]) -> list[list[str]] | None:
+def prove(loaded: Iterable[Mapped]) -> str | None:
     """Rule 7 for a batch: set each :attr:`Mapped.mapped_path` from one read of ``/proc/self/maps`` (None
-    stays where no mapping of the checked ``(device, inode)`` is there). Returns the rows read (as
-    :func:`_maps`), None when maps cannot be read."""
+    stays where no mapping of the checked ``(device, inode)`` is there). Returns the maps text read (for
+    :func:`mapped_files` and :func:`rows_with_inode`), None when it cannot be read."""
     items = [m for m in loaded if m.inode]  # Windows: nothing to prove (mapped_path is the path)
-    rows = _maps()
-    if rows is None:
+    text = maps_text()
+    if text is None:
         return None
-    by_inode: dict[str, list[list[str]]] = {}
-    for parts in rows:
-        by_inode.setdefault(parts[4], []).append(parts)
     for m in items:
-        m.mapped_path = _mapping_in(by_inode.get(str(m.inode), ()), m.device, m.real)
-    return rows
+        m.mapped_path = _mapping_in(rows_with_inode(text, m.inode), m.device, m.real)
+    return text
 
 
-def mapped_files(rows: list[list[str]] | None = None) -> list[str]:
+def mapped_files(text: str | None = None) -> list[str]:
     """The paths of the files mapped in this process, as ``/proc/self/maps`` shows them ([] without it);
-    from ``rows`` when given (what :func:`prove` returned: the maps as they were read for a proof)."""
-    return list(dict.fromkeys(parts[5].removesuffix(" (deleted)") for parts in (rows if rows is not None
-                                                                                 else _maps()) or ()))
+    from ``text`` when given (what :func:`prove` returned: the maps as they were read for a proof)."""
+    if text is None:
+        text = maps_text()
+    return list(dict.fromkeys(parts[5].removesuffix(" (deleted)") for parts in _rows(text or "")))
+
+
+def any_mapped(sonames: Iterable[str], text: str | None = None) -> bool:
+    """Is a copy of any of ``sonames`` mapped (the rule of :func:`mapped_copy`)? Searched in the maps text
+    with ``str.find``, without splitting every line: the hook asks this at every start."""
+    if text is None:
+        text = maps_text() or ""
+    for soname in sonames:
+        needle = "/" + soname
+        at = text.find(needle)
+        while at != -1:
+            end = text.find("\n", at)
+            name = text[at + 1:len(text) if end == -1 else end].removesuffix(" (deleted)")
+            if "/" not in name and (name == soname or name.startswith(soname + ".")):
+                return True
+            at = text.find(needle, at + 1)
+    return False
 
 
 def mapped_copy(soname: str, paths: Iterable[str] | None = None) -> str | None:

@@ -126,10 +126,10 @@ def prove(loaded: Loaded) -> None:
     got = loaded.gate_record
     if sys.platform == "win32" or got is None:
         return
-    rows = gate.prove((got,))
+    text = gate.prove((got,))
     if got.mapped_path is not None:
         loaded.mapped = MappedObject(got.mapped_path, got.inode, got.device)  # the kernel's path: resolved
-    loaded.mapped_now = None if rows is None else gate.mapped_files(rows)
+    loaded.mapped_now = None if text is None else gate.mapped_files(text)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -169,6 +169,14 @@ def test_load_proves_the_device_and_inode_it_checked(tmp_path: Path) -> None:
 def test_no_copy_is_reported_for_a_soname_nobody_loaded() -> None:
     assert gate.mapped_copy("libnothing-like-this.so.77") is None
     assert gate.mapped_copy("libc.so.6") is not None  # this interpreter's own C library
+    # the hook's text search answers as mapped_copy does
+    for soname in ("libc.so.6", "libc.so", "libnothing-like-this.so.77", "libc", "ibc.so.6"):
+        assert gate.any_mapped([soname]) == (gate.mapped_copy(soname) is not None), soname
+    text = gate.maps_text()
+    assert text is not None
+    libc = os.stat(gate.mapped_copy("libc.so.6") or "")
+    assert [r[5] for r in gate.rows_with_inode(text, libc.st_ino)]
+    assert gate.rows_with_inode(text, 1) == []
 
 
 SWAP_CHILD = """import ctypes, json, os, sys
