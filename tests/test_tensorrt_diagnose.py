@@ -509,3 +509,25 @@ def test_a_refused_tensorrt_is_named_with_where_and_why(tmp_path: Path) -> None:
     asked = [x for x in run(env_with(trt_install("10.16.1.11", directory=str(shared))), smoke=TRT_SMOKE)
              if x.id == "tensorrt-unavailable"]
     assert asked[0].severity == "error"
+
+
+def test_a_scoped_override_lets_through_only_the_tensorrt_under_its_directory(tmp_path: Path) -> None:
+    from ortdoctor.decide.tensorrt import judge_installs
+    from ortdoctor.native import gate
+
+    installs = []
+    for name in ("a", "b"):
+        shared = tmp_path / name / "tensorrt_libs"
+        shared.mkdir(parents=True)
+        for so in ("libnvinfer.so.10", "libnvinfer_plugin.so.10", "libnvonnxparser.so.10"):
+            (shared / so).write_bytes(b"\x7fELF")
+        shared.chmod(0o777)
+        installs.append(trt_install("10.16.1.11", directory=str(shared)))
+    env = env_with(*installs)
+    ok, refused, allowed = judge_installs(env, allow_unsafe=gate.allowance([str(tmp_path / "a")]))
+    assert [i.directory for i in ok] == [installs[0].directory]
+    assert [r.install.directory for r in allowed] == [installs[0].directory]
+    assert [r.install.directory for r in refused] == [installs[1].directory]
+    ok, refused, _allowed = judge_installs(env, allow_unsafe=True)  # the broad form: both
+    assert len(ok) == 2
+    assert refused == []
