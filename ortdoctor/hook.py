@@ -7,6 +7,10 @@
 * ``ORTDOCTOR_DIRECTORY`` is the ``directory`` argument: unset = default order, empty = NVIDIA wheels
   then the system, a path = that directory then the system.
 * ``ORTDOCTOR_TENSORRT=1`` also loads the TensorRT libraries the TensorRT EP links, after the CUDA set.
+* ``ORTDOCTOR_ALLOW_UNSAFE_DIR`` (absolute directories, separated by ``:``) is ``--allow-unsafe-dir``: the
+  refusal of directories others can write or own is lifted for the libraries under those directories only,
+  and each library it lets through is named in the hook's warning (``unsafe-dir-allowed``), at every start.
+  A relative entry is ignored (it would widen with the current directory). There is no broad form.
 
 Fast path: after a clean run (everything loaded, nothing to warn about) the hook remembers its
 decision in a small file in the user's cache directory (``$ORTDOCTOR_CACHE_DIR``, else
@@ -14,8 +18,9 @@ decision in a small file in the user's cache directory (``$ORTDOCTOR_CACHE_DIR``
 next interpreter with the same executable, ``sys.path`` and environment variables reuses it only if
 every directory that was searched, every site directory, ``/etc/ld.so.cache`` and every chosen file
 still have the same modification time (and the files the same inode), and none of the libraries is
-already loaded; it then dlopens the same absolute paths and checks ``/proc/self/maps`` for their
-inodes. Anything else takes the full path. So the hook costs about what the dlopens cost.
+already loaded; it then dlopens the same absolute paths through the gate and checks ``/proc/self/maps``
+once, after the batch, for their devices and inodes. Anything else takes the full path. So the hook
+costs about what the dlopens cost.
 
 The outcome is :data:`result` (a :class:`~ortdoctor.preloading.preloader.PreloadResult`, or None when disabled
 or when preloading could not run); on the fast path it is rebuilt from the cache when first read.
@@ -36,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["OrtdoctorWarning", "run"]  # and `result`, served by __getattr__
 
 _CACHE_FORMAT = 1
-_ENV_KEYS = ("ORTDOCTOR_DIRECTORY", "ORTDOCTOR_TENSORRT", "LD_LIBRARY_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
+_ENV_KEYS = ("ORTDOCTOR_DIRECTORY", "ORTDOCTOR_TENSORRT", "ORTDOCTOR_ALLOW_UNSAFE_DIR", "LD_LIBRARY_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
              "CUDNN_PATH")
 
 
@@ -225,26 +230,29 @@ def _try_fast_path() -> bool:
         return False
     from ortdoctor.native import gate
 
-    mapped = gate.mapped_files()
-    if any(gate.mapped_copy(soname, mapped) is not None for soname, _lib_path, _inode in loads):
+    if gate.any_mapped(soname for soname, _lib_path, _inode in loads):
         return False  # already in the process: the full path reports where it came from
-    judge = gate.Judge()
+    judge = gate.Judge()  # one set of directory verdicts for the whole batch
+    got = []
     for _soname, lib_path, inode in loads:
         try:
-            got = gate.load(lib_path, judge=judge)
+            one = gate.load(lib_path, judge=judge, prove_now=False)
         except gate.GateError:
             return False  # the full path retries and reports (what was loaded stays, and is reported as loaded)
-        if not got.verified or got.inode != inode:
+        if one.inode != inode:
             return False
-    with open("/proc/self/maps", "rb") as f:
-        text = f.read().decode("utf-8", "surrogateescape")
-    inodes = {line.split(None, 5)[4] for line in text.splitlines() if line.count(" ") >= 5}
+        got.append(one)
+    # one read of /proc/self/maps proves every load of the batch (and gives the inodes mapped now)
+    text = gate.prove(got)
+    if text is None or not all(one.verified for one in got):
+        return False
     # Libraries the first run saw mapped as a side effect (cuDNN maps a sub-library when its version
     # is asked) are reported only if they are mapped now too.
     kept: list[dict[str, Any]] = []
     dropped: list[dict[str, Any]] = []
     for x in result_json["loaded"]:
-        (kept if x["loaded_by"] is None or str(x["inode"]) in inodes else dropped).append(x)
+        (kept if x["loaded_by"] is None or (x["inode"] is not None and gate.rows_with_inode(text, x["inode"]))
+         else dropped).append(x)
     result_json["loaded"] = kept
     result_json["skipped"] = [*result_json["skipped"], *(
         {"name": x["name"], "reason": f"cuDNN sub-library: {x['loaded_by']} loads it on first use"} for x in dropped)]
@@ -338,8 +346,9 @@ def _run_once(strict: bool) -> None:
     try:
         from ortdoctor.preloading.preloader import preload
 
+        allow = [d for d in os.environ.get("ORTDOCTOR_ALLOW_UNSAFE_DIR", "").split(os.pathsep) if os.path.isabs(d)]
         _result = preload(directory=directory, matrix=_matrix(),
-                          tensorrt=os.environ.get("ORTDOCTOR_TENSORRT") == "1")
+                          tensorrt=os.environ.get("ORTDOCTOR_TENSORRT") == "1", allow_unsafe_dirs=allow)
     except ImportError as exc:  # a broken ortdoctor install must not break the user's program
         if strict:
             raise

@@ -488,3 +488,46 @@ def test_the_explain_table_reads_the_matrix_for_lines_the_documentation_left_out
     assert tensorrt_for("1.31.1") == "10.x"  # the wheel links libnvinfer.so.10; the minor is not published
     assert tensorrt_for("1.22.0") == "10.9"
     assert tensorrt_for("9.9.0") is None
+
+
+def test_a_refused_tensorrt_is_named_with_where_and_why(tmp_path: Path) -> None:
+    """TensorRT found only in a directory others can write: `check` says where and why it was refused (as
+    `preload --tensorrt` does), not that TensorRT is missing."""
+    shared = tmp_path / "shared" / "tensorrt_libs"
+    shared.mkdir(parents=True)
+    for name in ("libnvinfer.so.10", "libnvinfer_plugin.so.10", "libnvonnxparser.so.10"):
+        (shared / name).write_bytes(b"\x7fELF")
+    shared.chmod(0o777)
+    f = one(run(env_with(trt_install("10.16.1.11", directory=str(shared)))), "tensorrt-unavailable")
+    assert f.title == "TensorRT 10 was found only in places ortdoctor refuses to load from"
+    assert f"{shared} (world-writable directory {shared})" in f.detail
+    assert "which is not installed" not in f.detail
+    assert f.severity == "info"  # only matters when the TensorRT EP is asked for
+    assert f.fix is not None
+    assert f.fix.startswith(f"chmod o-w {shared}")
+    assert 'pip install "tensorrt-cu13==10.*"' in f.fix
+    asked = [x for x in run(env_with(trt_install("10.16.1.11", directory=str(shared))), smoke=TRT_SMOKE)
+             if x.id == "tensorrt-unavailable"]
+    assert asked[0].severity == "error"
+
+
+def test_a_scoped_override_lets_through_only_the_tensorrt_under_its_directory(tmp_path: Path) -> None:
+    from ortdoctor.decide.tensorrt import judge_installs
+    from ortdoctor.native import gate
+
+    installs = []
+    for name in ("a", "b"):
+        shared = tmp_path / name / "tensorrt_libs"
+        shared.mkdir(parents=True)
+        for so in ("libnvinfer.so.10", "libnvinfer_plugin.so.10", "libnvonnxparser.so.10"):
+            (shared / so).write_bytes(b"\x7fELF")
+        shared.chmod(0o777)
+        installs.append(trt_install("10.16.1.11", directory=str(shared)))
+    env = env_with(*installs)
+    ok, refused, allowed = judge_installs(env, allow_unsafe=gate.allowance([str(tmp_path / "a")]))
+    assert [i.directory for i in ok] == [installs[0].directory]
+    assert [r.install.directory for r in allowed] == [installs[0].directory]
+    assert [r.install.directory for r in refused] == [installs[1].directory]
+    ok, refused, _allowed = judge_installs(env, allow_unsafe=True)  # the broad form: both
+    assert len(ok) == 2
+    assert refused == []

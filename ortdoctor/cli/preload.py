@@ -24,7 +24,11 @@ from ortdoctor.core import exitcodes
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout (the report contract).")
 @click.option("--print-env", is_flag=True,
               help="Print the `export LD_LIBRARY_PATH=...` line for other processes.")
-@click.option("--allow-unsafe-dirs", is_flag=True, help="Accept world-writable or foreign-owned directories.")
+@click.option("--allow-unsafe-dirs", is_flag=True,
+              help="Accept world-writable or foreign-owned directories, everywhere (the broad form; reported).")
+@click.option("--allow-unsafe-dir", "allow_unsafe_dir", multiple=True, metavar="DIR",
+              type=click.Path(file_okay=False, resolve_path=True),
+              help="Accept them only for libraries under DIR (repeatable; reported).")
 @click.option("--quiet", "-q", is_flag=True,
               help="No report: stdout has only --print-env's line (for eval); failures go to stderr.")
 @click.option("--matrix", "matrix_path", type=click.Path(dir_okay=False), default=None,
@@ -32,9 +36,8 @@ from ortdoctor.core import exitcodes
 @click.option("--verbose", "-v", is_flag=True, help="More detail: each library's mapping and inode, every skip.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 def command(directory: str | None, no_cuda: bool, no_cudnn: bool, no_msvc: bool, tensorrt: bool, dry_run: bool,
-            as_json: bool, print_env: bool, allow_unsafe_dirs: bool, quiet: bool, matrix_path: str | None,
-            verbose: bool,
-            debug: bool) -> None:
+            as_json: bool, print_env: bool, allow_unsafe_dirs: bool, allow_unsafe_dir: tuple[str, ...], quiet: bool,
+            matrix_path: str | None, verbose: bool, debug: bool) -> None:
     """Load the CUDA and cuDNN libraries onnxruntime-gpu needs, by absolute path, and prove it.
 
     Exit 0: everything loaded; 1: something failed; 2: bad option, directory or matrix file.
@@ -46,7 +49,8 @@ def command(directory: str | None, no_cuda: bool, no_cudnn: bool, no_msvc: bool,
 
     try:
         result = preload(directory=directory, cuda=not no_cuda, cudnn=not no_cudnn, msvc=not no_msvc,
-                         dry_run=dry_run, allow_unsafe_dirs=allow_unsafe_dirs, matrix=load_matrix(matrix_path),
+                         dry_run=dry_run, allow_unsafe_dirs=allow_unsafe_dirs or allow_unsafe_dir,
+                         matrix=load_matrix(matrix_path),
                          tensorrt=tensorrt)
     except (DirectoryError, MatrixError) as exc:
         click.echo(f"ortdoctor preload: {exc}", err=True)

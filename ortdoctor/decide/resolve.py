@@ -36,10 +36,15 @@ from ortdoctor.decide.names import (
 from ortdoctor.decide.search import DirectoryError, DirIndex, SearchTier, index_dirs, search_dirs, tier_dirs
 from ortdoctor.formats.distinfo import normalize
 from ortdoctor.formats.realpath import real_path
+from ortdoctor.native.gate import covers, override_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeVar
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortdoctor.native.gate import Allowance
 
 __all__ = ["DRIVER_SONAMES", "provider_needs", "resolve"]
 
@@ -112,7 +117,7 @@ def resolve(
     cuda: bool = True,
     cudnn: bool = True,
     cwd: str | None = None,
-    allow_unsafe_dirs: bool = False,
+    allow_unsafe_dirs: Allowance = False,
     mapped: Sequence[str] = (),
     index: DirIndex | None = None,
 ) -> Plan:
@@ -148,7 +153,8 @@ def resolve(
     cands: dict[str, list[_Cand]] = {}
     other: dict[str, list[Candidate]] = {}
     used_unsafe: set[str] = set()
-    allowed: dict[str, str] = {}  # candidate path -> what only --allow-unsafe-dirs let through
+    # candidate path -> (what only the override let through, the option that did)
+    allowed: dict[str, tuple[str, str]] = {}
     for s in w.specs:
         cands[s.name] = _candidates(w, s, tiers, index, all_mapped, cwd_real, unsafe_dirs,
                                     allow_unsafe_dirs, used_unsafe, allowed)
@@ -257,8 +263,8 @@ def _files(w: _Work, files: Mapping[str, str]) -> Mapping[str, str]:
 
 
 def _candidates(w: _Work, s: LibSpec, tiers: Sequence[SearchTier], index: DirIndex, mapped: Sequence[str],
-                cwd_real: str | None, unsafe_dirs: Mapping[str, str], allow_unsafe: bool,
-                used_unsafe: set[str], allowed: dict[str, str]) -> list[_Cand]:
+                cwd_real: str | None, unsafe_dirs: Mapping[str, str], allow_unsafe: Allowance,
+                used_unsafe: set[str], allowed: dict[str, tuple[str, str]]) -> list[_Cand]:
     """Every copy of ``s`` in search order, the already-mapped ones first, each once (by realpath)."""
     soname = w.soname(s)
     key = soname.lower() if w.windows else soname
@@ -286,8 +292,8 @@ def _candidates(w: _Work, s: LibSpec, tiers: Sequence[SearchTier], index: DirInd
                 # directory: a wheel tree under it is the current directory's, not an installation
                 c.rejected = "in a site directory that is the current directory"
             elif why := unsafe_dirs.get(d) or lst.unsafe_files.get(key):
-                if allow_unsafe:
-                    allowed[c.path] = why
+                if covers(allow_unsafe, real):
+                    allowed[c.path] = (why, override_name(allow_unsafe, real))
                 else:
                     c.rejected = why
                     used_unsafe.add(d)
@@ -295,13 +301,15 @@ def _candidates(w: _Work, s: LibSpec, tiers: Sequence[SearchTier], index: DirInd
     return out
 
 
-def _note_allowed(w: _Work, chosen: Mapping[str, _Cand | None], allowed: Mapping[str, str]) -> None:
-    """--allow-unsafe-dirs is never silent: each chosen file it alone let through is named."""
-    let = [(c.path, allowed[c.path]) for c in chosen.values() if c is not None and c.path in allowed]
+def _note_allowed(w: _Work, chosen: Mapping[str, _Cand | None], allowed: Mapping[str, tuple[str, str]]) -> None:
+    """The override is never silent: each chosen file it alone let through is named, with the option
+    (``--allow-unsafe-dirs``, or the ``--allow-unsafe-dir DIR`` whose scope holds it)."""
+    let = [(c.path, *allowed[c.path]) for c in chosen.values() if c is not None and c.path in allowed]
     if let:
+        options = " and ".join(dict.fromkeys(option for _path, _why, option in let))
         w.findings.append(make(
-            "unsafe-dir-allowed", "; ".join(f"{path} ({why})" for path, why in let)
-            + ". Only --allow-unsafe-dirs let these through: anyone who can write there can run code in "
+            "unsafe-dir-allowed", "; ".join(f"{path} ({why})" for path, why, _option in let)
+            + f". Only {options} let these through: anyone who can write there can run code in "
             "this process."))
 
 

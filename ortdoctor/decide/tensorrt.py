@@ -30,10 +30,15 @@ from ortdoctor.decide.matrix.model import LibSpec, Matrix, ReleaseMatch, Tensorr
 from ortdoctor.decide.search import DirIndex, index_dirs
 from ortdoctor.formats.distinfo import normalize as normalize_name
 from ortdoctor.formats.realpath import real_path
+from ortdoctor.native.gate import covers
 from ortdoctor.probes.tensorrt import tensorrt_component
 
-__all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "TensorrtRefusal", "judge_installs", "plan_tensorrt", "tensorrt_fix",
-           "tensorrt_need", "tensorrt_steps"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortdoctor.native.gate import Allowance
+
+__all__ = ["LOAD_HINT", "TensorrtNeed", "TensorrtPlan", "TensorrtRefusal", "judge_installs", "plan_tensorrt",
+           "refused_needed", "tensorrt_fix", "tensorrt_need", "tensorrt_steps"]
 
 _TRT_DLL_RE = lazy(r"^(nvinfer|nvinfer_plugin|nvonnxparser)(?:_(\d+))?\.dll$", re.I)
 LOAD_HINT = ("then load it by full path: `ortdoctor preload --tensorrt`, or ORTDOCTOR_TENSORRT=1 with "
@@ -76,7 +81,7 @@ class TensorrtPlan:
     # installs never to be loaded, with why (the CUDA libraries' refusals: the current directory, a
     # directory or file others can write, or one under such a directory)
     refused: tuple[TensorrtRefusal, ...] = ()
-    allowed: tuple[TensorrtRefusal, ...] = ()  # accepted only because of --allow-unsafe-dirs
+    allowed: tuple[TensorrtRefusal, ...] = ()  # accepted only because of the override (--allow-unsafe-dir[s])
 
 
 def _trt_needed(info: ElfInfo | PeInfo | None) -> tuple[int | None, tuple[str, ...]]:
@@ -127,14 +132,15 @@ def _loader_dirs(env: Environment) -> set[str]:
 _STEMS = ("libnvinfer.so", "libnvinfer_plugin.so", "libnvonnxparser.so")
 
 
-def judge_installs(env: Environment, *, cwd: str | None = None, allow_unsafe: bool = False,
+def judge_installs(env: Environment, *, cwd: str | None = None, allow_unsafe: Allowance = False,
                    index: DirIndex | None = None) -> tuple[list[TensorrtInstall], list[TensorrtRefusal],
                                                            list[TensorrtRefusal]]:
     """The installs that may be loaded, those refused (with why) and those only the override lets through.
 
     The refusals of the CUDA libraries (:mod:`ortdoctor.decide.resolve`): never the current directory, nor
     a wheel tree in a site directory that is the current directory; never a directory or a file others
-    can write or own, or one under such a directory, unless ``allow_unsafe``. Without ``index`` the
+    can write or own, or one under such a directory, unless ``allow_unsafe`` covers it (True: every
+    install; directories: an install under one of them). Without ``index`` the
     install directories are listed with :func:`~ortdoctor.decide.search.index_dirs`.
     """
     installs = env.tensorrt.installs
@@ -157,7 +163,7 @@ def judge_installs(env: Environment, *, cwd: str | None = None, allow_unsafe: bo
         elif why := lst.unsafe() or next((w for lib in i.libraries
                                           if (w := lst.unsafe_files.get(os.path.basename(lib.path)))), None):
             refusal = TensorrtRefusal(i, why, lst.unsafe_where())
-            if allow_unsafe:
+            if covers(allow_unsafe, lst.realpath or i.directory):
                 allowed.append(refusal)
                 ok.append(i)
             else:
@@ -168,7 +174,7 @@ def judge_installs(env: Environment, *, cwd: str | None = None, allow_unsafe: bo
 
 
 def plan_tensorrt(env: Environment, matrix: Matrix, match: ReleaseMatch | None,
-                  cuda_major: int | None, *, cwd: str | None = None, allow_unsafe: bool = False,
+                  cuda_major: int | None, *, cwd: str | None = None, allow_unsafe: Allowance = False,
                   index: DirIndex | None = None) -> TensorrtPlan | None:
     """The TensorRT to load for the installed provider; None when there is no TensorRT provider.
 
@@ -210,6 +216,21 @@ def plan_tensorrt(env: Environment, matrix: Matrix, match: ReleaseMatch | None,
     return TensorrtPlan(need=need, chosen=chosen, libraries=tuple(libraries), missing=tuple(missing),
                         other_major=other_major, other_cuda=other_cuda, loader_finds=loader_finds, pip=pip,
                         index_url=index_url, refused=refused, allowed=allowed)
+
+
+def refused_needed(plan: TensorrtPlan) -> tuple[str, str, tuple[str, ...]] | None:
+    """When the needed major was found only in installs the plan refused: (the finding's title, the
+    sentence that says where and why, the directories whose owner or mode to fix); None otherwise.
+
+    One text for ``preload --tensorrt`` and ``check`` (``tensorrt-unavailable``)."""
+    major = plan.need.major
+    refused = [r for r in plan.refused if r.install.major == major]
+    if plan.chosen is not None or not refused:
+        return None
+    where = "; ".join(f"{r.install.directory} ({r.why})" for r in refused)
+    return (f"TensorRT {major} was found only in places ortdoctor refuses to load from",
+            f"TensorRT {major} was found only where ortdoctor never loads from: {where}.",
+            tuple(dict.fromkeys(r.unsafe_dir for r in refused if r.unsafe_dir is not None)))
 
 
 def _lacks(install: TensorrtInstall, soname: str) -> bool:

@@ -24,7 +24,7 @@ from ortdoctor.core.facts import (
 from ortdoctor.core.patterns import lazy
 from ortdoctor.core.shell import compose
 from ortdoctor.decide.fixes import pin_series, step
-from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, tensorrt_fix
+from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, refused_needed, tensorrt_fix
 from ortdoctor.diagnose.context import Ctx, cuda_soname, search_path_line
 
 TYPE_CHECKING = False
@@ -79,9 +79,19 @@ def check_tensorrt(ctx: Ctx, smoke: SmokeResult | None = None) -> list[Finding]:
                          severity="error" if requested else None,
                          title=f"TensorRT {', '.join(map(str, majors))} is installed; the TensorRT EP needs "
                                f"TensorRT {need.major}")]
+        install, steps = tensorrt_fix(plan, ctx.installer)
+        refused = refused_needed(plan)
+        if refused is not None:
+            # found, but where the gate never loads from: say where and why, as `preload --tensorrt` does
+            title, where, dirs = refused
+            chmod = "\n".join(f"chmod o-w {d}" for d in dirs)
+            fix = ((chmod + "  (or, if you trust it, pass --allow-unsafe-dirs)\nor " if chmod else "")
+                   + "request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install "
+                   "it where only you or root can write:\n" + install)
+            return [make("tensorrt-unavailable", f"{head}; {where} Only matters if TensorrtExecutionProvider is "
+                         "requested.", fix, steps=steps, severity="error" if requested else None, title=title)]
         detail = (f"{head}, which is not installed (no pip tensorrt_libs, nothing on LD_LIBRARY_PATH or in the "
                   "ld.so cache); only matters if TensorrtExecutionProvider is requested.")
-        install, steps = tensorrt_fix(plan, ctx.installer)
         fix = "Request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install it:\n" + install
         return [make("tensorrt-unavailable", detail, fix, steps=steps, severity="error" if requested else None)]
     out: list[Finding] = []

@@ -24,9 +24,12 @@ else. Its rule, in order (``docs/security.md``):
    page past the end kills the whole process with SIGBUS;
 7. the real path is ``dlopen``'ed and the mapping that appeared in ``/proc/self/maps`` must be the
    ``(device, inode)`` that was ``fstat``'ed: the file checked is the file mapped, or the caller is told.
+   A caller that loads a batch (the hook) proves the whole batch with one read of the maps after it
+   (:func:`prove`): a mapping stays while its handle lives, so the proof finds the same mappings.
 
-``allow_unsafe`` (``--allow-unsafe-dirs``) lifts rules 3 and 4 only; whatever it lets through is
-returned in :attr:`Mapped.accepted_unsafe`, so the caller can report it. Rules 1, 2, 5, 6 and 7 always
+``allow_unsafe`` lifts rules 3 and 4 only: ``True`` (``--allow-unsafe-dirs``) for every library, a tuple of
+directories (``--allow-unsafe-dir DIR``, :func:`allowance`) only for a library whose real path is under one of
+them. Whatever it lets through is returned in :attr:`Mapped.accepted_unsafe`, so the caller can report it. Rules 1, 2, 5, 6 and 7 always
 hold.
 
 Why not ``dlopen("/proc/self/fd/N")`` of the checked descriptor: glibc records that string as the
@@ -53,8 +56,16 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Literal
 
-__all__ = ["GateError", "Judge", "LoadFailed", "Mapped", "Refused", "elf_extent", "load", "mapped_copy",
-           "mapped_files", "refusal", "windows_kernel32", "windows_system_dll_loads"]
+__all__ = ["GateError", "Judge", "LoadFailed", "Mapped", "Refused", "allowance", "any_mapped", "covers",
+           "elf_extent", "load", "mapped_copy", "mapped_files", "maps_text", "override_name", "prove", "refusal",
+           "rows_with_inode", "windows_kernel32", "windows_system_dll_loads"]
+
+#: What the override lifts rules 3 and 4 for: True everywhere (``--allow-unsafe-dirs``), False nowhere, a
+#: tuple of real directory paths under which only (``--allow-unsafe-dir DIR``, repeatable).
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    Allowance: TypeAlias = bool | tuple[str, ...]
 
 RTLD_NOW = getattr(os, "RTLD_NOW", 2)
 RTLD_LOCAL = getattr(os, "RTLD_LOCAL", 0)
@@ -63,6 +74,7 @@ _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBL
                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
 _MAX_PHDRS_BYTES = 4 * 1024 * 1024  # 65,535 entries of 64 bytes; a real library has ~10
 _MAX_MAPS = 64 * 1024 * 1024
+_FIRST_READ = 4096  # the ELF header and, in every library built by a usual linker, the program headers
 
 
 class GateError(OSError):
@@ -134,6 +146,27 @@ class Judge:
     def __init__(self, uid: int | None = None) -> None:
         self.uid = uid if uid is not None else (os.getuid() if hasattr(os, "getuid") else 0)
         self._dirs: dict[str, tuple[str, str] | None] = {}
+        self._real_dirs: dict[str, str] = {}
+
+    def real_path(self, path: str) -> str:
+        """``os.path.realpath(path)`` for an absolute path, resolving each directory once per run.
+
+        ``realpath`` is an ``lstat`` per component in Python; the loads of one run share two or three
+        directories, so only the file's own name is looked at again (and resolved in full when it is a
+        link). What is loaded is always the real path returned here, and that is what the rules judge."""
+        directory, name = os.path.split(path)
+        real_dir = self._real_dirs.get(directory)
+        if real_dir is None:
+            real_dir = self._real_dirs[directory] = _real_directory(directory)
+        full = os.path.join(real_dir, name)
+        if not name or name in (".", ".."):
+            return os.path.realpath(full)
+        try:
+            if stat.S_ISLNK(os.lstat(full).st_mode):
+                return os.path.realpath(full)
+        except OSError:
+            pass  # missing: the open below says so, with this path
+        return full
 
     def _one(self, path: str, st: os.stat_result, what: str) -> str | None:
         if st.st_mode & stat.S_IWOTH and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
@@ -187,9 +220,68 @@ class Judge:
         return self._one(real, st, "file")
 
 
-def _current_directory() -> str | None:
+_O_PATH_DIR = getattr(os, "O_PATH", 0) | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _real_directory(directory: str) -> str:
+    """The real path of a directory, as the kernel resolves it: opened ``O_PATH`` (nothing is read, and
+    no FIFO can block) and read back from ``/proc/self/fd``, three system calls where ``realpath`` makes
+    one ``lstat`` per component in Python. ``realpath`` itself where that does not give a plain path."""
+    if not getattr(os, "O_PATH", 0):
+        return os.path.realpath(directory)
     try:
-        return os.path.realpath(os.getcwd())
+        fd = os.open(directory, _O_PATH_DIR)
+    except OSError:
+        return os.path.realpath(directory)  # missing or not a directory: the open of the file says so
+    try:
+        shown = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        shown = ""
+    finally:
+        os.close(fd)
+    if not shown.startswith("/") or shown.endswith(" (deleted)"):
+        return os.path.realpath(directory)
+    return shown
+
+
+def allowance(value: bool | Iterable[str] | None) -> Allowance:
+    """The override as the gate reads it: ``True``/``False`` as given; directories resolved to their real
+    paths (the rule is about where a library really is).
+
+    Raises:
+        ValueError: a directory that is not an absolute path (the current directory changes under the
+            caller, and an override must not widen with it).
+    """
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    dirs = []
+    for d in value:
+        if not d or not os.path.isabs(d):
+            raise ValueError(f"--allow-unsafe-dir needs an absolute directory, not {d!r}")
+        dirs.append(os.path.realpath(d))
+    return tuple(dict.fromkeys(dirs))
+
+
+def covers(allow: Allowance, real: str) -> bool:
+    """Does the override lift rules 3 and 4 for the file or directory at the real path ``real``?"""
+    if isinstance(allow, bool):
+        return allow
+    return any(real == d or real.startswith(d.rstrip("/") + "/") for d in allow)
+
+
+def override_name(allow: Allowance, real: str = "") -> str:
+    """The option that let ``real`` through, for the report: ``--allow-unsafe-dirs`` or ``--allow-unsafe-dir
+    DIR``."""
+    if isinstance(allow, bool):
+        return "--allow-unsafe-dirs"
+    hit = next((d for d in allow if real == d or real.startswith(d.rstrip("/") + "/")), allow[0] if allow else "")
+    return f"--allow-unsafe-dir {hit}"
+
+
+def _current_directory() -> str | None:
+    # the kernel's getcwd() is already the resolved path (no symlink in it): no realpath needed
+    try:
+        return os.getcwd()
     except OSError:
         return None
 
@@ -211,7 +303,10 @@ def elf_extent(fd: int) -> int | None:
     Raises:
         ValueError: an ELF file too short for its own headers (the reason is the text).
     """
-    ident = _pread(fd, 64, 0)
+    # One read of the first page: a real library's program headers follow its ELF header there, so the
+    # table is sliced from it; only a table elsewhere costs a second pread.
+    page = _pread(fd, _FIRST_READ, 0)
+    ident = page[:64]
     if ident[:4] != b"\x7fELF":
         return None
     wide = ident[4:5] == b"\x02"
@@ -242,17 +337,19 @@ def elf_extent(fd: int) -> int | None:
         return extent
     if phentsize < need or phentsize * phnum > _MAX_PHDRS_BYTES:
         raise ValueError("its program header table is malformed")
-    table = _pread(fd, phentsize * phnum, phoff)
+    table = (page[phoff:phoff + phentsize * phnum] if phoff + phentsize * phnum <= len(page)
+             else _pread(fd, phentsize * phnum, phoff))
     if len(table) < phentsize * phnum:
         raise ValueError(f"shorter than its program header table ({extent} bytes)")
     (t_at, t_size), (o_at, o_size), (f_at, f_size) = fields
+    pt_load = (1).to_bytes(t_size, order)  # compared as bytes: most entries are not PT_LOAD
     for base in range(0, phentsize * phnum, phentsize):
-        if num(table, base + t_at, t_size) == 1:  # PT_LOAD
+        if table[base + t_at:base + t_at + t_size] == pt_load:
             extent = max(extent, num(table, base + o_at, o_size) + num(table, base + f_at, f_size))
     return extent
 
 
-def _open_checked(real: str, judge: Judge, allow_unsafe: bool, accepted: list[str]) -> tuple[int, os.stat_result]:
+def _open_checked(real: str, judge: Judge, allow_unsafe: Allowance, accepted: list[str]) -> tuple[int, os.stat_result]:
     """Rules 4-6 on an open descriptor; returns it (the caller closes it) with its ``fstat``."""
     try:
         lst = os.lstat(real)
@@ -272,7 +369,7 @@ def _open_checked(real: str, judge: Judge, allow_unsafe: bool, accepted: list[st
                                                "that was there a moment before)")
         why = judge.file(real, st)
         if why is not None:
-            if not allow_unsafe:
+            if not covers(allow_unsafe, real):
                 raise Refused(real, "unsafe", why)
             accepted.append(why)
         if os.name != "nt":
@@ -296,16 +393,20 @@ def _device_text(st_dev: int) -> str:
     return f"{os.major(st_dev):02x}:{os.minor(st_dev):02x}"
 
 
-def _maps() -> list[list[str]] | None:
-    """``/proc/self/maps`` as ``[address, perms, offset, device, inode, path]`` rows of mapped files; None
-    when it cannot be read. The kernel writes each path resolved (no symlink in it), so no ``realpath``
-    is needed to compare it: this stays cheap enough for the hook's fast path, where
-    :func:`ortdoctor.formats.procmaps.mapped_objects` (the full reader) would resolve every path again."""
+def maps_text() -> str | None:
+    """``/proc/self/maps`` as read now (one read, capped); None when it cannot be read."""
     try:
         with open("/proc/self/maps", "rb") as f:
-            text = f.read(_MAX_MAPS).decode("utf-8", "surrogateescape")
+            return f.read(_MAX_MAPS).decode("utf-8", "surrogateescape")
     except OSError:
         return None
+
+
+def _rows(text: str) -> list[list[str]]:
+    """The maps text as ``[address, perms, offset, device, inode, path]`` rows of mapped files. The kernel
+    writes each path resolved (no symlink in it), so no ``realpath`` is needed to compare it: this stays
+    cheap enough for the hook's fast path, where :func:`ortdoctor.formats.procmaps.mapped_objects` (the full
+    reader) would resolve every path again."""
     rows = []
     for line in text.splitlines():
         parts = line.split(None, 5)
@@ -314,48 +415,64 @@ def _maps() -> list[list[str]] | None:
     return rows
 
 
-def _mapping_of(device: str, inode: int, real: str) -> str | None:
-    """The path ``/proc/self/maps`` shows for the file ``(device, inode)``; None when it is not mapped.
+def rows_with_inode(text: str, inode: int) -> list[list[str]]:
+    """The rows of the maps text whose inode is ``inode``: found with ``str.find`` in C, then only those
+    lines split (the hook's batch has ~7 libraries among ~100 mapped files)."""
+    ino = str(inode)
+    needle = f" {ino} "
+    out = []
+    at = text.find(needle)
+    while at != -1:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end == -1 else end
+        parts = text[start:end].split(None, 5)
+        if len(parts) == 6 and parts[4] == ino and parts[5].startswith("/"):
+            out.append(parts)
+        at = text.find(needle, end)
+    return out
+
+
+def _mapping_in(rows: Iterable[list[str]], device: str, real: str) -> str | None:
+    """The path ``/proc/self/maps`` shows for the file ``(device, inode)``, from its rows with that inode;
+    None when it is not mapped.
 
     An overlay file system shows the inode with the device of the layer underneath: there the inode and
     the real path together identify the file.
     """
-    ino = str(inode)
     fallback = None
-    for parts in _maps() or ():
-        if parts[4] != ino:
-            continue
+    for parts in rows:
         shown = parts[5].removesuffix(" (deleted)")
         if parts[3] == device:
             return shown
-        if fallback is None and os.path.realpath(shown) == real:
+        if fallback is None and shown == real:  # both resolved already: the kernel's and realpath's
             fallback = shown
     return fallback
 
 
-def _judged(path: str, allow_unsafe: bool, named: Iterable[str],
+def _judged(path: str, allow_unsafe: Allowance, named: Iterable[str],
             judge: Judge | None) -> tuple[str, int, os.stat_result, list[str]]:
     """Rules 1-6: (the real path, an open descriptor of it, its fstat, what only the override let through)."""
     if not path or not os.path.isabs(path):
         raise Refused(path, "relative", f"refusing to load a relative path: {path!r}")
-    real = os.path.realpath(path)
+    judge = judge or Judge()
+    real = judge.real_path(path)
     directory = os.path.dirname(real)
     cwd = _current_directory()
     if cwd is not None and directory == cwd and not any(
             os.path.realpath(n) == cwd for n in named if os.path.isabs(n)):
         raise Refused(path, "current-directory", f"{real} is in the current directory")
-    judge = judge or Judge()
     accepted: list[str] = []
     why = judge.directory(directory)
     if why is not None:
-        if not allow_unsafe:
+        if not covers(allow_unsafe, real):
             raise Refused(path, "unsafe", why)
         accepted.append(why)
     fd, st = _open_checked(real, judge, allow_unsafe, accepted)
     return real, fd, st, accepted
 
 
-def refusal(path: str, *, allow_unsafe: bool = False, named: Iterable[str] = (),
+def refusal(path: str, *, allow_unsafe: Allowance = False, named: Iterable[str] = (),
             judge: Judge | None = None) -> str | None:
     """Why the gate would refuse ``path`` (rules 1-6), without mapping it; None when it would not.
 
@@ -370,12 +487,16 @@ def refusal(path: str, *, allow_unsafe: bool = False, named: Iterable[str] = (),
     return None
 
 
-def load(path: str, *, global_: bool = False, allow_unsafe: bool = False, named: Iterable[str] = (),
-         judge: Judge | None = None) -> Mapped:
+def load(path: str, *, global_: bool = False, allow_unsafe: Allowance = False, named: Iterable[str] = (),
+         judge: Judge | None = None, prove_now: bool = True) -> Mapped:
     """Judge ``path``, open and check it, ``dlopen`` its real path and prove the mapping.
 
     ``named`` are directories the user named (``--directory``): files directly in the current directory
     load only from those. ``judge`` shares directory verdicts across the loads of one run.
+    ``prove_now=False`` leaves the proof to one :func:`prove` call after a batch of loads: each proof
+    reads the whole of ``/proc/self/maps``, and a library, once mapped, stays mapped (its handle holds
+    it), so proving after the batch finds the same mappings that proving after each load would.
+    Until then :attr:`Mapped.mapped_path` is None.
 
     Raises:
         Refused: the gate refused the file; nothing of it was mapped.
@@ -391,16 +512,50 @@ def load(path: str, *, global_: bool = False, allow_unsafe: bool = False, named:
             handle = ctypes.CDLL(real, mode=RTLD_NOW | (RTLD_GLOBAL if global_ else RTLD_LOCAL))
         except OSError as exc:
             raise LoadFailed(path, str(exc)) from None
-        device = _device_text(st.st_dev)
-        return Mapped(path, real, handle, device, st.st_ino, _mapping_of(device, st.st_ino, real),
-                      tuple(accepted))
     finally:
         os.close(fd)
+    got = Mapped(path, real, handle, _device_text(st.st_dev), st.st_ino, None, tuple(accepted))
+    if prove_now:
+        prove((got,))
+    return got
 
 
-def mapped_files() -> list[str]:
-    """The paths of the files mapped in this process, as ``/proc/self/maps`` shows them ([] without it)."""
-    return list(dict.fromkeys(parts[5].removesuffix(" (deleted)") for parts in _maps() or ()))
+def prove(loaded: Iterable[Mapped]) -> str | None:
+    """Rule 7 for a batch: set each :attr:`Mapped.mapped_path` from one read of ``/proc/self/maps`` (None
+    stays where no mapping of the checked ``(device, inode)`` is there). Returns the maps text read (for
+    :func:`mapped_files` and :func:`rows_with_inode`), None when it cannot be read."""
+    items = [m for m in loaded if m.inode]  # Windows: nothing to prove (mapped_path is the path)
+    text = maps_text()
+    if text is None:
+        return None
+    for m in items:
+        m.mapped_path = _mapping_in(rows_with_inode(text, m.inode), m.device, m.real)
+    return text
+
+
+def mapped_files(text: str | None = None) -> list[str]:
+    """The paths of the files mapped in this process, as ``/proc/self/maps`` shows them ([] without it);
+    from ``text`` when given (what :func:`prove` returned: the maps as they were read for a proof)."""
+    if text is None:
+        text = maps_text()
+    return list(dict.fromkeys(parts[5].removesuffix(" (deleted)") for parts in _rows(text or "")))
+
+
+def any_mapped(sonames: Iterable[str], text: str | None = None) -> bool:
+    """Is a copy of any of ``sonames`` mapped (the rule of :func:`mapped_copy`)? Searched in the maps text
+    with ``str.find``, without splitting every line: the hook asks this at every start."""
+    if text is None:
+        text = maps_text() or ""
+    for soname in sonames:
+        needle = "/" + soname
+        at = text.find(needle)
+        while at != -1:
+            end = text.find("\n", at)
+            name = text[at + 1:len(text) if end == -1 else end].removesuffix(" (deleted)")
+            if "/" not in name and (name == soname or name.startswith(soname + ".")):
+                return True
+            at = text.find(needle, at + 1)
+    return False
 
 
 def mapped_copy(soname: str, paths: Iterable[str] | None = None) -> str | None:

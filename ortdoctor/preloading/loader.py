@@ -41,6 +41,7 @@ __all__ = [
     "mapped_objects",
     "mapped_paths",
     "missing_msvc_runtime",
+    "prove",
 ]
 
 #: The Visual C++ runtime onnxruntime and the CUDA DLLs link against (Windows).
@@ -59,16 +60,21 @@ class Loaded:
     # appeared (another copy was handed back, or the file changed) or maps cannot be read
     mapped: MappedObject | None
     accepted_unsafe: tuple[str, ...] = ()  # what only --allow-unsafe-dirs let through
+    # the files mapped right after this load, from the same read of /proc/self/maps as the proof: the
+    # answer to "already loaded?" until the next load (None when maps cannot be read)
+    mapped_now: list[str] | None = None
+    gate_record: gate.Mapped | None = None  # what the gate returned, for the proof
 
 
 # --------------------------------------------------------------------------------------------------
 # Linux: /proc/self/maps
 # --------------------------------------------------------------------------------------------------
-def already_loaded(soname: str) -> str | None:
-    """The realpath of the copy of ``soname`` already in this process, or None (from ``/proc/self/maps``)."""
+def already_loaded(soname: str, mapped: list[str] | None = None) -> str | None:
+    """The realpath of the copy of ``soname`` already in this process, or None (from ``/proc/self/maps``,
+    or from ``mapped``: :attr:`Loaded.mapped_now` of the last load, when nothing was loaded since)."""
     if sys.platform == "win32":
         return _windows_loaded(soname)
-    return gate.mapped_copy(soname)
+    return gate.mapped_copy(soname, mapped)
 
 
 def mapped_file(path: str, maps: Sequence[MappedObject] | None = None) -> MappedObject | None:
@@ -96,19 +102,34 @@ def mapped_file(path: str, maps: Sequence[MappedObject] | None = None) -> Mapped
     return None
 
 
-def load(path: str, *, global_: bool = False, allow_unsafe: bool = False, named: Iterable[str] = (),
-         judge: gate.Judge | None = None) -> Loaded:
+def load(path: str, *, global_: bool = False, allow_unsafe: gate.Allowance = False, named: Iterable[str] = (),
+         judge: gate.Judge | None = None, prove_now: bool = True) -> Loaded:
     """Load an absolute path through the gate; the handle with the maps entry of the file it checked.
+
+    ``prove_now=False``: the proof waits for :func:`prove` (after the library's version function, so the
+    one read of the maps also sees what that call mapped).
 
     Raises:
         LoadError: the gate refused the file (:class:`ortdoctor.native.gate.Refused`: nothing of it ran)
             or the loader did (missing dependency, wrong ELF class...).
     """
-    got = gate.load(path, global_=global_, allow_unsafe=allow_unsafe, named=named, judge=judge)
-    mapped = None
-    if sys.platform != "win32" and got.mapped_path is not None:
-        mapped = MappedObject(os.path.realpath(got.mapped_path), got.inode, got.device)
-    return Loaded(path, got.handle, mapped, got.accepted_unsafe)
+    got = gate.load(path, global_=global_, allow_unsafe=allow_unsafe, named=named, judge=judge, prove_now=False)
+    loaded = Loaded(path, got.handle, None, got.accepted_unsafe, gate_record=got)
+    if prove_now:
+        prove(loaded)
+    return loaded
+
+
+def prove(loaded: Loaded) -> None:
+    """The gate's proof for a :func:`load` made with ``prove_now=False``: sets :attr:`Loaded.mapped` and
+    :attr:`Loaded.mapped_now` from one read of ``/proc/self/maps``."""
+    got = loaded.gate_record
+    if sys.platform == "win32" or got is None:
+        return
+    text = gate.prove((got,))
+    if got.mapped_path is not None:
+        loaded.mapped = MappedObject(got.mapped_path, got.inode, got.device)  # the kernel's path: resolved
+    loaded.mapped_now = None if text is None else gate.mapped_files(text)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ provider's ``DT_NEEDED``, the NVIDIA wheels in each site directory) are read fro
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import (
@@ -40,9 +40,12 @@ from ortdoctor.decide.resolve import DRIVER_SONAMES, resolve
 from ortdoctor.decide.search import DirectoryError, resolve_directory
 from ortdoctor.decide.torch import torch_copies, torch_other_copy_finding
 from ortdoctor.formats.elf import ElfError, read_elf
-from ortdoctor.native.gate import Judge, Refused
+from ortdoctor.native.gate import Judge, Refused, allowance
 from ortdoctor.preloading import loader
 from ortdoctor.probes.environment import collect_environment
+
+if TYPE_CHECKING:
+    from ortdoctor.native.gate import Allowance
 
 __all__ = ["DirectoryError", "FailedLib", "LoadedLib", "PreloadError", "PreloadResult", "SkippedLib",
            "preload", "result_from_json"]
@@ -230,9 +233,12 @@ class _Run:
     global_: bool
     env: Environment
     matrix: Matrix
-    allow_unsafe: bool = False
+    allow_unsafe: Allowance = False  # --allow-unsafe-dirs (True) or the --allow-unsafe-dir directories
     named: tuple[str, ...] = ()  # the directory the user named (--directory), absolute
     judge: Judge = field(default_factory=Judge)  # the gate's verdicts, shared by this run's loads
+    # the files mapped as the last load's proof read them: "already loaded?" for the next library without
+    # another read of /proc/self/maps; None when a load may have changed them since
+    mapped_now: list[str] | None = None
 
     @property
     def installer(self) -> Installer:
@@ -247,7 +253,7 @@ def preload(
     strict: bool = False,
     *,
     dry_run: bool = False,
-    allow_unsafe_dirs: bool = False,
+    allow_unsafe_dirs: bool | Sequence[str] = False,
     env: Environment | None = None,
     matrix: Matrix | None = None,
     global_: bool = False,
@@ -262,12 +268,17 @@ def preload(
     ``tensorrt`` also loads the TensorRT libraries the TensorRT EP links, after the CUDA set (Linux).
     ``env`` (default: this process's, read by the same probes as ``ortdoctor check``) and ``matrix``
     (default: the shipped one, or ``$ORTDOCTOR_MATRIX``) are the facts and rows to decide from.
+    ``allow_unsafe_dirs`` lifts the refusal of directories and files others can write or own: ``True``
+    for every library (``--allow-unsafe-dirs``), a list of absolute directories for the libraries under
+    them only (``--allow-unsafe-dir DIR``). What it lets through is reported (``unsafe-dir-allowed``).
 
     Raises:
         DirectoryError: ``directory`` does not exist.
         MatrixError: ``$ORTDOCTOR_MATRIX`` names a file that cannot be used.
         PreloadError: ``strict=True`` and something failed.
+        ValueError: a directory of ``allow_unsafe_dirs`` is not absolute.
     """
+    allow = allowance(allow_unsafe_dirs)
     environment = env if env is not None else collect_environment(query_driver=False, plugins=False)
     if directory:  # a missing directory is a usage error, whatever else is installed
         explicit = resolve_directory(directory, environment)
@@ -293,14 +304,14 @@ def preload(
         return _finish(result, strict)
 
     plan = resolve(environment, mat, directory=directory, cuda=cuda, cudnn=cudnn, cwd=os.getcwd(),
-                   allow_unsafe_dirs=allow_unsafe_dirs, mapped=() if windows else loader.mapped_paths())
+                   allow_unsafe_dirs=allow, mapped=() if windows else loader.mapped_paths())
     result.plan = plan
     result.cuda_major, result.cudnn_major = plan.cuda_major, plan.cudnn_major
     result.findings.extend(plan.findings)
     result.searched = plan.searched
     specs = {s.name: s for s in mat.libraries_for(plan.cuda_major, plan.cudnn_major)} if plan.cuda_major else {}
     named = (resolve_directory(directory, environment),) if directory else ()
-    run = _Run(result, plan, specs, windows, global_, environment, mat, allow_unsafe_dirs, named)
+    run = _Run(result, plan, specs, windows, global_, environment, mat, allow, named)
     if windows and msvc:
         _check_msvc(result)
     to_load = _split_sublibraries(run, sublibraries)
@@ -381,7 +392,7 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
             result.searched, lp.required))
         result.findings.append(_missing_finding(run, lp))
         return
-    before = None if dry_run else loader.already_loaded(lp.soname)
+    before = None if dry_run else loader.already_loaded(lp.soname, run.mapped_now)
     if lp.chosen.source == "loaded" or before is not None:
         _note_already_loaded(run, lp, before or lp.chosen.path, vfun, dry_run)
         return
@@ -402,9 +413,10 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
             damaged.append(damage)
             errors.append(f"{damage.describe()}; not loaded")
             continue
+        run.mapped_now = None  # whatever happens below may map or unmap files
         try:
             got = loader.load(cand.path, global_=run.global_, allow_unsafe=run.allow_unsafe, named=run.named,
-                              judge=run.judge)
+                              judge=run.judge, prove_now=False)
         except Refused as exc:
             # the gate's refusal: nothing of the file was mapped
             if exc.kind == "truncated":
@@ -415,6 +427,10 @@ def _load_one(run: _Run, lp: LibraryPlan, dry_run: bool) -> None:
             errors.append(f"{cand.path}: {exc}")
             continue
         measured = loader.library_version(got.handle, vfun)
+        # proved after the version function (cuDNN maps a sub-library when asked): the same read of the
+        # maps then answers the next library's "already loaded?"
+        loader.prove(got)
+        run.mapped_now = got.mapped_now
         result.loaded.append(LoadedLib(
             lp.name, lp.soname, cand.path, cand.source, _best_version(measured, cand.version), None,
             got.mapped.path if got.mapped else None, got.mapped.inode if got.mapped else None, lp.required,

@@ -19,9 +19,14 @@ from ortdoctor.core.facts import Environment, Finding
 from ortdoctor.core.shell import Command, compose
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.decide.matrix.model import Matrix
-from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, tensorrt_fix
-from ortdoctor.native.gate import Judge
+from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, refused_needed, tensorrt_fix
+from ortdoctor.formats.realpath import real_path
+from ortdoctor.native.gate import Judge, override_name
 from ortdoctor.preloading import loader
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortdoctor.native.gate import Allowance
 
 __all__ = ["load_tensorrt"]
 
@@ -43,19 +48,17 @@ def _missing(tplan: TensorrtPlan, installer: Installer) -> Finding:
                     f"The TensorRT EP links libnvinfer.so.{need.major}; installed is TensorRT {majors}: {where}.",
                     fix, steps=steps, severity="error",
                     title=f"TensorRT {majors} is installed; the TensorRT EP needs TensorRT {need.major}")
-    refused = [r for r in tplan.refused if r.install.major == need.major]
-    if refused:
-        where = "; ".join(f"{r.install.directory} ({r.why})" for r in refused)
-        return make("tensorrt-unavailable",
-                    f"The TensorRT EP links libnvinfer.so.{need.major}; TensorRT {need.major} was found only where "
-                    f"ortdoctor never loads from: {where}.", fix, steps=steps, severity="error",
-                    title=f"TensorRT {need.major} was found only in places ortdoctor refuses to load from")
+    refused = refused_needed(tplan)
+    if refused is not None:
+        title, where, _dirs = refused
+        return make("tensorrt-unavailable", f"The TensorRT EP links libnvinfer.so.{need.major}; {where}", fix,
+                    steps=steps, severity="error", title=title)
     return make("tensorrt-unavailable",
                 f"The TensorRT EP links libnvinfer.so.{need.major}; no TensorRT {need.major} was found (pip "
                 "tensorrt_libs, LD_LIBRARY_PATH, the ld.so cache).", fix, steps=steps, severity="error")
 
 
-def _note_judged(result: Any, tplan: TensorrtPlan) -> None:
+def _note_judged(result: Any, tplan: TensorrtPlan, allow: Allowance) -> None:
     """The TensorRT installs refused as the CUDA libraries are, and those only the override let through."""
     for r in tplan.refused:
         if r.unsafe_dir is None:
@@ -70,7 +73,8 @@ def _note_judged(result: Any, tplan: TensorrtPlan) -> None:
         if r.install is tplan.chosen:
             result.findings.append(make(
                 "unsafe-dir-allowed", f"TensorRT {r.install.major} from {r.install.directory} ({r.why}). Only "
-                "--allow-unsafe-dirs let it through: anyone who can write there can run code in this process."))
+                f"{override_name(allow, real_path(r.install.directory))} let it through: anyone who can write "
+                "there can run code in this process."))
 
 
 def load_tensorrt(
@@ -84,7 +88,7 @@ def load_tensorrt(
     record: Callable[..., Any],
     failed: Callable[..., Any],
     skipped: Callable[..., Any],
-    allow_unsafe: bool = False,
+    allow_unsafe: Allowance = False,
     named: tuple[str, ...] = (),
     judge: Judge | None = None,
 ) -> None:
@@ -100,7 +104,7 @@ def load_tensorrt(
     if tplan is None or tplan.need.major is None:
         skipped("tensorrt", "this onnxruntime has no TensorRT provider library")
         return
-    _note_judged(result, tplan)
+    _note_judged(result, tplan, allow_unsafe)
     if tplan.chosen is None:
         refused = "".join(f"; refused {r.install.directory}: {r.why}" for r in tplan.refused
                           if r.install.major == tplan.need.major)

@@ -310,3 +310,37 @@ def test_allow_unsafe_dirs_names_what_it_let_through(case: Case, tmp_path: Path)
     assert str(planted) in allowed[0]["detail"]
     assert "world-writable" in allowed[0]["detail"]
     assert allowed[0]["severity"] == "warning"
+
+
+def test_allow_unsafe_dir_lifts_the_rule_only_under_its_directory(case: Case, tmp_path: Path) -> None:
+    """`--allow-unsafe-dir DIR` (and ORTDOCTOR_ALLOW_UNSAFE_DIR for the hook) lets through what is under
+    DIR only; a library in another unsafe directory is still refused, and what it let through is named."""
+    site = case.gpu_site()
+    (site / helpers.CU13_LIB / "libcudart.so.13").unlink()
+    marker = tmp_path / "MARKER"
+    ww = case.base / "ww"
+    planted = _plant(ww, "libcudart.so.13", marker)
+    os.chmod(ww, 0o777)
+    elsewhere = case.base / "elsewhere"
+    elsewhere.mkdir()
+    os.chmod(elsewhere, 0o777)
+
+    res = helpers.run_cli(["preload", "--json", "--directory", str(ww), "--allow-unsafe-dir", str(elsewhere)],
+                          sites=[case.site], cwd=case.cwd)
+    assert not marker.exists(), "an override scoped to another directory let the planted library run"
+    assert "unsafe-library-dir" in _ids(res.data), res.data["findings"]
+    assert "unsafe-dir-allowed" not in _ids(res.data)
+    data = _hook(case, {"ORTDOCTOR_DIRECTORY": str(ww), "ORTDOCTOR_ALLOW_UNSAFE_DIR": str(elsewhere)})
+    assert not marker.exists(), "the hook's scoped override let the planted library run"
+
+    res = helpers.run_cli(["preload", "--json", "--directory", str(ww), "--allow-unsafe-dir", str(ww)],
+                          sites=[case.site], cwd=case.cwd)
+    assert marker.exists(), "with the override on its directory the planted library loads: the detector works"
+    allowed = [f for f in res.data["findings"] if f["id"] == "unsafe-dir-allowed"]
+    assert allowed, res.data["findings"]
+    assert str(planted) in allowed[0]["detail"]
+    assert f"--allow-unsafe-dir {ww}" in allowed[0]["detail"]
+    marker.unlink()
+    data = _hook(case, {"ORTDOCTOR_DIRECTORY": str(ww), "ORTDOCTOR_ALLOW_UNSAFE_DIR": f"relative:{ww}"})
+    assert marker.exists()
+    assert "unsafe-dir-allowed" in _ids(data), data

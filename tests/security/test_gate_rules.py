@@ -169,3 +169,62 @@ def test_load_proves_the_device_and_inode_it_checked(tmp_path: Path) -> None:
 def test_no_copy_is_reported_for_a_soname_nobody_loaded() -> None:
     assert gate.mapped_copy("libnothing-like-this.so.77") is None
     assert gate.mapped_copy("libc.so.6") is not None  # this interpreter's own C library
+    # the hook's text search answers as mapped_copy does
+    for soname in ("libc.so.6", "libc.so", "libnothing-like-this.so.77", "libc", "ibc.so.6"):
+        assert gate.any_mapped([soname]) == (gate.mapped_copy(soname) is not None), soname
+    text = gate.maps_text()
+    assert text is not None
+    libc = os.stat(gate.mapped_copy("libc.so.6") or "")
+    assert [r[5] for r in gate.rows_with_inode(text, libc.st_ino)]
+    assert gate.rows_with_inode(text, 1) == []
+
+
+SWAP_CHILD = """import ctypes, json, os, sys
+from ortdoctor.native import gate
+checked, intruder, good = sys.argv[1:4]
+real_cdll = ctypes.CDLL
+def swapping(name, mode=0):
+    os.replace(intruder, name)  # another file takes the checked path between the check and the map
+    return real_cdll(name, mode=mode)
+ctypes.CDLL = swapping
+swapped = gate.load(checked, prove_now=False)
+ctypes.CDLL = real_cdll
+kept = gate.load(good, prove_now=False)
+before = [swapped.mapped_path, kept.mapped_path]
+rows = gate.prove([swapped, kept])
+print(json.dumps({"before": before, "swapped": swapped.verified, "kept": kept.verified, "rows": rows is not None}))
+"""
+
+
+def test_a_batch_proved_once_still_reports_a_swapped_file(tmp_path: Path) -> None:
+    """One read of /proc/self/maps after a batch of loads proves each of them: a file swapped between
+    the check and the map is still reported (its checked device and inode are not mapped)."""
+    checked = _lib(tmp_path / "a", "libgateswap.so.1")
+    intruder = _lib(tmp_path / "b", "libgateswap.so.1")
+    good = _lib(tmp_path / "c", "libgategood.so.1")
+    env = helpers.clean_env({"PYTHONPATH": str(helpers.ROOT)})
+    out = subprocess.run([sys.executable, "-c", SWAP_CHILD, str(checked), str(intruder), str(good)],
+                         env=env, cwd="/", capture_output=True, text=True, timeout=60, check=True)
+    data = json.loads(out.stdout)
+    assert data["before"] == [None, None]  # nothing proved until prove()
+    assert data["rows"] is True
+    assert data["swapped"] is False
+    assert data["kept"] is True
+
+
+def test_a_scoped_override_lifts_the_rule_only_under_its_directories(tmp_path: Path) -> None:
+    ww = tmp_path / "ww"
+    lib = _lib(ww / "lib")
+    os.chmod(ww, 0o777)
+    assert "world-writable" in (gate.refusal(str(lib)) or "")
+    # under the named directory (the unsafe ancestor's rule included), and only there
+    assert gate.refusal(str(lib), allow_unsafe=gate.allowance([str(ww / "lib")])) is None
+    assert gate.refusal(str(lib), allow_unsafe=gate.allowance([str(ww)])) is None
+    sibling = tmp_path / "ww-lib"
+    sibling.mkdir()
+    assert "world-writable" in (gate.refusal(str(lib), allow_unsafe=gate.allowance([str(sibling)])) or "")
+    assert "world-writable" in (gate.refusal(str(lib), allow_unsafe=gate.allowance([])) or "")
+    assert not gate.covers(gate.allowance([str(ww / "li")]), str(lib))  # a path prefix is not a directory
+    with pytest.raises(ValueError, match="absolute"):
+        gate.allowance(["lib"])
+    assert gate.allowance(True) is True
