@@ -48,16 +48,30 @@ def _for_want_of_driver(result: SmokeResult) -> SmokeResult:
         return result
     if any(m.finding_id == "driver-missing" and not m.consequence for m in result.causes):
         return result  # already attributed
+    blocked = _needs_the_driver(result)
+    causes = tuple(m if m.consequence or _about_the_files(m, blocked) else replace(m, consequence=True)
+                   for m in result.causes)
     what = result.error or (f"the smoke child ended with {result.exit_status}" if result.exit_status else
                             "the smoke session did not run on the CUDA EP")
     entry = CATALOG["driver-missing"]
     cause = Match("driver-missing", f"The smoke session could not run on the GPU: no NVIDIA driver is usable "
                   f"here. {what}", entry.cause, entry.fix or "", what.splitlines()[0] if what else "")
-    blocked = _needs_the_driver(result)
-    causes = tuple(m if m.consequence or (m.finding_id.startswith(_FILE_CAUSES)
-                                          and m.details.get("soname") not in blocked)
-                   else replace(m, consequence=True) for m in result.causes)
     return replace(result, causes=(cause, *causes))
+
+
+# the dynamic loader's own words for a library it could not load or link: about the files, not the driver
+_LOADER_ERRORS = ("cannot open shared object file", "undefined symbol", "error 126", "LoadLibrary failed")
+
+
+def _about_the_files(m: Match, blocked: frozenset[str]) -> bool:
+    """A cause a missing driver does not explain: its id is about the installed files, or its line is the
+    loader refusing a library that is not the driver's own (nor one that links it, ``blocked``)."""
+    if m.details.get("soname") in blocked:
+        return False
+    if m.finding_id.startswith(_FILE_CAUSES):
+        return True
+    text = f"{m.evidence}\n{m.what}"
+    return any(e in text for e in _LOADER_ERRORS) and not any(n in text for n in DRIVER_SONAMES)
 
 
 def _needs_the_driver(result: SmokeResult) -> frozenset[str]:

@@ -22,7 +22,7 @@ from ortdoctor.core.facts import (
     TensorrtInstall,
 )
 from ortdoctor.core.patterns import lazy
-from ortdoctor.core.shell import compose
+from ortdoctor.core.shell import Command, compose
 from ortdoctor.decide.fixes import pin_series, step
 from ortdoctor.decide.tensorrt import TensorrtPlan, plan_tensorrt, refused_needed, tensorrt_fix
 from ortdoctor.diagnose.context import Ctx, cuda_soname, search_path_line
@@ -84,12 +84,15 @@ def check_tensorrt(ctx: Ctx, smoke: SmokeResult | None = None) -> list[Finding]:
         if refused is not None:
             # found, but where the gate never loads from: say where and why, as `preload --tensorrt` does
             title, where, dirs = refused
-            chmod = "\n".join(f"chmod o-w {d}" for d in dirs)
-            fix = ((chmod + "  (or, if you trust it, pass --allow-unsafe-dirs)\nor " if chmod else "")
-                   + "request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install "
-                   "it where only you or root can write:\n" + install)
+            chmods = tuple(Command(("chmod", "o-w", d)) for d in dirs)
+            # the directory made safe is the fix; the other ways out follow as prose (comments when pasted)
+            prose = (("or, if you trust it, pass --allow-unsafe-dirs\nor " if chmods else "")
+                     + "request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install "
+                     "it where only you or root can write:\n" + install)
+            fix = compose(chmods, prose, windows=ctx.os_name == "windows")
             return [make("tensorrt-unavailable", f"{head}; {where} Only matters if TensorrtExecutionProvider is "
-                         "requested.", fix, steps=steps, severity="error" if requested else None, title=title)]
+                         "requested.", fix, steps=() if chmods else steps, commands=chmods,
+                         severity="error" if requested else None, title=title)]
         detail = (f"{head}, which is not installed (no pip tensorrt_libs, nothing on LD_LIBRARY_PATH or in the "
                   "ld.so cache); only matters if TensorrtExecutionProvider is requested.")
         fix = "Request providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] explicitly, or install it:\n" + install
