@@ -202,7 +202,7 @@ def test_kernel_releases_for_b200() -> None:
     # 1.27.0 is known bad on Linux: its line has no good patch to offer
     assert [(k.release.line, k.version, k.coverage.verdict) for k in found][:3] == [
         ("1.28", "1.28.0", "sass"), ("1.26", "1.26.0", "ptx"), ("1.25", "1.25.1", "ptx")]
-    assert found[0].command == 'pip install "onnxruntime-gpu[cuda,cudnn]==1.28.0"'
+    assert found[0].command == "pip install 'onnxruntime-gpu[cuda,cudnn]==1.28.0'"
     # a driver too old for ISA 8.7 cannot JIT 1.24-1.26's PTX (and 1.23 has no patch that is not known bad)
     assert [k.release.line for k in MATRIX.kernel_releases(B200, driver_cuda="12.4")][:2] == ["1.28", "1.22"]
 
