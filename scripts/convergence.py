@@ -29,12 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.convergence import harness
 from tests.convergence.scenarios import BY_NAME, SCENARIOS
 
-_WORKSPACE = re.compile(r"/\S*?/ortdoctor-converge-[^/\s]+/venv")
+_WORKSPACE = re.compile(r"/\S*?/ortdoctor-converge-[^/\s]+/(activated-venv|venv)")
 
 
 def _short(text: str | None) -> str:
-    """The scenario's throwaway venv as ``<venv>`` (each run has another temporary path)."""
-    return _WORKSPACE.sub("<venv>", text or "")
+    """The scenario's throwaway venv as ``<venv>``, the venv it activates beside it as ``<activated>`` (each
+    run has another temporary path)."""
+    return _WORKSPACE.sub(lambda m: "<activated>" if m.group(1) == "activated-venv" else "<venv>", text or "")
 
 
 def _cell(text: str | None) -> str:

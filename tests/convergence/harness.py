@@ -6,7 +6,8 @@ One scenario, as a user lives it:
    with that venv's pip in the scenario's order (or with another pip's ``--python`` where the venv has
    none), then ortdoctor itself, as the README says (``pip install .``: the wheel built from this
    checkout, so the code under test is what runs);
-2. ``<venv>/bin/ortdoctor check --json --no-smoke``, the venv not activated;
+2. ``<venv>/bin/ortdoctor check --json --no-smoke``, the venv not activated (where a scenario activates
+   another venv, with that one's ``VIRTUAL_ENV`` and ``bin/`` in the shell);
 3. the **primary fix**, defined as: the first fix block the report prints for the first finding, in the
    report's order, whose severity is ``error`` and which is not one this machine causes (no GPU here:
    ``driver-missing`` and ``smoke-*``; see :data:`EXCUSED`): the merged block (the JSON's top-level
@@ -111,6 +112,12 @@ class Scenario:
     # the venv made by ``uv venv`` (no pip), every install by ``uv pip --python``; uv is where its installer
     # puts it ($HOME/.local/bin), not on PATH, and reads only the wheel cache (UV_NO_INDEX)
     uv_venv: bool = False
+    # another venv activated in the shell that checks and pastes (``VIRTUAL_ENV`` set, its ``bin/`` first
+    # on PATH, before the decoy), ortdoctor installed there too. "python": the checks run that venv's
+    # ortdoctor with ``--python`` naming the broken venv; "self": they run the broken venv's own ortdoctor,
+    # which then inspects a venv that is not the activated one. Either way the paste must leave the
+    # activated venv's site-packages as it was (:meth:`Workspace.damage`).
+    activated: str | None = None
     smoke: bool = False
     unreadable: str | None = None
 
@@ -312,9 +319,14 @@ class Workspace:
         self.home: Path | None = None  # $HOME for a uv scenario (uv in ~/.local/bin)
         self.tool: Path | None = None  # ortdoctor installed apart, for checks as another user
         self.as_user: tuple[int, int] | None = None  # (uid, gid) the checks run as
+        self.activated: Path | None = None  # a venv activated in the user's shell, not the broken one
+        self.activated_files: dict[str, int] = {}  # its site-packages after the build: path -> size
+        self.checker: Path | None = None  # an ortdoctor outside the broken venv, run with --python naming it
 
     def ortdoctor(self, *args: str) -> list[str]:
         """The command line of ``ortdoctor ARGS`` for this workspace's checks."""
+        if self.checker is not None:
+            return [str(self.checker), *args, "--python", self.python]
         if self.tool is None:
             return [str(self.venv / "bin" / "ortdoctor"), *args]
         return [SYSTEM_PYTHON, "-m", "ortdoctor", *args, "--python", self.python]
@@ -366,9 +378,13 @@ class Workspace:
             script.chmod(0o755)
 
     def user_env(self) -> dict[str, str]:
-        """The shell the user pastes into: the decoy first on PATH, no venv activated."""
+        """The shell the user pastes into: the decoy first on PATH, no venv activated (or, where the
+        scenario activates one, as ``source <venv>/bin/activate`` leaves it: its ``bin/`` before the decoy)."""
         env = _pip_env(local_index=True)
         env["PATH"] = f"{self.decoy_bin}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
+        if self.activated is not None:
+            env["VIRTUAL_ENV"] = str(self.activated)
+            env["PATH"] = f"{self.activated / 'bin'}{os.pathsep}{env['PATH']}"
         env["NO_COLOR"] = "1"
         env["PYTHONUSERBASE"] = str(self.userbase)
         if self.target is not None:
@@ -380,10 +396,18 @@ class Workspace:
 
     def damage(self) -> list[str]:
         """Files a pasted fix must never touch: the sentinel beside a target dir, no file made by a
-        command substitution in a path."""
+        command substitution in a path, the activated venv's site-packages (a fix for the inspected venv
+        that installs or removes anything there changed the wrong environment)."""
         out = [f"{p} was created" for p in self.root.rglob("INJECTED*")]
         if self.target is not None and not self.sentinel.exists():
             out.append(f"{self.sentinel} is gone")
+        if self.activated is not None:
+            now = _files(self.activated)
+            changed = sorted(set(now) ^ set(self.activated_files)) + sorted(
+                p for p in set(now) & set(self.activated_files) if now[p] != self.activated_files[p])
+            if changed:
+                out.append(f"the activated venv's site-packages changed ({len(changed)} files, e.g. "
+                           + ", ".join(changed[:3]) + ")")
         return out
 
     def decoy_calls(self) -> list[str]:
@@ -394,6 +418,27 @@ class Workspace:
 
 def _site_packages(ws: Workspace) -> Path:
     return next((ws.venv / "lib").glob("python3*/site-packages"))
+
+
+def _files(venv: Path) -> dict[str, int]:
+    """A venv's site-packages as relative path -> size (bytecode left out: running ortdoctor from the
+    venv may compile some, which installs nothing)."""
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    return {str(p.relative_to(site)): p.stat().st_size for p in site.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _activate_other(s: Scenario, ws: Workspace, ortdoctor_wheel: Path, offline: Sequence[str],
+                    env: Mapping[str, str]) -> None:
+    """The venv the user's shell has activated: ortdoctor in it (installed from the same wheel), its files
+    recorded; with ``activated="python"`` its ortdoctor is the one that checks, through ``--python``."""
+    ws.activated = ws.root / "activated-venv"
+    _checked([sys.executable, "-m", "venv", str(ws.activated)])
+    _checked([str(ws.activated / "bin" / "python"), "-m", "pip", "install", *PIP_QUIET, *offline,
+              str(ortdoctor_wheel)], env=env)
+    ws.activated_files = _files(ws.activated)
+    if s.activated == "python":
+        ws.checker = ws.activated / "bin" / "ortdoctor"
 
 
 def _base_python() -> str:
@@ -459,6 +504,8 @@ def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
         ws.sentinel.write_text("must survive the fix\n")
         ws.target = ws.root / s.target_dir
         _checked([*pip, *offline, "--target", str(ws.target), *s.target_installs], env=env)
+    if s.activated:
+        _activate_other(s, ws, ortdoctor_wheel, offline, env)
     if s.truncate:
         target = _site_packages(ws) / s.truncate
         data = target.read_bytes()
