@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.convergence import harness
 from tests.convergence.scenarios import BY_NAME, SCENARIOS
 
-_WORKSPACE = re.compile(r"/\S*?/ortdoctor-converge-[^/\s]+/(activated-venv|venv)")
+_WORKSPACE = re.compile(r"/\S*?/ortdoctor-converge-[^/\s]+/(activated-venv|venv|proj/\.venv)")
 
 
 def _short(text: str | None) -> str:

@@ -37,7 +37,9 @@ Only the standard library is used: the harness runs ortdoctor as a program, neve
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import http.server
 import json
 import os
 import re
@@ -45,6 +47,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
@@ -118,6 +121,10 @@ class Scenario:
     # which then inspects a venv that is not the activated one. Either way the paste must leave the
     # activated venv's site-packages as it was (:meth:`Workspace.damage`).
     activated: str | None = None
+    # a poetry project (``package-mode = false``) whose in-project ``.venv`` (beside ``poetry.lock``) is the
+    # broken venv: ``installs`` are its dependencies, locked and installed by poetry, which reads only the
+    # wheel cache (served over HTTP on 127.0.0.1 while the project is built: poetry reads no file:// index)
+    poetry: bool = False
     smoke: bool = False
     unreadable: str | None = None
 
@@ -463,6 +470,73 @@ def _build_uv(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
     _checked([str(uv), "venv", "--quiet", "--python", _base_python(), str(ws.venv)], env=env)
     for reqs in (*s.installs, (str(ortdoctor_wheel),)):
         _checked([str(uv), "pip", "install", "--quiet", "--python", ws.python, *reqs], env=env)
+
+
+POETRY = ("poetry==2.5.1",)
+
+
+def _index_for_http(root: Path) -> Path:
+    """``root/simple/<project>/index.html`` linking ``root/files/<wheel>`` relatively, ``files`` a link to the
+    cache: the wheel cache as a PEP 503 index an HTTP server rooted at ``root`` serves."""
+    (root / "simple").mkdir(parents=True)
+    (root / "files").symlink_to(WHEELS)
+    by_project: dict[str, list[str]] = {}
+    for wheel in sorted(WHEELS.glob("*.whl")):
+        by_project.setdefault(re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower(), []).append(wheel.name)
+    for project, names in by_project.items():
+        (root / "simple" / project).mkdir()
+        links = "".join(f'<a href="../../files/{n}">{n}</a><br>' for n in names)
+        (root / "simple" / project / "index.html").write_text(f"<!DOCTYPE html><html><body>{links}</body></html>\n")
+    return root
+
+
+def _build_poetry(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
+    """A poetry project whose dependencies are ``s.installs``, ``poetry lock`` and ``poetry install`` into its
+    in-project ``.venv`` (poetry installed in a venv of its own, as pipx would), then ortdoctor with the
+    venv's pip."""
+    fetch(POETRY)
+    tool = ws.root / "poetry-tool"
+    _checked([sys.executable, "-m", "venv", str(tool)])
+    offline = ["--no-index", "--find-links", str(WHEELS), "--only-binary=:all:"]
+    _checked([str(tool / "bin" / "python"), "-m", "pip", "install", *PIP_QUIET, *offline, *POETRY], env=_pip_env())
+    index = _index_for_http(ws.root / "index")
+    handler = functools.partial(_QuietHandler, directory=str(index))
+    server = _QuietServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        project = ws.root / "proj"
+        project.mkdir()
+        deps = ", ".join(json.dumps(r) for reqs in s.installs for r in reqs)
+        (project / "pyproject.toml").write_text(
+            '[project]\nname = "app"\nversion = "0.1.0"\n'
+            f'requires-python = "=={sys.version_info[0]}.{sys.version_info[1]}.*"\ndependencies = [{deps}]\n\n'
+            '[tool.poetry]\npackage-mode = false\n\n'
+            '[[tool.poetry.source]]\nname = "wheels"\n'
+            f'url = "http://127.0.0.1:{server.server_address[1]}/simple/"\npriority = "primary"\n')
+        env = {**_pip_env(), "POETRY_VIRTUALENVS_IN_PROJECT": "true", "POETRY_INSTALLER_PARALLEL": "false",
+               "POETRY_CACHE_DIR": str(ws.root / "poetry-cache"), "POETRY_CONFIG_DIR": str(ws.root / "poetry-config"),
+               "POETRY_DATA_DIR": str(ws.root / "poetry-data"), "POETRY_NO_INTERACTION": "1"}
+        poetry = str(tool / "bin" / "poetry")
+        for args in (["env", "use", _base_python()], ["lock"], ["install"]):
+            _checked([poetry, *args], env=env, cwd=project)
+    finally:
+        server.shutdown()
+        server.server_close()
+    ws.venv = project / ".venv"
+    _checked([ws.python, "-m", "pip", "install", *PIP_QUIET, *offline, str(ortdoctor_wheel)], env=_pip_env())
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """No line per request on stderr."""
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """No traceback when poetry closes a connection before a wheel is sent whole (it reads the
+        metadata it needs and hangs up); a wheel it lacks fails its own command."""
+
+
 #: An interpreter every user can run (a venv of it, too): the system's.
 SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
 
@@ -479,8 +553,8 @@ def _nobody() -> tuple[int, int] | None:
 
 def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
     """The broken venv, with ortdoctor installed into it."""
-    if s.uv_venv:
-        _build_uv(s, ws, ortdoctor_wheel)
+    if s.uv_venv or s.poetry:
+        (_build_uv if s.uv_venv else _build_poetry)(s, ws, ortdoctor_wheel)
         ws.make_decoy()
         return
     base = SYSTEM_PYTHON if s.unreadable else sys.executable

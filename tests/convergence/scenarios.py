@@ -83,6 +83,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("uv-venv-both-packages", "a venv made by uv venv (no pip), onnxruntime installed over onnxruntime-gpu "
              "1.31.1 with uv pip; uv in ~/.local/bin, not on PATH", ((GPU,), (CPU,)), ("ort-multiple-packages",),
              uv_venv=True, fix_needs=(FIX_CUDA13,)),
+    Scenario("poetry-venv-both-packages", "a poetry project (poetry 2.5.1) depending on onnxruntime-gpu and "
+             "onnxruntime 1.31.1, both installed by poetry install into its in-project .venv",
+             ((GPU, CPU),), ("ort-multiple-packages",), poetry=True, fix_needs=(FIX_CUDA13,)),
     # an activated venv that is not the broken one (ortdoctor in both): the paste must fix the inspected
     # venv and leave the activated one's site-packages as it was
     Scenario("activated-other-check-python", "onnxruntime installed over onnxruntime-gpu 1.31.1 in a venv; "
