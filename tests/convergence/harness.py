@@ -119,7 +119,9 @@ class Scenario:
     # on PATH, before the decoy), ortdoctor installed there too. "python": the checks run that venv's
     # ortdoctor with ``--python`` naming the broken venv; "self": they run the broken venv's own ortdoctor,
     # which then inspects a venv that is not the activated one. Either way the paste must leave the
-    # activated venv's site-packages as it was (:meth:`Workspace.damage`).
+    # activated venv's site-packages as it was (:meth:`Workspace.damage`). "tool": the broken venv is the
+    # activated one, and the checks run an ortdoctor installed in a venv of its own (as pipx does), which
+    # inspects that venv; the paste must leave ortdoctor's own venv as it was.
     activated: str | None = None
     # a poetry project (``package-mode = false``) whose in-project ``.venv`` (beside ``poetry.lock``) is the
     # broken venv: ``installs`` are its dependencies, locked and installed by poetry, which reads only the
@@ -327,13 +329,16 @@ class Workspace:
         self.tool: Path | None = None  # ortdoctor installed apart, for checks as another user
         self.as_user: tuple[int, int] | None = None  # (uid, gid) the checks run as
         self.activated: Path | None = None  # a venv activated in the user's shell, not the broken one
-        self.activated_files: dict[str, int] = {}  # its site-packages after the build: path -> size
+        self.kept: Path | None = None  # a venv the paste must leave as it was (see damage)
+        self.kept_name = "the activated venv"
+        self.kept_files: dict[str, int] = {}  # its site-packages after the build: path -> size
+        self.checker_python = True  # the checker is given --python naming the broken venv
         self.checker: Path | None = None  # an ortdoctor outside the broken venv, run with --python naming it
 
     def ortdoctor(self, *args: str) -> list[str]:
         """The command line of ``ortdoctor ARGS`` for this workspace's checks."""
         if self.checker is not None:
-            return [str(self.checker), *args, "--python", self.python]
+            return [str(self.checker), *args, *(["--python", self.python] if self.checker_python else [])]
         if self.tool is None:
             return [str(self.venv / "bin" / "ortdoctor"), *args]
         return [SYSTEM_PYTHON, "-m", "ortdoctor", *args, "--python", self.python]
@@ -403,17 +408,17 @@ class Workspace:
 
     def damage(self) -> list[str]:
         """Files a pasted fix must never touch: the sentinel beside a target dir, no file made by a
-        command substitution in a path, the activated venv's site-packages (a fix for the inspected venv
-        that installs or removes anything there changed the wrong environment)."""
+        command substitution in a path, the site-packages of the venv the scenario keeps (the activated
+        one, or ortdoctor's own: a fix that installs or removes anything there changed the wrong one)."""
         out = [f"{p} was created" for p in self.root.rglob("INJECTED*")]
         if self.target is not None and not self.sentinel.exists():
             out.append(f"{self.sentinel} is gone")
-        if self.activated is not None:
-            now = _files(self.activated)
-            changed = sorted(set(now) ^ set(self.activated_files)) + sorted(
-                p for p in set(now) & set(self.activated_files) if now[p] != self.activated_files[p])
+        if self.kept is not None:
+            now = _files(self.kept)
+            changed = sorted(set(now) ^ set(self.kept_files)) + sorted(
+                p for p in set(now) & set(self.kept_files) if now[p] != self.kept_files[p])
             if changed:
-                out.append(f"the activated venv's site-packages changed ({len(changed)} files, e.g. "
+                out.append(f"{self.kept_name}'s site-packages changed ({len(changed)} files, e.g. "
                            + ", ".join(changed[:3]) + ")")
         return out
 
@@ -437,15 +442,21 @@ def _files(venv: Path) -> dict[str, int]:
 
 def _activate_other(s: Scenario, ws: Workspace, ortdoctor_wheel: Path, offline: Sequence[str],
                     env: Mapping[str, str]) -> None:
-    """The venv the user's shell has activated: ortdoctor in it (installed from the same wheel), its files
-    recorded; with ``activated="python"`` its ortdoctor is the one that checks, through ``--python``."""
-    ws.activated = ws.root / "activated-venv"
-    _checked([sys.executable, "-m", "venv", str(ws.activated)])
-    _checked([str(ws.activated / "bin" / "python"), "-m", "pip", "install", *PIP_QUIET, *offline,
+    """The venv the user's shell has activated and the one kept: another venv with ortdoctor in it
+    (installed from the same wheel), its files recorded; with ``activated="python"`` its ortdoctor is the
+    one that checks, through ``--python``. With ``activated="tool"`` the broken venv is the activated one
+    and the other venv is ortdoctor's own, whose ortdoctor checks without ``--python``."""
+    other = ws.root / ("ortdoctor-venv" if s.activated == "tool" else "activated-venv")
+    _checked([sys.executable, "-m", "venv", str(other)])
+    _checked([str(other / "bin" / "python"), "-m", "pip", "install", *PIP_QUIET, *offline,
               str(ortdoctor_wheel)], env=env)
-    ws.activated_files = _files(ws.activated)
-    if s.activated == "python":
-        ws.checker = ws.activated / "bin" / "ortdoctor"
+    ws.kept, ws.kept_files = other, _files(other)
+    ws.activated = ws.venv if s.activated == "tool" else other
+    if s.activated == "tool":
+        ws.kept_name = "ortdoctor's own venv"
+        ws.checker, ws.checker_python = other / "bin" / "ortdoctor", False
+    elif s.activated == "python":
+        ws.checker = other / "bin" / "ortdoctor"
 
 
 def _base_python() -> str:

@@ -96,6 +96,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              "whose own ortdoctor checks it while another venv is activated (VIRTUAL_ENV, its bin/ first on PATH)",
              ((GPU,), (CPU,)), ("virtual-env-not-inspected", "ort-multiple-packages"), activated="self",
              fix_needs=(FIX_CUDA13,)),
+    Scenario("activated-broken-tool-check", "onnxruntime installed over onnxruntime-gpu 1.31.1 in the activated "
+             "venv (VIRTUAL_ENV, its bin/ first on PATH); ortdoctor run from a venv of its own (as pipx installs it)",
+             ((GPU,), (CPU,)), ("virtual-env-not-inspected",), activated="tool", fix_needs=(FIX_CUDA13,)),
     # ---- diagnosis: the cause, not the symptom. No driver on this machine: after the package fix the
     # smoke session runs and must end in driver-missing alone, on every release (1.18 and 1.22 crash in
     # their CUDA provider's initialisers without a driver, 1.17 reports CUDA error 35). NumPy 1 where the

@@ -138,7 +138,7 @@ def test_a_change_to_the_activated_venv_is_damage() -> None:
         ws.make_decoy()
         ws.activated = ws.root / "activated-venv"
         harness._checked([sys.executable, "-m", "venv", str(ws.activated)])
-        ws.activated_files = harness._files(ws.activated)
+        ws.kept, ws.kept_files = ws.activated, harness._files(ws.activated)
         assert ws.damage() == []
         proc = harness._run(["bash", "-c", "pip uninstall -y pip"], env=ws.user_env(), cwd=ws.cwd, timeout=120)
         assert proc.returncode == 0, proc.stderr
