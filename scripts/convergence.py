@@ -29,12 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.convergence import harness
 from tests.convergence.scenarios import BY_NAME, SCENARIOS
 
-_WORKSPACE = re.compile(r"/\S*?/ortdoctor-converge-[^/\s]+/venv")
+_WORKSPACE = re.compile(r"/\S*?/ortdoctor-converge-[^/\s]+/(activated-venv|ortdoctor-venv|venv|proj/\.venv)")
 
 
 def _short(text: str | None) -> str:
-    """The scenario's throwaway venv as ``<venv>`` (each run has another temporary path)."""
-    return _WORKSPACE.sub("<venv>", text or "")
+    """The scenario's throwaway venv as ``<venv>``, the venv it activates beside it as ``<activated>``,
+    ortdoctor's own venv as ``<ortdoctor-venv>`` (each run has another temporary path)."""
+    names = {"activated-venv": "<activated>", "ortdoctor-venv": "<ortdoctor-venv>"}
+    return _WORKSPACE.sub(lambda m: names.get(m.group(1), "<venv>"), text or "")
 
 
 def _cell(text: str | None) -> str:
@@ -66,9 +68,9 @@ def details(outcomes: list[harness.Outcome]) -> str:
         if o.after is not None:
             lines = [f"{f['severity']}: {f['id']}: {f.get('title', '')}\n  fix: {f.get('fix')}" for f in o.after.findings
                      if f["severity"] != "info"]
-            out.append("Check after:\n\n```text\n" + "\n".join(lines) + "\n```\n")
+            out.append("Check after:\n\n```text\n" + _short("\n".join(lines)) + "\n```\n")
         if o.later_fixes:
-            out.append("Later rounds pasted:\n\n```text\n" + "\n".join(o.later_fixes) + "\n```\n")
+            out.append("Later rounds pasted:\n\n```text\n" + _short("\n".join(o.later_fixes)) + "\n```\n")
     return "\n".join(out)
 
 

@@ -6,7 +6,8 @@ One scenario, as a user lives it:
    with that venv's pip in the scenario's order (or with another pip's ``--python`` where the venv has
    none), then ortdoctor itself, as the README says (``pip install .``: the wheel built from this
    checkout, so the code under test is what runs);
-2. ``<venv>/bin/ortdoctor check --json --no-smoke``, the venv not activated;
+2. ``<venv>/bin/ortdoctor check --json --no-smoke``, the venv not activated (where a scenario activates
+   another venv, with that one's ``VIRTUAL_ENV`` and ``bin/`` in the shell);
 3. the **primary fix**, defined as: the first fix block the report prints for the first finding, in the
    report's order, whose severity is ``error`` and which is not one this machine causes (no GPU here:
    ``driver-missing`` and ``smoke-*``; see :data:`EXCUSED`): the merged block (the JSON's top-level
@@ -36,7 +37,9 @@ Only the standard library is used: the harness runs ortdoctor as a program, neve
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import http.server
 import json
 import os
 import re
@@ -44,6 +47,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
@@ -111,6 +115,18 @@ class Scenario:
     # the venv made by ``uv venv`` (no pip), every install by ``uv pip --python``; uv is where its installer
     # puts it ($HOME/.local/bin), not on PATH, and reads only the wheel cache (UV_NO_INDEX)
     uv_venv: bool = False
+    # another venv activated in the shell that checks and pastes (``VIRTUAL_ENV`` set, its ``bin/`` first
+    # on PATH, before the decoy), ortdoctor installed there too. "python": the checks run that venv's
+    # ortdoctor with ``--python`` naming the broken venv; "self": they run the broken venv's own ortdoctor,
+    # which then inspects a venv that is not the activated one. Either way the paste must leave the
+    # activated venv's site-packages as it was (:meth:`Workspace.damage`). "tool": the broken venv is the
+    # activated one, and the checks run an ortdoctor installed in a venv of its own (as pipx does), which
+    # inspects that venv; the paste must leave ortdoctor's own venv as it was.
+    activated: str | None = None
+    # a poetry project (``package-mode = false``) whose in-project ``.venv`` (beside ``poetry.lock``) is the
+    # broken venv: ``installs`` are its dependencies, locked and installed by poetry, which reads only the
+    # wheel cache (served over HTTP on 127.0.0.1 while the project is built: poetry reads no file:// index)
+    poetry: bool = False
     smoke: bool = False
     unreadable: str | None = None
 
@@ -312,9 +328,17 @@ class Workspace:
         self.home: Path | None = None  # $HOME for a uv scenario (uv in ~/.local/bin)
         self.tool: Path | None = None  # ortdoctor installed apart, for checks as another user
         self.as_user: tuple[int, int] | None = None  # (uid, gid) the checks run as
+        self.activated: Path | None = None  # a venv activated in the user's shell, not the broken one
+        self.kept: Path | None = None  # a venv the paste must leave as it was (see damage)
+        self.kept_name = "the activated venv"
+        self.kept_files: dict[str, int] = {}  # its site-packages after the build: path -> size
+        self.checker_python = True  # the checker is given --python naming the broken venv
+        self.checker: Path | None = None  # an ortdoctor outside the broken venv, run with --python naming it
 
     def ortdoctor(self, *args: str) -> list[str]:
         """The command line of ``ortdoctor ARGS`` for this workspace's checks."""
+        if self.checker is not None:
+            return [str(self.checker), *args, *(["--python", self.python] if self.checker_python else [])]
         if self.tool is None:
             return [str(self.venv / "bin" / "ortdoctor"), *args]
         return [SYSTEM_PYTHON, "-m", "ortdoctor", *args, "--python", self.python]
@@ -366,9 +390,13 @@ class Workspace:
             script.chmod(0o755)
 
     def user_env(self) -> dict[str, str]:
-        """The shell the user pastes into: the decoy first on PATH, no venv activated."""
+        """The shell the user pastes into: the decoy first on PATH, no venv activated (or, where the
+        scenario activates one, as ``source <venv>/bin/activate`` leaves it: its ``bin/`` before the decoy)."""
         env = _pip_env(local_index=True)
         env["PATH"] = f"{self.decoy_bin}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
+        if self.activated is not None:
+            env["VIRTUAL_ENV"] = str(self.activated)
+            env["PATH"] = f"{self.activated / 'bin'}{os.pathsep}{env['PATH']}"
         env["NO_COLOR"] = "1"
         env["PYTHONUSERBASE"] = str(self.userbase)
         if self.target is not None:
@@ -380,10 +408,18 @@ class Workspace:
 
     def damage(self) -> list[str]:
         """Files a pasted fix must never touch: the sentinel beside a target dir, no file made by a
-        command substitution in a path."""
+        command substitution in a path, the site-packages of the venv the scenario keeps (the activated
+        one, or ortdoctor's own: a fix that installs or removes anything there changed the wrong one)."""
         out = [f"{p} was created" for p in self.root.rglob("INJECTED*")]
         if self.target is not None and not self.sentinel.exists():
             out.append(f"{self.sentinel} is gone")
+        if self.kept is not None:
+            now = _files(self.kept)
+            changed = sorted(set(now) ^ set(self.kept_files)) + sorted(
+                p for p in set(now) & set(self.kept_files) if now[p] != self.kept_files[p])
+            if changed:
+                out.append(f"{self.kept_name}'s site-packages changed ({len(changed)} files, e.g. "
+                           + ", ".join(changed[:3]) + ")")
         return out
 
     def decoy_calls(self) -> list[str]:
@@ -394,6 +430,33 @@ class Workspace:
 
 def _site_packages(ws: Workspace) -> Path:
     return next((ws.venv / "lib").glob("python3*/site-packages"))
+
+
+def _files(venv: Path) -> dict[str, int]:
+    """A venv's site-packages as relative path -> size (bytecode left out: running ortdoctor from the
+    venv may compile some, which installs nothing)."""
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    return {str(p.relative_to(site)): p.stat().st_size for p in site.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _activate_other(s: Scenario, ws: Workspace, ortdoctor_wheel: Path, offline: Sequence[str],
+                    env: Mapping[str, str]) -> None:
+    """The venv the user's shell has activated and the one kept: another venv with ortdoctor in it
+    (installed from the same wheel), its files recorded; with ``activated="python"`` its ortdoctor is the
+    one that checks, through ``--python``. With ``activated="tool"`` the broken venv is the activated one
+    and the other venv is ortdoctor's own, whose ortdoctor checks without ``--python``."""
+    other = ws.root / ("ortdoctor-venv" if s.activated == "tool" else "activated-venv")
+    _checked([sys.executable, "-m", "venv", str(other)])
+    _checked([str(other / "bin" / "python"), "-m", "pip", "install", *PIP_QUIET, *offline,
+              str(ortdoctor_wheel)], env=env)
+    ws.kept, ws.kept_files = other, _files(other)
+    ws.activated = ws.venv if s.activated == "tool" else other
+    if s.activated == "tool":
+        ws.kept_name = "ortdoctor's own venv"
+        ws.checker, ws.checker_python = other / "bin" / "ortdoctor", False
+    elif s.activated == "python":
+        ws.checker = other / "bin" / "ortdoctor"
 
 
 def _base_python() -> str:
@@ -418,6 +481,73 @@ def _build_uv(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
     _checked([str(uv), "venv", "--quiet", "--python", _base_python(), str(ws.venv)], env=env)
     for reqs in (*s.installs, (str(ortdoctor_wheel),)):
         _checked([str(uv), "pip", "install", "--quiet", "--python", ws.python, *reqs], env=env)
+
+
+POETRY = ("poetry==2.5.1",)
+
+
+def _index_for_http(root: Path) -> Path:
+    """``root/simple/<project>/index.html`` linking ``root/files/<wheel>`` relatively, ``files`` a link to the
+    cache: the wheel cache as a PEP 503 index an HTTP server rooted at ``root`` serves."""
+    (root / "simple").mkdir(parents=True)
+    (root / "files").symlink_to(WHEELS)
+    by_project: dict[str, list[str]] = {}
+    for wheel in sorted(WHEELS.glob("*.whl")):
+        by_project.setdefault(re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower(), []).append(wheel.name)
+    for project, names in by_project.items():
+        (root / "simple" / project).mkdir()
+        links = "".join(f'<a href="../../files/{n}">{n}</a><br>' for n in names)
+        (root / "simple" / project / "index.html").write_text(f"<!DOCTYPE html><html><body>{links}</body></html>\n")
+    return root
+
+
+def _build_poetry(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
+    """A poetry project whose dependencies are ``s.installs``, ``poetry lock`` and ``poetry install`` into its
+    in-project ``.venv`` (poetry installed in a venv of its own, as pipx would), then ortdoctor with the
+    venv's pip."""
+    fetch(POETRY)
+    tool = ws.root / "poetry-tool"
+    _checked([sys.executable, "-m", "venv", str(tool)])
+    offline = ["--no-index", "--find-links", str(WHEELS), "--only-binary=:all:"]
+    _checked([str(tool / "bin" / "python"), "-m", "pip", "install", *PIP_QUIET, *offline, *POETRY], env=_pip_env())
+    index = _index_for_http(ws.root / "index")
+    handler = functools.partial(_QuietHandler, directory=str(index))
+    server = _QuietServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        project = ws.root / "proj"
+        project.mkdir()
+        deps = ", ".join(json.dumps(r) for reqs in s.installs for r in reqs)
+        (project / "pyproject.toml").write_text(
+            '[project]\nname = "app"\nversion = "0.1.0"\n'
+            f'requires-python = "=={sys.version_info[0]}.{sys.version_info[1]}.*"\ndependencies = [{deps}]\n\n'
+            '[tool.poetry]\npackage-mode = false\n\n'
+            '[[tool.poetry.source]]\nname = "wheels"\n'
+            f'url = "http://127.0.0.1:{server.server_address[1]}/simple/"\npriority = "primary"\n')
+        env = {**_pip_env(), "POETRY_VIRTUALENVS_IN_PROJECT": "true", "POETRY_INSTALLER_PARALLEL": "false",
+               "POETRY_CACHE_DIR": str(ws.root / "poetry-cache"), "POETRY_CONFIG_DIR": str(ws.root / "poetry-config"),
+               "POETRY_DATA_DIR": str(ws.root / "poetry-data"), "POETRY_NO_INTERACTION": "1"}
+        poetry = str(tool / "bin" / "poetry")
+        for args in (["env", "use", _base_python()], ["lock"], ["install"]):
+            _checked([poetry, *args], env=env, cwd=project)
+    finally:
+        server.shutdown()
+        server.server_close()
+    ws.venv = project / ".venv"
+    _checked([ws.python, "-m", "pip", "install", *PIP_QUIET, *offline, str(ortdoctor_wheel)], env=_pip_env())
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """No line per request on stderr."""
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """No traceback when poetry closes a connection before a wheel is sent whole (it reads the
+        metadata it needs and hangs up); a wheel it lacks fails its own command."""
+
+
 #: An interpreter every user can run (a venv of it, too): the system's.
 SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
 
@@ -434,8 +564,8 @@ def _nobody() -> tuple[int, int] | None:
 
 def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
     """The broken venv, with ortdoctor installed into it."""
-    if s.uv_venv:
-        _build_uv(s, ws, ortdoctor_wheel)
+    if s.uv_venv or s.poetry:
+        (_build_uv if s.uv_venv else _build_poetry)(s, ws, ortdoctor_wheel)
         ws.make_decoy()
         return
     base = SYSTEM_PYTHON if s.unreadable else sys.executable
@@ -459,6 +589,8 @@ def build(s: Scenario, ws: Workspace, ortdoctor_wheel: Path) -> None:
         ws.sentinel.write_text("must survive the fix\n")
         ws.target = ws.root / s.target_dir
         _checked([*pip, *offline, "--target", str(ws.target), *s.target_installs], env=env)
+    if s.activated:
+        _activate_other(s, ws, ortdoctor_wheel, offline, env)
     if s.truncate:
         target = _site_packages(ws) / s.truncate
         data = target.read_bytes()

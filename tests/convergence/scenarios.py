@@ -83,6 +83,22 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("uv-venv-both-packages", "a venv made by uv venv (no pip), onnxruntime installed over onnxruntime-gpu "
              "1.31.1 with uv pip; uv in ~/.local/bin, not on PATH", ((GPU,), (CPU,)), ("ort-multiple-packages",),
              uv_venv=True, fix_needs=(FIX_CUDA13,)),
+    Scenario("poetry-venv-both-packages", "a poetry project (poetry 2.5.1) depending on onnxruntime-gpu and "
+             "onnxruntime 1.31.1, both installed by poetry install into its in-project .venv",
+             ((GPU, CPU),), ("ort-multiple-packages",), poetry=True, fix_needs=(FIX_CUDA13,)),
+    # an activated venv that is not the broken one (ortdoctor in both): the paste must fix the inspected
+    # venv and leave the activated one's site-packages as it was
+    Scenario("activated-other-check-python", "onnxruntime installed over onnxruntime-gpu 1.31.1 in a venv; "
+             "another venv activated (VIRTUAL_ENV, its bin/ first on PATH), whose ortdoctor checks the broken one "
+             "with --python", ((GPU,), (CPU,)), ("ort-multiple-packages",), activated="python",
+             fix_needs=(FIX_CUDA13,)),
+    Scenario("activated-other-own-check", "onnxruntime installed over onnxruntime-gpu 1.31.1 in a venv "
+             "whose own ortdoctor checks it while another venv is activated (VIRTUAL_ENV, its bin/ first on PATH)",
+             ((GPU,), (CPU,)), ("virtual-env-not-inspected", "ort-multiple-packages"), activated="self",
+             fix_needs=(FIX_CUDA13,)),
+    Scenario("activated-broken-tool-check", "onnxruntime installed over onnxruntime-gpu 1.31.1 in the activated "
+             "venv (VIRTUAL_ENV, its bin/ first on PATH); ortdoctor run from a venv of its own (as pipx installs it)",
+             ((GPU,), (CPU,)), ("virtual-env-not-inspected",), activated="tool", fix_needs=(FIX_CUDA13,)),
     # ---- diagnosis: the cause, not the symptom. No driver on this machine: after the package fix the
     # smoke session runs and must end in driver-missing alone, on every release (1.18 and 1.22 crash in
     # their CUDA provider's initialisers without a driver, 1.17 reports CUDA error 35). NumPy 1 where the

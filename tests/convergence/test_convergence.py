@@ -12,6 +12,7 @@ README's Development section) and are skipped without it.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,21 @@ def test_the_fixs_output_is_kept_whole() -> None:
     assert "Checked again:" in o.fix_stdout
     assert len(o.fix_stderr) == 20000
     assert o.fix_output.startswith("Checked again:")
+
+
+def test_a_change_to_the_activated_venv_is_damage() -> None:
+    """With another venv activated, its `bin/` comes before the decoy, as `activate` leaves PATH: a fix
+    saying bare `pip` changes that venv, not the decoy's Python, and the harness calls it damage."""
+    ws = harness.Workspace()
+    try:
+        ws.make_decoy()
+        ws.activated = ws.root / "activated-venv"
+        harness._checked([sys.executable, "-m", "venv", str(ws.activated)])
+        ws.kept, ws.kept_files = ws.activated, harness._files(ws.activated)
+        assert ws.damage() == []
+        proc = harness._run(["bash", "-c", "pip uninstall -y pip"], env=ws.user_env(), cwd=ws.cwd, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert not ws.decoy_calls()
+        assert any("the activated venv's site-packages changed" in d for d in ws.damage())
+    finally:
+        ws.close()
