@@ -753,7 +753,11 @@ def test_an_activated_environment_that_is_not_inspected_comes_first_and_no_fix_i
     found = run(healthy_env(python=py, ort=OrtInfo(installed=False)))
     assert ids(found)[0] == "virtual-env-not-inspected"
     assert found[0].severity == "error"
-    assert "ortdoctor check --python /app-venv/bin/python" in (found[0].fix or "")
+    # the re-check is run by this ortdoctor's own interpreter, not by the `ortdoctor` first on PATH (the
+    # activated venv's copy, or none)
+    assert found[0].fix == "/venv/bin/python -m ortdoctor check --python /app-venv/bin/python"
+    assert [c.argv for c in found[0].commands] == [
+        ("/venv/bin/python", "-m", "ortdoctor", "check", "--python", "/app-venv/bin/python")]
     missing = one(found, "ort-not-installed")
     assert missing.steps == ()
     assert "pip" not in (missing.fix or "")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ortdoctor.core.facts import Finding, PackageStep
+from ortdoctor.core.shell import posix_quote
 from ortdoctor.decide.fix_plan import plan_fix
 from ortdoctor.decide.fixes import Installer
 from tests.support import testenvs
@@ -104,7 +105,8 @@ def test_without_yes_it_shows_the_commands_and_runs_nothing(tmp_path: Path) -> N
     py = str(venv / "bin" / "python")
     assert f"  {py} -m pip uninstall -y onnxruntime onnxruntime-gpu\n" in proc.stdout
     assert f"  {py} -m pip install 'onnxruntime-gpu[cuda,cudnn]==1.31.1'\n" in proc.stdout
-    assert f"ortdoctor fix --python {py} --yes" in proc.stdout
+    # run by the interpreter that wrote the plan, not by whichever `ortdoctor` is first on PATH
+    assert f"\n  {posix_quote(sys.executable)} -m ortdoctor fix --python {posix_quote(py)} --yes\n" in proc.stdout
     assert "driver-missing:" in proc.stdout  # no driver here: the user's part, named
     assert _log(tmp_path) == []
     assert proc.returncode == 1  # the environment cannot use the GPU as it is

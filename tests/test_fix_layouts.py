@@ -151,6 +151,41 @@ def test_a_pixi_or_poetry_environment_names_its_project_command_too(tmp_path: Pa
     assert "# " not in Installer("/v/bin/python").fix(steps)[0]  # no manager, no note
 
 
+def test_the_merged_plan_of_a_pixi_or_poetry_environment_carries_the_project_note_once() -> None:
+    """`ortdoctor fix` (and the report's first block) merge the findings' steps: the project's note names
+    the merged change, once, as a comment after the commands, in the listing `fix` prints."""
+    from ortdoctor.report.fix import render_plan
+    from tests.test_diagnose import full_plan, lib
+    from tests.test_report import make_report
+
+    findings = [Finding("ort-multiple-packages", "error", "t", "", "x", (step("uninstall", "-y", "onnxruntime"),)),
+                Finding("numpy-abi-mismatch", "error", "t", "", "x", (step("install", "numpy<2"),))]
+    plan = plan_fix(findings)
+    assert plan.note(Installer("/p/.pixi/envs/default/bin/python", manager="pixi")) == (
+        "this environment belongs to a pixi project: to keep the change there, run in the project pixi remove "
+        "--pypi onnxruntime && pixi add --pypi 'numpy<2' instead (the next `pixi install` puts back what the lock "
+        "file says)")
+    assert plan.note(Installer("/v/bin/python")) == ""
+    # `ortdoctor fix`'s listing: the commands, then the note as a comment line, once
+    gpu = ort_gpu().distributions[0]
+    cpu = OrtDistribution("onnxruntime", "1.31.1", USER_SITE, f"{USER_SITE}/onnxruntime-1.31.1.dist-info")
+    py = python_info(site_dirs=(SITE, USER_SITE), user_site=USER_SITE, base_executable=BASE, env_manager="poetry")
+    report = make_report(healthy_env(python=py, ort=ort_gpu(distributions=(gpu, cpu))),
+                         full_plan(curand=lib("curand", "libcurand.so.10", None)))
+    installer = Installer.of(report.env.python)
+    plan = plan_fix(report.findings)
+    listing = render_plan(report, plan, installer).splitlines()
+    commands = render_all(plan.lines(installer))
+    at = listing.index(f"  {commands[0]}")
+    assert listing[at:at + len(commands) + 1] == [*(f"  {c}" for c in commands), f"  # {plan.note(installer)}"]
+    assert sum("poetry" in line for line in listing) == 1
+    # the line that runs them is ortdoctor's own interpreter's, not the `ortdoctor` first on PATH
+    assert listing[-1] == "  /venv/bin/python -m ortdoctor fix --yes"
+    listing = render_plan(report, plan, installer, python_option="/venv/bin/python",
+                          ortdoctor_python="/opt/my tools/bin/python").splitlines()
+    assert listing[-1] == "  '/opt/my tools/bin/python' -m ortdoctor fix --python /venv/bin/python --yes"
+
+
 def test_a_copy_in_the_base_site_packages_seen_through_system_site_packages() -> None:
     """A venv made with --system-site-packages sees the base interpreter's site-packages; the venv's pip
     does not remove what is there ("outside environment"), the base interpreter's does."""

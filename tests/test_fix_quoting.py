@@ -188,9 +188,20 @@ def test_check_again_and_whole_fix_texts(box: Sandbox, interp: str, prose: list[
 
 
 @_SETTINGS
-@given(interp_dir=component, target=component, ver=version)
-def test_the_merged_plan(box: Sandbox, interp_dir: str, target: str, ver: str) -> None:
-    """What `ortdoctor fix` and the report's first block print: the moves, then the merged pip commands."""
+@given(own_dir=component, interp=component)
+def test_check_again_bound_to_ortdoctors_own_interpreter(box: Sandbox, own_dir: str, interp: str) -> None:
+    """The re-check runs ``<ortdoctor's python> -m ortdoctor``, whatever that interpreter's path holds."""
+    own = box.program(own_dir, "python")
+    again = check_again("/srv/" + interp + "/bin/python", own)
+    assert again.argv[:3] == (own, "-m", "ortdoctor")
+    _check(box, [again], render(again))
+
+
+@_SETTINGS
+@given(interp_dir=component, target=component, ver=version, manager=st.sampled_from([None, "pixi", "poetry"]))
+def test_the_merged_plan(box: Sandbox, interp_dir: str, target: str, ver: str, manager: str | None) -> None:
+    """What `ortdoctor fix` and the report's first block print: the moves, then the merged pip commands, then
+    (pixi, poetry) the project's note as a comment."""
     python = box.program(interp_dir, "python")
     tdir = str(box.root / "t" / target)
     move = move_aside([tdir + "/onnxruntime"], tdir)
@@ -200,10 +211,11 @@ def test_the_merged_plan(box: Sandbox, interp_dir: str, target: str, ver: str) -
         Finding("numpy-abi-mismatch", "error", "t", "", "x", (step("install", f"numpy<2{ver}"),)),
     ]
     plan = plan_fix(findings)
-    installer = Installer(python)
+    installer = Installer(python, manager=manager)
     lines = plan.lines(installer)
     assert lines[0] == move
-    _check(box, lines, "\n".join(render_all(lines)))
+    _check(box, lines, compose(lines, plan.note(installer)))
+    assert bool(plan.note(installer)) == (manager is not None)
     assert [list(c.argv) for c in lines if c.kind == "run"] == [a for a in plan.argvs(installer) if a[0] == python]
 
 

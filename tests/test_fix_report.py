@@ -8,6 +8,7 @@ import json
 import subprocess
 
 from ortdoctor.core.facts import OrtDistribution
+from ortdoctor.core.record import replace
 from ortdoctor.core.shell import render_all
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.report.fix_block import first_fix
@@ -84,3 +85,44 @@ def test_a_single_finding_prints_its_own_commands_then_its_prose() -> None:
     assert f"    fix:\n        {command}\n" in part
     assert "\n    afterwards: `import ortdoctor.hook`" in part  # prose, not a comment, not in the block
     assert "then `import" not in text
+
+
+def _poetry_report():  # type: ignore[no-untyped-def]
+    """The two package findings above, in a venv a poetry project owns."""
+    report = _two_package_findings()
+    return make_report(replace(report.env, python=replace(report.env.python, env_manager="poetry")),
+                       full_plan(curand=lib("curand", "libcurand.so.10", None)))
+
+
+def test_the_first_block_of_a_poetry_environment_ends_with_the_project_note_once() -> None:
+    """A paste of the first block alone must say that the next `poetry sync` puts the packages back: the
+    note is its last line, a comment (no prose on a command line), once for the merged commands."""
+    report = _poetry_report()
+    first = first_fix(report)
+    assert first.shown
+    lines = first.text().splitlines()
+    note = lines[-1]
+    assert note.startswith("# this environment belongs to a poetry project: to keep the change there, run in the "
+                           "project poetry remove onnxruntime && poetry add ")
+    assert note.endswith("instead (the next `poetry sync` puts back what the lock file says)")
+    assert lines[:-1] == render_all(first.commands)  # the commands as before, then the note
+    assert sum("poetry" in line for line in lines) == 1
+    assert subprocess.run(["bash", "-n"], input=first.text(), text=True, check=False).returncode == 0
+    # text: the block as printed; markdown: in the shell block; JSON: in text, and as the note itself
+    text, md = render(report), render_markdown(report)
+    assert f"    {note}\n" in text
+    assert f"{note}\n```" in md
+    # said once: the findings the block covers do not repeat their own part of it
+    assert text.count("belongs to a poetry project") == 1
+    assert md.count("belongs to a poetry project") == 1
+    data = json.loads(dumps(report))
+    validate(data)
+    assert data["fix"]["text"] == first.text()
+    assert data["fix"]["note"] == note.removeprefix("# ")
+
+
+def test_without_a_project_the_first_block_has_no_note() -> None:
+    first = first_fix(_two_package_findings())
+    assert first.note == ""
+    assert not any(line.startswith("#") for line in first.text().splitlines())
+    assert "note" not in json.loads(dumps(_two_package_findings()))["fix"]

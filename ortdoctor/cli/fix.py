@@ -49,7 +49,8 @@ def command(yes: bool, python_path: str | None, no_smoke: bool, matrix_file: str
         _usage_error(f"bad matrix file: {exc}")
         return
     plan, installer = plan_for(before)
-    click.echo(render_plan(before, plan, installer, python_option=python_path), nl=False)
+    click.echo(render_plan(before, plan, installer, python_option=python_path, ortdoctor_python=sys.executable),
+               nl=False)
     if not yes or plan.empty:
         sys.exit(exitcodes.FAIL if before.verdict == "fail" else exitcodes.OK)
 

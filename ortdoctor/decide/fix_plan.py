@@ -40,6 +40,11 @@ class FixPlan:
         """The plan as the command lines the report and ``fix`` print: the moves, then pip."""
         return (*self.moves, *installer.lines(self.steps))
 
+    def note(self, installer: Installer) -> str:
+        """For a pixi or poetry environment, once for the whole plan: the same change as the project's own
+        command, without which the next ``pixi install`` / ``poetry sync`` puts the packages back."""
+        return installer.manager_note(self.steps)
+
     def argvs(self, installer: Installer) -> list[list[str]]:
         """What ``fix --yes`` runs: the same lines as argument vectors (a move is ``mkdir``, then ``mv``)."""
         return [*(argv for m in self.moves for argv in move_argvs(m)), *installer.argvs(self.steps)]

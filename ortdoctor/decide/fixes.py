@@ -41,7 +41,7 @@ from ortdoctor.decide.matrix.model import LibSpec, Matrix, Release
 from ortdoctor.formats.distinfo import normalize
 
 __all__ = ["GPU_PACKAGE", "Installer", "check_again", "gpu_install", "library_fix", "library_specs",
-           "move_aside", "ort_gpu_spec", "other_cuda_cudnn_wheels", "pin_series", "quote", "search_path", "step",
+           "move_aside", "ort_gpu_spec", "ortdoctor_command", "other_cuda_cudnn_wheels", "pin_series", "quote", "search_path", "step",
            "wrong_cuda_cudnn"]
 
 GPU_PACKAGE = "onnxruntime-gpu"
@@ -159,9 +159,17 @@ def search_path(variable: str, dirs: Sequence[str], *, keep: bool = True) -> Com
     return Command((variable, *dirs), "path", keep)
 
 
-def check_again(python: str | None) -> Command:
-    """``ortdoctor check`` for another interpreter."""
-    return Command(("ortdoctor", "check", *(("--python", python) if python else ())))
+def ortdoctor_command(ortdoctor_python: str | None, *args: str) -> Command:
+    """``ortdoctor ARGS`` as the line to paste: run by ``ortdoctor_python -m ortdoctor``, the interpreter of
+    the ortdoctor that wrote the report (a bare ``ortdoctor`` runs whichever is first on PATH: an activated
+    venv's copy, or none). ``None``: not known, the bare name."""
+    program = (ortdoctor_python, "-m", "ortdoctor") if ortdoctor_python else ("ortdoctor",)
+    return Command((*program, *args))
+
+
+def check_again(python: str | None, ortdoctor_python: str | None = None) -> Command:
+    """``ortdoctor check`` for another interpreter, run by ``ortdoctor_python`` (:func:`ortdoctor_command`)."""
+    return ortdoctor_command(ortdoctor_python, "check", *(("--python", python) if python else ()))
 
 
 # --------------------------------------------------------------------------------------------------

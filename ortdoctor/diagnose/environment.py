@@ -69,7 +69,9 @@ def check_installer(ctx: Ctx) -> list[Finding]:
             f"The shell has activated {py.virtual_env} ($VIRTUAL_ENV), but ortdoctor inspected {py.prefix} "
             f"({py.executable}): ortdoctor runs in its own environment (pipx, uv tool), or the venv was "
             "activated after it started. The findings below are about that other environment.",
-            compose((again := check_again(other),), windows=ctx.os_name == "windows"), commands=(again,)))
+            # bound to this interpreter (not --python: it is ortdoctor's own), not to the `ortdoctor` on PATH
+            compose((again := check_again(other, py.executable),), windows=ctx.os_name == "windows"),
+            commands=(again,)))
     return out
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ortdoctor.core.facts import Finding
-from ortdoctor.core.shell import Command, render, split_fix
+from ortdoctor.core.shell import compose, render, split_fix
 from ortdoctor.decide.fix_plan import FixPlan
-from ortdoctor.decide.fixes import Installer, check_again
+from ortdoctor.decide.fixes import Installer, ortdoctor_command
 from ortdoctor.report.model import Report
 
 __all__ = ["render_plan", "render_result"]
@@ -27,8 +27,11 @@ def _manual(findings: tuple[Finding, ...]) -> list[str]:
     return lines
 
 
-def render_plan(report: Report, plan: FixPlan, installer: Installer, *, python_option: str | None = None) -> str:
-    """What ``fix --yes`` would run, for which interpreter, and what it leaves to the user."""
+def render_plan(report: Report, plan: FixPlan, installer: Installer, *, python_option: str | None = None,
+                ortdoctor_python: str | None = None) -> str:
+    """What ``fix --yes`` would run, for which interpreter, and what it leaves to the user. ``ortdoctor_python``:
+    the interpreter ortdoctor runs in (default: the inspected one, unless ``--python`` named another), which
+    the printed ``fix --yes`` line is run by."""
     lines = [f"ortdoctor fix: the environment of {installer.python}"]
     if plan.empty and not plan.manual:
         lines.append("Nothing to fix: no error or warning has a fix (run `ortdoctor check` for the report).")
@@ -39,11 +42,12 @@ def render_plan(report: Report, plan: FixPlan, installer: Installer, *, python_o
         lines.append(f"{len(plan.fixed)} finding{'s' if len(plan.fixed) != 1 else ''} fixed by package commands:")
         lines += [_line(f) for f in plan.fixed]
         lines += ["", "Commands, one per line (each names the interpreter whose pip it runs):"]
-        lines += [f"  {render(c, windows=installer.windows)}" for c in plan.lines(installer)]
+        lines += [f"  {line}" for line in compose(plan.lines(installer), plan.note(installer),
+                                                   windows=installer.windows).splitlines()]
     lines += _manual(plan.manual)
     if not plan.empty:
-        again = check_again(python_option)
-        yes = Command(("ortdoctor", "fix", *again.argv[2:], "--yes"))
+        own = ortdoctor_python or (None if report.env.python.inspected_other else report.env.python.executable)
+        yes = ortdoctor_command(own, "fix", *(("--python", python_option) if python_option else ()), "--yes")
         lines += ["", "Run them and check again:", f"  {render(yes, windows=installer.windows)}"]
     return "\n".join(lines) + "\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ortdoctor.core.facts import Finding
 from ortdoctor.core.record import record
-from ortdoctor.core.shell import Command, render_all
+from ortdoctor.core.shell import Command, compose
 from ortdoctor.decide.fix_plan import FixPlan, plan_fix
 from ortdoctor.decide.fixes import Installer
 from ortdoctor.report.model import Report
@@ -21,6 +21,7 @@ class FirstFix:
     plan: FixPlan
     installer: Installer
     commands: tuple[Command, ...]
+    note: str = ""  # a pixi or poetry project's own command for the same change (a comment after the commands)
 
     @property
     def shown(self) -> bool:
@@ -31,16 +32,25 @@ class FirstFix:
     def covers(self, f: Finding) -> bool:
         return self.shown and f in self.plan.fixed
 
+    def prose(self, f: Finding, prose: list[str]) -> list[str]:
+        """``f``'s prose lines as shown under it: where the block covers it, without its own project note
+        (the block's note names the merged change once)."""
+        if not self.covers(f) or not self.note:
+            return prose
+        own = self.installer.manager_note(f.steps)
+        return [line for line in prose if line != own]
+
     def text(self) -> str:
-        return "\n".join(render_all(self.commands, windows=self.installer.windows))
+        """The block to paste: the commands, one a line, then the note as a comment (never in a command line)."""
+        return compose(self.commands, self.note, windows=self.installer.windows) if self.commands else ""
 
     def to_json(self) -> dict[str, object]:
         return {"findings": [f.id for f in self.plan.fixed],
                 "commands": [c.to_json(windows=self.installer.windows) for c in self.commands],
-                "text": self.text()}
+                "text": self.text(), **({"note": self.note} if self.note else {})}
 
 
 def first_fix(report: Report) -> FirstFix:
     installer = Installer.of(report.env.python)
     plan = plan_fix(report.findings, windows=installer.windows)
-    return FirstFix(plan, installer, plan.lines(installer))
+    return FirstFix(plan, installer, plan.lines(installer), plan.note(installer))

@@ -317,6 +317,7 @@ def _findings(report: Report, md: _Md) -> list[str]:
             continue
         commands, prose = split_fix(f.fix, bool(f.commands))
         if first.covers(f):
+            prose = first.prose(f, prose)
             out += ["", "fix: in the block above" + (": " + md.text(" ".join(prose)) if prose else "")]
         elif commands:
             out += ["", "fix:", "", *md.block("\n".join(commands), "sh")]

@@ -15,7 +15,7 @@ from ortdoctor.core.facts import ElfInfo, Finding
 from ortdoctor.core.shell import split_fix
 from ortdoctor.core.terminal import terminal_safe
 from ortdoctor.decide.loader_view import SOURCE_WORDS, LibraryRow
-from ortdoctor.report.fix_block import first_fix
+from ortdoctor.report.fix_block import FirstFix, first_fix
 from ortdoctor.report.model import Report
 from ortdoctor.report.wrap import fill, wrap
 
@@ -447,7 +447,7 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
             out += ["", *wrap(head, _WIDTH)]
             out += ["    " + s.bold(line) for line in first.text().splitlines()]
         for f in problems:
-            out += _finding(f, s, first.covers(f))
+            out += _finding(f, s, first)
     elif model_findings and report.verdict != "ok":
         out += ["", s.bold("Problems: ") + "only the model's (listed under Model above)"]
     elif report.verdict == "ok":
@@ -455,7 +455,7 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     if notes and debug:
         out += ["", s.bold("Notes")]
         for f in notes:
-            out += _finding(f, s, False)
+            out += _finding(f, s, None)
     elif notes:
         # one line: notes explain, they do not block; -v (or `explain ID`) shows each in full
         ids = ", ".join(f.id for f in notes)
@@ -464,9 +464,10 @@ def _problems(report: Report, s: _Style, debug: bool) -> list[str]:
     return out
 
 
-def _finding(f: Finding, s: _Style, covered: bool) -> list[str]:
+def _finding(f: Finding, s: _Style, first: FirstFix | None) -> list[str]:
     """A finding; its fix as a block of command lines (each one whole on its own line, to paste) and, apart
-    from it, the prose. ``covered``: its commands are part of the report's first fix block."""
+    from it, the prose. ``first``: the report's first fix block, which may hold its commands."""
+    covered = first is not None and first.covers(f)
     mark = {"error": FAIL, "warning": WARN}.get(f.severity, INFO)
     out = ["", f"{s.mark(mark)} {s.bold(f.title)}  {s.dim('[' + f.id + ']')}"]
     for para in terminal_safe(f.detail, multiline=True).splitlines():  # quotes child processes, paths
@@ -475,8 +476,8 @@ def _finding(f: Finding, s: _Style, covered: bool) -> list[str]:
         return out
     # node, log and path text inside a fix is shown, not obeyed (quoting already escapes commands)
     commands, prose = split_fix(terminal_safe(f.fix, multiline=True), bool(f.commands))
-    if covered:
-        commands = []
+    if covered and first is not None:
+        commands, prose = [], first.prose(f, prose)
         out.append("    " + s.green("fix: ") + "in the Fix block above")
     elif commands:
         out.append("    " + s.green("fix:"))
