@@ -14,8 +14,8 @@ Unknowns stay unknown: a fact the text does not show is absent, never guessed. T
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from ortdoctor.core.record import record
 from ortdoctor.decide import gpu_names
 
 __all__ = ["Evidence", "EvidenceScanner", "TextEvidence"]
@@ -24,7 +24,7 @@ _MAX_ITEMS = 200
 _LINE_CHARS = 300  # of the line an item came from, kept with it
 
 
-@dataclass(frozen=True)
+@record
 class Evidence:
     fact: str  # "python.version", "ort.cudnn_major", "gpu.compute_capability", ...
     value: str
@@ -137,7 +137,7 @@ def _value(fact: str, m: re.Match[str]) -> str | None:
     return groups[0]
 
 
-@dataclass(frozen=True)
+@record
 class TextEvidence:
     """The evidence of one text, with the questions the rules ask of it."""
 
