@@ -127,9 +127,10 @@ def _cache_file(key: str) -> tuple[str, str] | None:
     """(the cache directory, the file's name in it), or None when the cache is off."""
     if os.environ.get("ORTDOCTOR_CACHE") == "0":
         return None
-    base = os.environ.get("ORTDOCTOR_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ortdoctor")
-    if not os.path.isabs(base):
+    from ortdoctor.core.user_cache import user_cache_dir
+
+    base = user_cache_dir()
+    if base is None:
         return None
     import zlib
 

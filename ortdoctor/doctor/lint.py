@@ -479,16 +479,20 @@ def _table_pins(deps: Any, shown: str, reader: _Reader, path: Path, sources: dic
     return pins, declared
 
 
+def _requires_python(rp: object, shown: str, reader: _Reader, path: Path) -> list[Declared]:
+    """The lowest Python a ``requires-python`` value admits, as a declared fact (none for another value)."""
+    if not isinstance(rp, LocatedStr):
+        return []
+    low = lowest_python(rp)
+    return [Declared("python", low, f"requires-python \"{rp}\"", reader.where(path, shown, rp), exact=False)] \
+        if low else []
+
+
 def _pyproject(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> list[Stack]:
     project = doc.get("project", {}) if isinstance(doc.get("project"), dict) else {}
     tool = doc.get("tool", {}) if isinstance(doc.get("tool"), dict) else {}
     declared: list[Declared] = []
-    rp = project.get("requires-python")
-    if isinstance(rp, LocatedStr):
-        low = lowest_python(rp)
-        if low:
-            declared.append(Declared("python", low, f"requires-python \"{rp}\"", reader.where(path, shown, rp),
-                                     exact=False))
+    declared += _requires_python(project.get("requires-python"), shown, reader, path)
     declared += _config(tool.get("ortdoctor"), shown, reader, path)
 
     # the indexes the packages come from (uv, Poetry, PDM)
@@ -576,13 +580,7 @@ def _uv_lock(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> li
     by_name: dict[str, list[dict[str, Any]]] = {}
     for p in packages:
         by_name.setdefault(str(p.get("name", "")), []).append(p)
-    declared: list[Declared] = []
-    rp = doc.get("requires-python")
-    if isinstance(rp, LocatedStr):
-        low = lowest_python(rp)
-        if low:
-            declared.append(Declared("python", low, f"requires-python \"{rp}\"", reader.where(path, shown, rp),
-                                     exact=False))
+    declared = _requires_python(doc.get("requires-python"), shown, reader, path)
     roots = [p for p in packages if isinstance(p.get("source"), dict)
              and any(k in p["source"] for k in ("editable", "virtual", "directory"))]
 
@@ -663,13 +661,7 @@ def _poetry_lock(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -
 
 def _pylock(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> list[Stack]:
     pins: list[Pin] = []
-    declared: list[Declared] = []
-    rp = doc.get("requires-python")
-    if isinstance(rp, LocatedStr):
-        low = lowest_python(rp)
-        if low:
-            declared.append(Declared("python", low, f"requires-python \"{rp}\"", reader.where(path, shown, rp),
-                                     exact=False))
+    declared = _requires_python(doc.get("requires-python"), shown, reader, path)
     for p in doc.get("packages", []):
         if not isinstance(p, dict):
             continue

@@ -19,16 +19,13 @@ from hypothesis import strategies as st
 from ortdoctor.core.facts import ElfInfo, PeInfo
 from ortdoctor.formats.elf import ElfError, is_elf, read_elf
 from ortdoctor.formats.pe import PeError, is_pe, read_pe
+from tests.fuzz.mutate import mutate
 from tests.support.sharedlibs import build_so
 from tests.test_pe import ORT_CUDA_IMPORTS, make_pe
 
 EXAMPLES = int(os.environ.get("ORTDOCTOR_FUZZ_EXAMPLES", "200"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-# values that break naive readers: zero, all ones, sign bits, just past common limits
-EXTREMES = [0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
-            0x7FFFFFFFFFFFFFFF, 0x8000000000000000, 0xFFFFFFFFFFFFFFFF]
 
 
 @pytest.fixture(scope="module")
@@ -78,31 +75,6 @@ def _read_pe(path: Path) -> None:
     is_pe(path)
 
 
-def _mutate(data: bytes, draw: st.DataObject, regions: list[tuple[int, int]]) -> bytes:
-    out = bytearray(data)
-    for _ in range(draw.draw(st.integers(1, 8), label="mutations")):
-        kind = draw.draw(st.sampled_from(["flip", "byte", "word", "truncate", "extend"]), label="kind")
-        start, end = draw.draw(st.sampled_from([*regions, (0, len(out))]), label="region")
-        end = max(start + 1, min(end, len(out)))
-        if start >= len(out):
-            continue
-        at = draw.draw(st.integers(start, end - 1), label="offset")
-        if kind == "flip":
-            out[at] ^= 1 << draw.draw(st.integers(0, 7), label="bit")
-        elif kind == "byte":
-            out[at] = draw.draw(st.integers(0, 255), label="value")
-        elif kind == "word":
-            size = draw.draw(st.sampled_from([2, 4, 8]), label="size")
-            value = draw.draw(st.sampled_from(EXTREMES) | st.integers(0, 2 ** (8 * size) - 1), label="word")
-            value &= 2 ** (8 * size) - 1
-            out[at : at + size] = value.to_bytes(size, draw.draw(st.sampled_from(["little", "big"]), label="end"))
-        elif kind == "truncate":
-            del out[at:]
-        else:
-            out += draw.draw(st.binary(max_size=256), label="tail")
-    return bytes(out)
-
-
 @FUZZ
 @given(st.binary(max_size=4096))
 def test_elf_random_bytes(scratch: Path, data: bytes) -> None:
@@ -123,7 +95,7 @@ def test_elf_random_bytes_behind_a_valid_magic(scratch: Path, cls: int, order: i
 @given(st.data())
 def test_elf_mutated_real_library(scratch: Path, real_elf: bytes, data: st.DataObject) -> None:
     path = scratch / "mutated.so"
-    path.write_bytes(_mutate(real_elf, data, _regions(real_elf)))
+    path.write_bytes(mutate(real_elf, data, _regions(real_elf), min_edits=1))
     _read_elf(path)
 
 
@@ -159,5 +131,5 @@ def test_pe_mutated_synthetic_dll(scratch: Path, data: st.DataObject, plus: bool
     image = make_pe(dlls, plus=plus, n_dirs=n_dirs, terminate=data.draw(st.booleans(), label="terminate"))
     regions = [(0, 64), (0x80, 0x80 + 24 + 112 + 8 * n_dirs + 40), (0x400, len(image))]
     path = scratch / "mutated.dll"
-    path.write_bytes(_mutate(image, data, regions))
+    path.write_bytes(mutate(image, data, regions, min_edits=1))
     _read_pe(path)

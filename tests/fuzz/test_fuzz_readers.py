@@ -30,12 +30,11 @@ from ortdoctor.formats.procmaps import MappedObject, mapped_objects
 from ortdoctor.formats.realpath import real_path, remembered_realpaths
 from ortdoctor.prove.model_check.inspect import ModelInspection, inspect_model
 from tests.fuzz.bounds import FUZZ, FUZZ_HEAVY, within
+from tests.fuzz.mutate import mutate
 from tests.support import crafted, testenvs
 from tests.support.sharedlibs import build_so
 
 ROOT = Path(__file__).resolve().parents[2]
-EXTREMES = [0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
-            0x7FFFFFFFFFFFFFFF, 0x8000000000000000, 0xFFFFFFFFFFFFFFFF]
 MARKER = b"ORT Build Info: "
 LD_CACHE = Path("/etc/ld.so.cache")
 
@@ -49,33 +48,6 @@ def scratch() -> Iterator[Path]:
 # --------------------------------------------------------------------------------------------------
 # Mutations
 # --------------------------------------------------------------------------------------------------
-def _mutate(data: bytes, draw: st.DataObject, regions: list[tuple[int, int]], *, max_edits: int = 8) -> bytes:
-    """Bit flips, bytes, extreme words, cuts and tails, mostly inside ``regions`` (where headers are); none
-    at all sometimes, so that each seed is also read as it is."""
-    out = bytearray(data)
-    for _ in range(draw.draw(st.integers(0, max_edits), label="mutations")):
-        if not out:
-            break
-        kind = draw.draw(st.sampled_from(["flip", "byte", "word", "truncate", "extend"]), label="kind")
-        start, end = draw.draw(st.sampled_from([*regions, (0, len(out))]), label="region")
-        end = max(start + 1, min(end, len(out)))
-        if start >= len(out):
-            continue
-        at = draw.draw(st.integers(start, end - 1), label="offset")
-        if kind == "flip":
-            out[at] ^= 1 << draw.draw(st.integers(0, 7), label="bit")
-        elif kind == "byte":
-            out[at] = draw.draw(st.integers(0, 255), label="value")
-        elif kind == "word":
-            size = draw.draw(st.sampled_from([2, 4, 8]), label="size")
-            value = draw.draw(st.sampled_from(EXTREMES) | st.integers(0, 2 ** (8 * size) - 1), label="word")
-            value &= 2 ** (8 * size) - 1
-            out[at : at + size] = value.to_bytes(size, draw.draw(st.sampled_from(["little", "big"]), label="end"))
-        elif kind == "truncate":
-            del out[at:]
-        else:
-            out += draw.draw(st.binary(max_size=256), label="tail")
-    return bytes(out)
 
 
 def _elf_regions(data: bytes) -> list[tuple[int, int]]:
@@ -135,7 +107,7 @@ def test_binary_readers_on_mutated_wheel_libraries(scratch: Path, real_libraries
                                                    data: st.DataObject) -> None:
     lib = real_libraries[name]
     path = scratch / name
-    path.write_bytes(_mutate(lib, data, _elf_regions(lib)))
+    path.write_bytes(mutate(lib, data, _elf_regions(lib)))
     _read_binary(path)
 
 
@@ -157,7 +129,7 @@ def test_rodata_unmutated_control(scratch: Path, marked_library: bytes) -> None:
 @given(data=st.data())
 def test_rodata_on_a_mutated_marked_library(scratch: Path, marked_library: bytes, data: st.DataObject) -> None:
     path = scratch / "marked.so"
-    path.write_bytes(_mutate(marked_library, data, _elf_regions(marked_library)))
+    path.write_bytes(mutate(marked_library, data, _elf_regions(marked_library)))
     _read_binary(path)
 
 
@@ -201,7 +173,7 @@ def test_pe_on_mutated_real_launchers(scratch: Path, data: st.DataObject) -> Non
     image = LAUNCHERS[data.draw(st.sampled_from(sorted(LAUNCHERS)), label="seed")]
     (lfanew,) = struct.unpack_from("<I", image, 0x3C)
     path = scratch / "launcher.exe"
-    path.write_bytes(_mutate(image, data, [(0, 64), (lfanew, lfanew + 24 + 240 + 40 * 8)]))
+    path.write_bytes(mutate(image, data, [(0, 64), (lfanew, lfanew + 24 + 240 + 40 * 8)]))
     with within():
         try:
             info = read_pe(path)
@@ -314,7 +286,7 @@ def npy_files(scratch: Path) -> dict[str, bytes]:
 def test_npy_on_mutated_numpy_files(scratch: Path, npy_files: dict[str, bytes], data: st.DataObject) -> None:
     blob = npy_files[data.draw(st.sampled_from(sorted(npy_files)), label="seed")]
     path = scratch / "mutated.npy"
-    path.write_bytes(_mutate(blob, data, [(0, 12), (12, min(len(blob), 140))]))
+    path.write_bytes(mutate(blob, data, [(0, 12), (12, min(len(blob), 140))]))
     with within():
         try:
             header = read_npy_header(path)
@@ -342,7 +314,7 @@ def test_ld_cache_file_mutations(scratch: Path, ld_caches: dict[str, bytes], dat
                                  machine: str | None) -> None:
     blob = ld_caches[data.draw(st.sampled_from(sorted(ld_caches)), label="seed")]
     path = scratch / "ld.so.cache"
-    path.write_bytes(_mutate(blob, data, [(0, 48), (48, min(len(blob), 48 + 24 * 64))]))
+    path.write_bytes(mutate(blob, data, [(0, 48), (48, min(len(blob), 48 + 24 * 64))]))
     with within():
         try:
             cache = read_ld_cache(str(path), machine)
@@ -408,7 +380,7 @@ EXPORTED = {p.name: p.read_bytes() for p in sorted((ROOT / "tests" / "data" / "m
 def test_inspect_mutated_exported_models(scratch: Path, name: str, data: st.DataObject) -> None:
     blob = EXPORTED[name]
     path = scratch / "mutated.onnx"
-    path.write_bytes(_mutate(blob, data, [(0, 64), (0, min(len(blob), 4096)), (len(blob) - 256, len(blob))]))
+    path.write_bytes(mutate(blob, data, [(0, 64), (0, min(len(blob), 4096)), (len(blob) - 256, len(blob))]))
     with within():
         found = inspect_model(path)
     assert isinstance(found, ModelInspection)

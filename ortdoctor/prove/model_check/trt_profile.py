@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from ortdoctor.core.record import record
+from ortdoctor.core.user_cache import user_cache_dir
 from ortdoctor.prove.model_check.graph import InputInfo, ModelGraph
 from ortdoctor.prove.model_check.inspect import QUANTIZED_OPS
 from ortdoctor.prove.model_check.shape_limits import PositionLimit, position_limits, shape_problems
@@ -151,15 +152,12 @@ def _fit(graph: ModelGraph, profiles: Sequence[InputProfile], limits: Sequence[P
 
 def engine_cache_dir(model_path: str, environ: Mapping[str, str] | None = None) -> str:
     """Where to keep the model's TensorRT engines: the user's cache directory (the one ortdoctor's hook
-    uses: ``$ORTDOCTOR_CACHE_DIR``, else ``$XDG_CACHE_HOME/ortdoctor``, else ``~/.cache/ortdoctor``), one
+    uses, :func:`ortdoctor.core.user_cache.user_cache_dir`), one
     directory per model file. Never the model's own directory: model stores are often read-only, and
     onnxruntime fails to write the engine there."""
     env = os.environ if environ is None else environ
-    home = env.get("HOME") or os.path.expanduser("~")
-    base = env.get("ORTDOCTOR_CACHE_DIR") or os.path.join(env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"),
-                                                          "ortdoctor")
-    if not os.path.isabs(base):  # a relative setting would follow the current directory: not a cache
-        base = os.path.join(home, ".cache", "ortdoctor")
+    # a relative setting would follow the current directory, which is no cache: then the default place
+    base = user_cache_dir(env) or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache", "ortdoctor")
     absolute = os.path.abspath(model_path)
     stem = os.path.splitext(os.path.basename(absolute))[0] or "model"
     digest = hashlib.sha256(absolute.encode("utf-8", "surrogateescape")).hexdigest()[:12]
