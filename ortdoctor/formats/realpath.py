@@ -23,7 +23,10 @@ def real_path(path: str) -> str:
 
     Nothing is opened or read: a FIFO, a device, a symlink loop (resolved as far as it goes) or a missing
     file is a path like any other. Raises ValueError for a path holding a NUL, as ``os.path.realpath``
-    does; nothing else."""
+    does; nothing else. (The NUL is refused here, not left to ``realpath``: past a symlink loop
+    ``realpath`` stops looking at components and would return the NUL unchecked.)"""
+    if "\0" in path:
+        raise ValueError("embedded null byte")
     memory = _remembered.get()
     if memory is None:
         return os.path.realpath(path)

@@ -6,26 +6,22 @@ Budget: ORTDOCTOR_FUZZ_EXAMPLES examples per test (default 200); set it high for
 
 from __future__ import annotations
 
-import os
 import struct
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ortdoctor.core.facts import ElfInfo, PeInfo
 from ortdoctor.formats.elf import ElfError, is_elf, read_elf
 from ortdoctor.formats.pe import PeError, is_pe, read_pe
+from tests.fuzz.bounds import FUZZ
 from tests.fuzz.mutate import mutate
 from tests.support.sharedlibs import build_so
 from tests.test_pe import ORT_CUDA_IMPORTS, make_pe
-
-EXAMPLES = int(os.environ.get("ORTDOCTOR_FUZZ_EXAMPLES", "200"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 @pytest.fixture(scope="module")

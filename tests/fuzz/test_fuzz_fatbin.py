@@ -6,22 +6,18 @@ Budget: ORTDOCTOR_FUZZ_EXAMPLES examples per test (default 200); set it high for
 
 from __future__ import annotations
 
-import os
 import struct
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ortdoctor.formats.fatbin import FatbinError, FatbinInfo, read_fatbin
+from tests.fuzz.bounds import FUZZ
 from tests.support.fatbins import FIXTURES, MAGIC, fatbin_containers, library, make_pe
-
-EXAMPLES = int(os.environ.get("ORTDOCTOR_FUZZ_EXAMPLES", "200"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 EXTREMES = [0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
             0x7FFFFFFFFFFFFFFF, 0x8000000000000000, 0xFFFFFFFFFFFFFFFF]

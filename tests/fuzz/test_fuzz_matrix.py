@@ -7,7 +7,6 @@ validates the whole matrix)."""
 from __future__ import annotations
 
 import copy
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,18 +14,16 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import Matrix, MatrixError
+from tests.fuzz.bounds import EXAMPLES, FUZZ
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_TEXT = (ROOT / "compat_matrix.yaml").read_text(encoding="utf-8")
 SHIPPED = yaml.safe_load(SHIPPED_TEXT)
-EXAMPLES = int(os.environ.get("ORTDOCTOR_FUZZ_EXAMPLES", "200"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 FUZZ_HEAVY = settings(FUZZ, max_examples=max(10, EXAMPLES // 5))  # each validates the whole matrix
 
 scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True)

@@ -7,20 +7,17 @@ Budget: ORTDOCTOR_FUZZ_EXAMPLES examples per test (default 200)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ortdoctor.formats.distinfo import _parse_metadata, _parse_record
 from ortdoctor.formats.ldcache import LdCacheError, parse_ld_cache
 from ortdoctor.probes.ort import parse_literal_assignments
+from tests.fuzz.bounds import FUZZ
 
-EXAMPLES = int(os.environ.get("ORTDOCTOR_FUZZ_EXAMPLES", "200"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 LD_CACHE = Path("/etc/ld.so.cache")
 
 

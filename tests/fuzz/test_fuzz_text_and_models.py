@@ -7,23 +7,20 @@ Budget: ORTDOCTOR_FUZZ_EXAMPLES examples per test (default 200)."""
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ortdoctor.diagnose import classify
 from ortdoctor.prove.model_check.inspect import ModelInspection, inspect_model
+from tests.fuzz.bounds import FUZZ
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = {p.name: p.read_text(encoding="utf-8", errors="replace") for p in sorted((ROOT / "tests/data/errors").glob("*.txt"))}
-EXAMPLES = int(os.environ.get("ORTDOCTOR_FUZZ_EXAMPLES", "200"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 NOISE = st.sampled_from(["\x1b[0;93m", "\x1b[m", "\r", "\n", "\t", "\0", "\ufffd", "…", "'", '"', ":", "(", ")",
                          "libcudnn.so.", "libcudart.so.1", ".dll", "CUDA failure ", "error: ", "999", "-1",
