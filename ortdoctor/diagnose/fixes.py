@@ -74,8 +74,11 @@ def system_libraries_fix(stack: Stack, what: str) -> str:
         return (f"The onnxruntime_gpu jar (com.microsoft.onnxruntime:onnxruntime_gpu) does not ship CUDA or "
                 f"cuDNN: install {what} and {where}")
     if stack.binding == "csharp":
-        return (f"The Microsoft.ML.OnnxRuntime.Gpu NuGet package does not ship CUDA or cuDNN: install {what} "
-                f"and {where}")
+        # since 1.17 Microsoft.ML.OnnxRuntime.Gpu only references the native packages .Gpu.Windows and .Gpu.Linux
+        # (nuget.org/packages/Microsoft.ML.OnnxRuntime.Gpu.Windows, .../Microsoft.ML.OnnxRuntime.Gpu.Linux)
+        return (f"The Microsoft.ML.OnnxRuntime.Gpu NuGet package does not ship CUDA or cuDNN (nor do "
+                f"Microsoft.ML.OnnxRuntime.Gpu.Windows / .Gpu.Linux, which hold its native files since 1.17): "
+                f"install {what} and {where}")
     if stack.binding == "rust":
         return (f"The onnxruntime binaries the ort crate downloads (download-binaries with the cuda feature) do "
                 f"not ship CUDA or cuDNN: install {what} and {where}; with load-dynamic, ORT_DYLIB_PATH must "
@@ -144,7 +147,8 @@ def ort_for_cuda(matrix: Matrix, stack: Stack, cuda_major: int) -> str:
     span = ", ".join(ln.span() for ln in lines)
     if stack.binding == "csharp":
         return (f"reference a Microsoft.ML.OnnxRuntime.Gpu release built for CUDA {cuda_major}"
-                   + (f" (onnxruntime {span})" if span else ""))
+                   + (f" (onnxruntime {span})" if span else "")
+                   + "; a C++ project references Microsoft.ML.OnnxRuntime.Gpu.Windows or .Gpu.Linux of that release")
     if stack.binding == "java":
         return (f"use an onnxruntime_gpu jar release built for CUDA {cuda_major}"
                    + (f" (onnxruntime {span})" if span else ""))
