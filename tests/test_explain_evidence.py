@@ -43,6 +43,21 @@ def _facts(*lines: str) -> set[tuple[str, str]]:
     # microsoft/onnxruntime#10563: the CUDA toolkit's folder names its version
     ("Module loaded: 00007ff8`02c70000 00007ff8`02cf4000   C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.6"
      "\\bin\\cudart64_110.dll ", {("cuda.version", "11.6")}),
+    # microsoft/onnxruntime#8177: an issue form's paired line gives CUDA first, cuDNN second
+    ("- CUDA/cuDNN version: 11.0.3 / 8.0.2.39", {("cuda.version", "11.0"), ("cudnn.version", "8.0.2.39")}),
+    # microsoft/onnxruntime#7745: the same form with a cuDNN 7; "cuDNN version: 10.1" is not a cuDNN
+    ("- CUDA/cuDNN version: 10.1/7.6", {("cuda.version", "10.1"), ("cudnn.version", "7.6")}),
+    # microsoft/onnxruntime#22491: torch's integer CUDNN_VERSION
+    ("HJH Check CUDA Ver.12.1 HJH Check Torch Ver.2.3.1+cu121 HJH Check cuDNN Ver. 8907 HJH Check ONNXRuntime Ver. "
+     "1.19.2", {("cuda.version", "12.1"), ("cudnn.version", "8.9.7")}),
+    # microsoft/onnxruntime#21769: a full-width parenthesis from a CJK input method
+    ("I used onnxruntime-gpu==1.18.1 before, it can load onnx and work in CUDA\uff0811.7\uff09.",
+     {("cuda.version", "11.7")}),
+    # AlexeyAB/darknet#2836: a CUDA 9
+    ("- CUDA 9.0.176", {("cuda.version", "9.0")}),
+    # mudler/LocalAI#9948: a CUDA major named without its minor
+    ('the "latest" containers f\u00fcr cuda13 dont work with my V100.',
+     {("cuda.major", "13"), ("gpu.name", "V100"), ("gpu.compute_capability", "sm_70")}),
     # microsoft/onnxruntime#8325
     ('2021-07-07 19:07:55.8302585 [E:onnxruntime:Default, provider_bridge_ort.cc:1001 onnxruntime::ProviderLibrary::'
      'Get] LoadLibrary failed with error 126 "The specified module could not be found." when trying to load '
@@ -88,3 +103,46 @@ def test_a_fallback_line_with_evidence_against_it_gets_no_canned_advice() -> Non
     ids = [m.finding_id for m in classify(text)]
     assert ids[0] == "cudnn-major-mismatch"
     assert "cuda-ep-fell-back-to-cpu" not in ids
+
+
+def _corpus_text(prefix: str) -> str:
+    from tests.support.explain_corpus import load_corpus
+    return next(e.text for e in load_corpus() if e.name.startswith(prefix))
+
+
+def test_a_gpu_older_than_its_cuda_runtime_is_the_cause_not_cudnn_status_advice() -> None:
+    # AlexeyAB/darknet#2836 (corpus 188): an RTX 2070 (Turing) under CUDA 9.0; CUDA 10.0 fixed it
+    found = classify(_corpus_text("188-"))
+    assert found[0].finding_id == "cuda-runtime-older-than-gpu"
+    assert "cudnn-status-error" not in [m.finding_id for m in found]
+
+
+def test_a_gpu_a_library_dropped_is_a_cause_even_without_an_error_line() -> None:
+    # mudler/LocalAI#9948 (corpus 191): a V100 under CUDA 13 images, no log at all
+    found = classify(_corpus_text("191-"))
+    assert [m.finding_id for m in found] == ["gpu-dropped-by-library"]
+
+
+def test_a_gpu_between_two_cuda_versions_gets_no_memory_advice() -> None:
+    # pluja/whishper#172 (corpus 190): an RTX 5070 Ti, the image's CUDA 11.8 and the host's 12.9
+    fix = classify(_corpus_text("190-"))[0].fix
+    assert "Free GPU memory" not in fix
+    assert "12.8" in fix
+    assert "ortdoctor check" in fix
+
+
+def test_an_issue_form_pair_does_not_read_cuda_as_cudnn() -> None:
+    # microsoft/onnxruntime#8177 (corpus 194): the 1.8 loader's wording and CUDA 11.0.3 / cuDNN 8.0.2.39, which agree
+    ids = [m.finding_id for m in classify(_corpus_text("194-"))]
+    assert ids[0] == "providers-shared-load-failed"
+    assert "cudnn-major-mismatch" not in ids
+
+
+def test_the_issue_form_names_the_release_and_the_binding() -> None:
+    # microsoft/onnxruntime#19292 (corpus 185): the version field holds "onnxrumtime 1.16.2"; 1.16 is CUDA 11
+    assert classify(_corpus_text("185-"))[0].finding_id == "cuda-major-mismatch"
+    # microsoft/onnxruntime#21651 (corpus 202): the API field says Java, so the fix names the Java artifact
+    found = classify(_corpus_text("202-"))[0]
+    assert found.finding_id == "cuda-major-mismatch"
+    assert "onnxruntime_gpu" in found.fix
+    assert "pip install" not in found.fix

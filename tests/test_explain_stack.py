@@ -1,7 +1,7 @@
 """Fixes for the stack in the text: the binding and OS a pasted text shows, and no Python advice elsewhere.
 
 The corpus records each text's binding and OS from its thread; the detector reads them from the text
-alone, so it may say "unknown" but must not name another binding (two texts are the exception, named
+alone, so it may say "unknown" but must not name another binding (three texts are the exception, named
 below with the reason). A text whose binding is not Python gets no Python-only advice (pip, the hook,
 preload_dlls) unless the text does not show its binding, and then that advice is labelled "Python:".
 """
@@ -20,9 +20,11 @@ ENTRIES = load_corpus()
 NON_PYTHON = [e for e in ENTRIES if e.binding in ("java", "csharp", "rust", "c", "cpp")]
 _PYTHON_ONLY = re.compile(r"\bpip3? install\b|import ortdoctor\.hook|preload_dlls|ortdoctor preload|-m pip\b")
 # The text of 128 is the user's `pip install onnxruntime-gpu` (a Rust user checking PyPI); the text of 141
-# is the title naming the Microsoft.ML.OnnxRuntime.GPU NuGet package (the thread's program is C++).
+# is the title naming the Microsoft.ML.OnnxRuntime.GPU NuGet package (the thread's program is C++); 194 says
+# "installed from: NuGet" and nothing else of its language (the thread's program is C++ too).
 _READ_OTHERWISE = {"128-rust-ort-aarch64-gb10-no-gpu-wheel": "python",
-                   "141-ort-cpp-cuda-memoryinfo-on-host-buffer": "csharp"}
+                   "141-ort-cpp-cuda-memoryinfo-on-host-buffer": "csharp",
+                   "194-ort-1-8-0-nuget-win-providers-shared-error-code-126": "csharp"}
 
 
 def _stack(entry: CorpusEntry) -> tuple[str, str]:

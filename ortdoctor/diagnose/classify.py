@@ -93,7 +93,7 @@ def _resolve(scanner: Scanner, ctx: Context, matrix: Matrix | None,
         # TensorRT was found and loaded, only a function in it was not: ORT's generic "Please install
         # TensorRT libraries" around that error does not mean TensorRT is absent
         ranked = [t for t in ranked if t[2].finding_id != "tensorrt-unavailable"]
-    if any(_status_like(hit) for hit in scanner.hits.values()):
+    if not scanner.hits or any(_status_like(hit) for hit in scanner.hits.values()):
         cause = decider.evidence_cause()
         if cause is not None:
             # the text's own evidence names the cause: the advice its status error or fallback line would
@@ -176,8 +176,8 @@ def classify_with_stack(
     stack = with_evidence(scanner.stack.stack(), scanner.evidence.evidence())
     if evidence is not None:
         evidence.extend(scanner.evidence.items)
-    if not scanner.hits:
-        return [], stack
+    if not scanner.hits and stack.gpu_sm is None:
+        return [], stack  # nothing said, and no GPU whose pairing with the text's CUDA could be a cause
     ctx = Context(_sane_major(cuda_major), _sane_major(cudnn_major), _sane_version(ort_version))
     if from_environment and not _same_place(stack):
         ctx = Context()

@@ -29,7 +29,7 @@ BINDINGS = ("python", "java", "csharp", "rust", "node", "cpp")
 # `in` tests cost less than one regular expression over the line.
 _BINDING_MARKERS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("java", 3, ("ai.onnxruntime.Ort", "OrtException", "onnxruntime-java", ":ort-java", "com.microsoft.onnxruntime")),
-    ("java", 2, ("java.lang.", ".java:", "(Native Method)")),
+    ("java", 2, ("java.lang.", ".java:", "(Native Method)", "<artifactId>onnxruntime", "Maven")),
     ("csharp", 3, ("Microsoft.ML.OnnxRuntime", "OnnxRuntimeException", "OnnxRuntimeGenAIException",
                    "runtimes\\win-x64\\native", "runtimes/win-x64/native", "NuGet", "Unable to load DLL '")),
     ("csharp", 2, ("System.DllNotFoundException", "System.EntryPointNotFoundException", "System.TypeInitialization",
@@ -65,16 +65,16 @@ _WSL = re.compile(r"\bWSL2?\b|/usr/lib/wsl\b")
 _STACK_CHARS = 4096  # of a line, the part read for markers (they sit near the start of a message)
 
 _ORT_VERSION = re.compile(
-    r"(?<!Since )(?:\bonnxruntime(?:[-_]gpu)?(?:-(?:linux|win)-x64-gpu)?|\bONNX\s?Runtime|Microsoft\.ML\.OnnxRuntime(?:\.Gpu)?"
-    r"|\bORT)(?:\s*version)?[\s=:v-]{0,3}(1\.\d{1,2}(?:\.\d{1,2})?)\b",
+    r"(?<!Since )(?:\bonnxruntime(?:[-_]gpu)?(?:-(?:linux|win|osx)-(?:x64|aarch64|arm64)(?:-gpu)?(?:-cuda1\d)?)?"
+    r"|\bONNX\s?Runtime|Microsoft\.ML\.OnnxRuntime(?:\.Gpu(?:\.Linux|\.Windows)?)?"
+    r"|\bORT)(?:\s*(?:version|ver\.?))?[\s=:v-]{0,3}(1\.\d{1,2}(?:\.\d{1,2})?)\b",
     re.IGNORECASE,
 )
-# A CUDA the machine has (not the build's: ORT's own "Require ... CUDA 12.*" line is read apart).
-_MACHINE_CUDA = re.compile(
-    r"\bCUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?[\s:_-]{0,3}(\d{2})(?:\.\d)?\b(?!\.\*)"
-    r"|\bcu(1[1-3])\d\b",
-    re.IGNORECASE,
-)
+# ONNX Runtime's issue form: a "### <field>" heading, its answer on the next non-empty line. The API field names
+# the binding, the version field the release (whatever the answer's spelling: "onnxrumtime 1.16.2", "1.13").
+_FORM_API = {"python": "python", "c++": "cpp", "c": "cpp", "c#": "csharp", "java": "java", "javascript": "node",
+             "rust": "rust"}
+_FORM_VERSION = re.compile(r"\b(1\.\d{1,2}(?:\.\d{1,2})?)\b")
 _GPU_HINTS = ("rtx", "gtx", "tesla", "jetson", "a100", "h100", "h200", "v100", "t4", "l4", "l40", "gb10", "orin",
               "a10", "a30", "a40", "quadro")
 _GPU_NAME = re.compile(r"\b(?:NVIDIA\s+)?(?:GeForce\s+|Tesla\s+|Quadro\s+)?(?:RTX|GTX|Tesla|Jetson|A\d{2,3}|"
@@ -88,7 +88,7 @@ class Stack:
     binding: str = "unknown"  # one of BINDINGS, or "unknown"
     os: str = "unknown"  # "linux", "windows", "wsl", "macos", "unknown"
     ort_version: str | None = None  # the first onnxruntime version the text names
-    machine_cuda_major: int | None = None  # a CUDA major the text says is installed
+    machine_cuda_major: int | None = None  # a CUDA major the text says is installed (set from the evidence)
     gpu: str | None = None  # a GPU name the text shows
     genai: bool = False  # onnxruntime-genai is in the picture
     conda: bool = False  # a conda environment
@@ -115,13 +115,14 @@ class StackScanner:
         self._binding: Counter[str] = Counter()
         self._os: Counter[str] = Counter()
         self._ort_version: str | None = None
-        self._machine_cuda: Counter[int] = Counter()
         self._gpu: str | None = None
         self._genai = False
         self._conda = False
+        self._form_field = ""  # the issue-form heading whose answer comes next
 
     def feed(self, line: str) -> None:
         line = line[:_STACK_CHARS]
+        self._form(line)
         for binding, weight, marks in _BINDING_MARKERS:
             if any(m in line for m in marks):
                 self._binding[binding] += weight
@@ -133,11 +134,6 @@ class StackScanner:
             m = _ORT_VERSION.search(line)
             if m:
                 self._ort_version = m.group(1)
-        if ("cuda" in low or "cu1" in low) and "Require cuDNN" not in line:
-            for m in _MACHINE_CUDA.finditer(line):
-                major = int(m.group(1) or m.group(2))
-                if 9 <= major <= 13:
-                    self._machine_cuda[major] += 1
         if self._gpu is None and any(h in low for h in _GPU_HINTS):
             g = _GPU_NAME.search(line)
             if g:
@@ -145,12 +141,28 @@ class StackScanner:
         self._genai = self._genai or "onnxruntime_genai" in low or "onnxruntimegenai" in low or "og.model" in low
         self._conda = self._conda or "conda" in low
 
+    def _form(self, line: str) -> None:
+        text = line.strip()
+        if not text:
+            return
+        field, self._form_field = self._form_field, ""
+        if text.startswith("#"):
+            heading = text.lstrip("#").strip().lower()
+            if heading in ("onnx runtime api", "onnx runtime version or commit id"):
+                self._form_field = heading
+            return
+        if field == "onnx runtime api" and text.lower() in _FORM_API:
+            self._binding[_FORM_API[text.lower()]] += 3
+        elif field and self._ort_version is None:
+            m = _FORM_VERSION.search(text)
+            if m:
+                self._ort_version = m.group(1)
+
     def stack(self) -> Stack:
         return Stack(
             binding=_winner(self._binding, prefer_other_than="python"),
             os=_os_winner(self._os),
             ort_version=self._ort_version,
-            machine_cuda_major=self._machine_cuda.most_common(1)[0][0] if len(self._machine_cuda) == 1 else None,
             gpu=self._gpu,
             genai=self._genai,
             conda=self._conda,

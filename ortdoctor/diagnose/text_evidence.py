@@ -44,11 +44,17 @@ _RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("driver.version", ("driver version",), re.compile(r"Driver Version:?\s*(\d{3}\.\d{1,3}(?:\.\d{1,3})?)")),
     ("driver.cuda", ("cuda version:",), re.compile(r"CUDA Version:\s*(\d{2}\.\d)")),
     ("cuda.version", ("cuda", "nvcc", "cu1"),
-     re.compile(r"(?<![\w.])(?:CUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?(?!\s*Version:)[\s:=_\\/-]{0,3}v?"
-                r"|cuda-|nvidia/cuda:|release\s)(1[0-3]\.\d)(?!\.\*)\b|\bcu(1[1-3])(\d)\b", re.IGNORECASE)),
+     re.compile(r"(?<![\w.])(?:CUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?(?!\s*Version:)[\s:=_\\/(-]{0,3}v?"
+                r"|cuda-|nvidia/cuda:|release\s)((?:1[0-3]|[89])\.\d)(?!\.\*)\b|\bcu(1[1-3])(\d)\b", re.IGNORECASE)),
+    # a CUDA major named without its minor ("CUDA 12", "cuda13", "CUDA 12.x", a cu13 image): the machine's major
+    ("cuda.major", ("cuda", "cu1"),
+     re.compile(r"(?<![\w.])(?:CUDA[ _-]?|cu)(1[1-3])(?:\.[x*])?(?!\w|\.\d)(?!\s*(?:Version|toolkit)\b)",
+                re.IGNORECASE)),
     ("cudnn.version", ("cudnn",),
      re.compile(r"\bcu[Dd][Nn][Nn][\s_-]?v?(?:version\s*)?[:=]?\s?((?:[89]|1\d)(?:\.\d{1,2}){1,3})\b"
-                r"|nvidia-cudnn-cu1\d[=\s]{1,3}((?:[89]|1\d)\.\d{1,2})|\bcudnn(8|9)\b")),
+                r"|nvidia-cudnn-cu1\d[=\s]{1,3}((?:[89]|1\d)\.\d{1,2})|\bcudnn(8|9)\b"
+                # the integer torch.backends.cudnn.version() prints (CUDNN_VERSION): 8907 is 8.9.7, 90100 is 9.1.0
+                r"|\bcu[Dd][Nn][Nn](?:\s*(?:version|ver\.?))?\s*[:=]?\s*([89]\d{3}|[19]\d{4})\b", re.IGNORECASE)),
     ("tensorrt.version", ("tensorrt", "trt"),
      re.compile(r"\b(?:TensorRT|TRT)(?:\s*version)?[\s:=_-]{0,3}v?(\d{1,2}\.\d{1,2}(?:\.\d{1,3}){0,2})\b"
                 r"|tensorrt-cu1\d[=\s]{1,3}(\d{1,2}\.\d{1,2})", re.IGNORECASE)),
@@ -70,6 +76,8 @@ _GPU_HINTS = ("rtx", "gtx", "quadro", "tesla", "titan", "jetson", "nvidia", "gpu
               "p100", "p40", "p4", "l4", "gb10")
 _CC = re.compile(r"(?:compute capability|CUDA capability|capability)(?: major/minor version number)?:?\s*"
                  r"(\d{1,2})\.(\d)|\bsm_?(\d{2,3})\b", re.IGNORECASE)
+_PAIRED = re.compile(r"CUDA\s*/\s*cuDNN(?:\s*versions?)?\s*[:=]?\s*v?((?:1[0-3]|[89])\.\d{1,2}(?:\.\d{1,3})?)\s*/\s*v?"
+                     r"(\d{1,2}(?:\.\d{1,3}){0,3})\b", re.IGNORECASE)
 _REQUIRE = re.compile(r"Require cuDNN (\d{1,2})\.\* and CUDA (\d{1,2})\.\*")
 
 
@@ -97,9 +105,15 @@ class EvidenceScanner:
                 self._add("ort.cudnn_major", m.group(1), line)
                 self._add("ort.cuda_major", m.group(2), line)
             return  # the build's majors, not the machine's: no other rule reads this line
+        paired = _PAIRED.search(line) if "/cudnn" in low.replace(" ", "") else None
+        if paired:  # an issue form's "CUDA/cuDNN version: 11.0.3 / 8.0.2.39": the first is CUDA's, the second cuDNN's
+            self._add("cuda.version", ".".join(paired.group(1).split(".")[:2]), line)
+            self._add("cudnn.version", paired.group(2), line)
         for fact, needles, pattern in _RULES:
-            if not any(n in low for n in needles) or (fact == "cuda.version" and "driver version" in low):
+            if not any(n in low for n in needles) or (fact.startswith("cuda.") and "driver version" in low):
                 continue  # nvidia-smi's "CUDA Version" is the driver's highest CUDA, not an installed one
+            if paired and fact in ("cuda.version", "cudnn.version"):
+                continue
             for m in pattern.finditer(line):
                 value = _value(fact, m)
                 if value:
@@ -130,6 +144,10 @@ def _value(fact: str, m: re.Match[str]) -> str | None:
         return None
     if fact == "cuda.version" and m.group(2):
         return f"{m.group(2)}.{m.group(3)}"  # cu124 -> 12.4
+    if fact == "cudnn.version" and m.group(4):  # CUDNN_VERSION as an integer: major*1000 (8.x), major*10000 (9.x)
+        n = int(m.group(4))
+        major, rest = (n // 10000, n % 10000) if n >= 10000 else (n // 1000, n % 1000)
+        return f"{major}.{rest // 100}.{rest % 100}"
     if fact == "python.version" and groups[0].startswith("3") and "." not in groups[0]:
         return f"3.{groups[0][1:]}"  # \Python310\ -> 3.10
     if fact == "ort.copies":  # the package whose directory holds an onnxruntime/capi (onnxruntime's own)

@@ -122,7 +122,11 @@ class Decider:
         # the CUDA/cuDNN majors the builds of the named onnxruntime version use (its PyPI wheel and its feeds)
         self.version_cuda: frozenset[int] = frozenset()
         self.version_cudnn: frozenset[int] = frozenset()
+        #: (CUDA major, cuDNN major) of each build of that version (its PyPI wheel and its feeds)
+        self.version_builds: tuple[tuple[int, int | None], ...] = ()
         if line is not None:
+            self.version_builds = ((line.cuda_major, line.cudnn_major),
+                                   *((f.cuda_major, f.cudnn_major) for f in line.feeds))
             self.version_cuda = frozenset({line.cuda_major, *(f.cuda_major for f in line.feeds)})
             self.version_cudnn = frozenset(m for m in (line.cudnn_major, *(f.cudnn_major for f in line.feeds))
                                            if m is not None)
@@ -241,7 +245,21 @@ class Decider:
         build = self.ctx.cudnn_major
         if build is None and have is not None and self.version_cudnn and have not in self.version_cudnn:
             build = max(self.version_cudnn)
+        installed = self.ev.majors("cudnn.version")
         details = {"soname": lib.name, "library": "cudnn"}
+        if build is None and have is not None and len(installed) == 1 and have not in installed:
+            # the text shows the cuDNN the machine has, and it is another major than the one asked for
+            other = installed.pop()
+            items = self._used("cudnn-major-mismatch", "cudnn.version", "ort.version")
+            return Match(
+                "cudnn-major-mismatch",
+                f"{lib.name} (cuDNN {have}) was asked for, and the text shows cuDNN {other} installed.",
+                "A build linked against one cuDNN major cannot use another (cuDNN 8 and 9 are not "
+                f"interchangeable). Evidence: {self._cite(items)}.",
+                f"Install cuDNN {have} (the build's), or an onnxruntime-gpu built for cuDNN {other}"
+                + (f" ({self._summary()})" if self._summary() else "") + ".",
+                hit.evidence, {**details, "cudnn_major": str(have), "installed_cudnn_major": str(other)},
+            )
         if have is not None:
             details["cudnn_major"] = str(have)
         if have is not None and build is not None and have != build:
@@ -297,8 +315,8 @@ class Decider:
             return self._major_mismatch(lib, hit, details, f"the text shows CUDA {machine}", wanted=lib_major,
                                         have=machine)
         current = self._current()
-        if (lib.majors and build is None and req == "provider" and current
-                and max(lib.majors) < min(current)):
+        if (lib.majors and build is None and req == "provider" and current and machine is None
+                and max(lib.majors) < min(current)):  # (a text showing that very CUDA installed contradicts it)
             return self._major_mismatch(
                 lib, hit, details,
                 f"CUDA {'/'.join(str(m) for m in sorted(lib.majors))} is older than what current onnxruntime-gpu "
@@ -450,7 +468,9 @@ class Decider:
         facts = self.facts
         form = hit.data.get("form", "")
         both = facts.gpu_package_named and facts.cpu_package_named
-        if self.stack.python and (both or (form == "list" and facts.repl)):
+        # the two PyPI package names are Python's own, so they decide for a text that shows no other binding
+        if (self.stack.python and form == "list" and facts.repl) or (both and not (self.stack.known
+                                                                                 and not self.stack.python)):
             return self._multiple(hit)
         what = {
             "warning": "CUDAExecutionProvider was asked for, but the imported onnxruntime does not offer it.",
@@ -485,6 +505,9 @@ class Decider:
         return self._multiple(hit)
 
     def _b_provider_126(self, hit: Hit) -> Match:
+        if any(k[0] == "shared_missing" for k in self.hits):
+            # the providers' shared bridge is loaded before any provider library: its failure is the cause
+            return self._b_shared_missing(hit)
         if hit.data.get("java_temp") or self.stack.binding == "java":
             return self._cpu_only(hit, "The Java binding could not load onnxruntime_providers_cuda.dll (error 126).")
         if self.facts.cuda_path_set:
@@ -636,10 +659,11 @@ class Decider:
             "CUBLAS_STATUS_ALLOC_FAILED at cublasCreate means cuBLAS could not allocate its workspace: the GPU's "
             "memory is taken (a small GPU, other processes, many sessions or threads), or a cuBLAS of another CUDA "
             "release was loaded in front of the one the build needs.",
-            "Free GPU memory: fewer concurrent sessions or execution threads, a smaller model or input, other GPU "
-            "processes stopped (nvidia-smi lists them); and make sure the CUDA and cuDNN that get loaded are the "
-            "versions the onnxruntime build supports (remove other CUDA/cuDNN folders from "
-            + ("PATH)." if self.stack.windows else "PATH / LD_LIBRARY_PATH).") + self._undecided(),
+            self._contested() or (
+                "Free GPU memory: fewer concurrent sessions or execution threads, a smaller model or input, other GPU "
+                "processes stopped (nvidia-smi lists them); and make sure the CUDA and cuDNN that get loaded are the "
+                "versions the onnxruntime build supports (remove other CUDA/cuDNN folders from "
+                + ("PATH)." if self.stack.windows else "PATH / LD_LIBRARY_PATH).") + self._undecided()),
             hit.evidence, {"status": status},
         )
 
@@ -652,8 +676,9 @@ class Decider:
             "At cudnnCreate it is resource exhaustion (a session per thread, too many sessions on one GPU); "
             "CUDNN_STATUS_NOT_SUPPORTED at a descriptor is a tensor too large for cuDNN (a batch too big); a "
             "cuDNN other than the build's can also cause it.",
-            "Reduce concurrent sessions and execution threads, lower the batch size or input size, and check that "
-            "the cuDNN loaded is the one the onnxruntime build expects." + self._undecided(),
+            self._contested() or (
+                "Reduce concurrent sessions and execution threads, lower the batch size or input size, and check "
+                "that the cuDNN loaded is the one the onnxruntime build expects." + self._undecided()),
             hit.evidence, {"status": status},
         )
 
@@ -892,19 +917,14 @@ class Decider:
         ev = self.ev
         first = next(iter(sorted(self.hits.values(), key=lambda h: h.order)), None)
         if first is None:
-            return None
+            return self._gpu_cause(None)
         owners = list(dict.fromkeys(ev.ort_owners()))
         if len(owners) >= 2:
             return self._second_ort(first, owners)
-        sm = ev.sm()
+        gpu = self._gpu_cause(first)
+        if gpu is not None:
+            return gpu
         runtime = ev.cuda_versions()
-        if sm is not None:
-            need = _FIRST_CUDA.get(sm)
-            if need is not None and runtime and all(v < need for v in runtime):
-                return self._runtime_older(first, sm, need, max(runtime))
-            dropped = self._dropped(sm)
-            if dropped is not None:
-                return self._gpu_dropped(first, sm, dropped)
         build_cudnn, build_cuda = self.ctx.cudnn_major, self.ctx.cuda_major
         # without ORT's own Require line, the version the text names gives the build's majors when all its
         # builds (the PyPI wheel and the feeds) agree on one
@@ -914,10 +934,32 @@ class Decider:
             build_cudnn = next(iter(self.version_cudnn))
         have_cudnn = ev.majors("cudnn.version")
         have_cuda = {m for m, _ in runtime}
+        if build_cudnn is None and len(have_cuda) == 1 and build_cuda in (None, *have_cuda):
+            # the version's builds disagree on cuDNN: the one in use is the build for the CUDA the machine has
+            for_cuda = {dnn for cuda, dnn in self.version_builds if cuda in have_cuda and dnn is not None}
+            if len(for_cuda) == 1:
+                build_cudnn = for_cuda.pop()
         if build_cudnn is not None and len(have_cudnn) == 1 and build_cudnn not in have_cudnn:
             return self._build_needs(first, "cudnn", build_cudnn, have_cudnn.pop())
         if build_cuda is not None and len(have_cuda) == 1 and build_cuda not in have_cuda:
             return self._build_needs(first, "cuda", build_cuda, have_cuda.pop())
+        return None
+
+    def _gpu_cause(self, first: Hit | None) -> Match | None:
+        """A GPU the text's CUDA or cuDNN cannot run: newer than the CUDA runtime, or a generation the library
+        dropped. Such a pair fails whatever else the text says, so it is a cause even in a text that quotes no
+        error line (``first`` is None then)."""
+        sm = self.ev.sm()
+        if sm is None:
+            return None
+        runtime = self.ev.cuda_versions()
+        need = _FIRST_CUDA.get(sm)
+        hit = first or Hit("evidence", "", "", -1)
+        if need is not None and runtime and all(v < need for v in runtime):
+            return self._runtime_older(hit, sm, need, max(runtime))
+        dropped = self._dropped(sm)
+        if dropped is not None:
+            return self._gpu_dropped(hit, sm, dropped)
         return None
 
     def _evidenced_cuda(self) -> int | None:
@@ -939,6 +981,23 @@ class Decider:
                                     platform="win_amd64" if self.stack.windows else "linux_x86_64")
         return ("python -m " + rec.command if rec.command.startswith("pip ") else rec.command) if rec is not None \
             else default
+
+    def _contested(self) -> str:
+        """For a status error whose text shows a GPU and several CUDA versions, only some of them older than the
+        GPU: which of them the program runs on decides (the other is often the host's or the driver's). Memory
+        advice is not printed against that evidence."""
+        sm = self.ev.sm()
+        need = _FIRST_CUDA.get(sm) if sm is not None else None
+        runtime = sorted(set(self.ev.cuda_versions()))
+        older = [v for v in runtime if need is not None and v < need]
+        if not older or len(older) == len(runtime) or need is None:
+            return ""
+        self._used("cuda-runtime-older-than-gpu", "gpu.name", "gpu.compute_capability", "cuda.version")
+        shown = ", ".join(f"{a}.{b}" for a, b in runtime)
+        return (f"The text shows the GPU (sm_{sm}) and CUDA {shown}; the GPU needs CUDA {need[0]}.{need[1]} or newer. "
+                f"If the program's own CUDA runtime (its onnxruntime, PyTorch or container build) is "
+                f"{' or '.join(f'{a}.{b}' for a, b in older)}, that is the cause: use builds of CUDA {need[0]}.{need[1]} "
+                "or newer, all of one CUDA major. `ortdoctor check` reads which CUDA runtime the program loads.")
 
     def _undecided(self) -> str:
         """For a status error the evidence did not explain: which evidence would tell its causes apart."""
@@ -968,7 +1027,8 @@ class Decider:
         if sm < _CUDNN_DROP_BELOW and any(v >= _CUDNN_DROP_FROM for v in cudnn):
             return f"cuDNN {'.'.join(map(str, max(cudnn)))} (cuDNN 9.11 and later support no GPU older than Volta)"
         floor = kernels.CUDA_FLOOR.get(13)
-        cuda13 = 13 in {m for m, _ in self.ev.cuda_versions()} or self.ctx.cuda_major == 13
+        cuda13 = (13 in {m for m, _ in self.ev.cuda_versions()} or 13 in self.ev.majors("cuda.major")
+                  or self.ctx.cuda_major == 13)
         if floor is not None and sm < floor[0] * 10 + floor[1] and cuda13:
             return "CUDA 13 (it builds nothing for Maxwell, Pascal or Volta)"
         return None
@@ -1003,7 +1063,7 @@ class Decider:
 
     def _gpu_dropped(self, hit: Hit, sm: int, by: str) -> Match:
         items = self._used("gpu-dropped-by-library", "gpu.name", "gpu.compute_capability", "cudnn.version",
-                           "cuda.version")
+                           "cuda.version", "cuda.major")
         doc = _CATALOG["gpu-dropped-by-library"]
         fix = doc.fix
         if "cuDNN" in by and self.stack.python and self.matrix is not None:
@@ -1074,7 +1134,7 @@ class Decider:
 # The CUDA release that first knows each GPU generation (CUDA toolkit release notes): a runtime older than
 # this has no cuBLAS/cuDNN/onnxruntime kernels for it, whatever the driver.
 _FIRST_CUDA: dict[int, tuple[int, int]] = {
-    80: (11, 0), 86: (11, 1), 87: (11, 4), 89: (11, 8), 90: (11, 8), 100: (12, 8), 101: (12, 8), 120: (12, 8),
+    60: (8, 0), 61: (8, 0), 62: (8, 0), 70: (9, 0), 72: (10, 0), 75: (10, 0), 80: (11, 0), 86: (11, 1), 87: (11, 4), 89: (11, 8), 90: (11, 8), 100: (12, 8), 101: (12, 8), 120: (12, 8),
     121: (12, 9), 103: (12, 9),
 }
 # cuDNN 9.11 dropped Maxwell and Pascal (its support matrix; https://github.com/immich-app/immich/pull/23110).
@@ -1085,7 +1145,11 @@ _CUDNN_DROP_BELOW = 70
 def with_evidence(stack: Stack, ev: TextEvidence) -> Stack:
     """The stack with what the evidence adds for the fixes: the Python version and the GPU."""
     sm = ev.sm()
-    return replace(stack, python_version=ev.python(), gpu_sm=sm)
+    # the CUDA the machine has is read once, by the evidence (which knows nvidia-smi's "CUDA Version" is the
+    # driver's, not an installed one); a text that shows two majors shows none for sure
+    majors = {m for m, _ in ev.cuda_versions()} or ev.majors("cuda.major")
+    return replace(stack, python_version=ev.python(), gpu_sm=sm,
+                   machine_cuda_major=majors.pop() if len(majors) == 1 else None)
 
 
 def _identify_without_matrix(name: str) -> _Lib | None:

@@ -364,6 +364,11 @@ def _package_listed(s: Scanner, m: re.Match[str], line: str) -> None:
         s.facts.cpu_package_named = True
 
 
+def _both_named(s: Scanner) -> None:
+    s.facts.gpu_package_named = True
+    s.facts.cpu_package_named = True
+
+
 def _ld_debug_init(s: Scanner, m: re.Match[str], line: str) -> None:
     directory, soname = m.group(1), m.group(2)
     if directory not in s.facts.cudnn_init_dirs and len(s.facts.cudnn_init_dirs) < 20:
@@ -385,6 +390,9 @@ _RULES: tuple[Rule, ...] = (
     # glibc's dlerror: "<soname>: cannot open shared object file", wherever it appears.
     Rule(("cannot open shared object file",),
           re.compile(r"([\w+.-]{1,200}\.so(?:\.\d{1,6}){0,4})\s*:\s*cannot open shared object file"), _so_missing),
+    # cuDNN 9's own loader, when a sub-library it opens by name is not there
+    Rule(("unable to load any of {",),
+          re.compile(r"Unable to load any of \{(lib[\w+.-]{1,100}?\.so\.\d{1,3})\b"), _so_dlopen),
     Rule(("failed to dlopen",), re.compile(r"Failed to dlopen (lib[\w+.-]{1,100}\.so(?:\.\d{1,6}){0,4})"),
           _so_dlopen),
     Rule(("undefined symbol",), re.compile(r"([\w+./-]{1,300}\.so(?:\.\d{1,6}){0,4}): undefined symbol: (\S{1,200})"),
@@ -491,6 +499,13 @@ _RULES: tuple[Rule, ...] = (
           _simple("both_packages", subject="optimum")),
     Rule(("onnxruntime==", "onnxruntime-gpu==", "onnxruntime ", "onnxruntime-gpu "),
           re.compile(r"(?:^|[\s+|`])onnxruntime(-gpu)?(?:==|\s{1,30})v?1\.\d{1,2}\.\d"), _package_listed),
+    # both packages named as installed in one breath: "pip install onnxruntime onnxruntime-gpu", "I install both
+    # `onnxruntime` and `onnxruntime-gpu`" (they share one import package, the last one installed wins its files)
+    Rule(("install",),
+          re.compile(r"\binstall(?:ed|ing|s)?\b[^.\n]{0,40}?(?<![\w-])[`'\"]?onnxruntime[`'\"]?(?![\w-])[^.\n]{0,40}?"
+                     r"onnxruntime-gpu|\binstall(?:ed|ing|s)?\b[^.\n]{0,40}?onnxruntime-gpu[`'\"]?[^.\n]{0,40}?"
+                     r"(?<![\w-])[`'\"]?onnxruntime[`'\"]?(?![\w-])", re.IGNORECASE),
+          lambda s, m, line: _both_named(s)),
     Rule((">>>",), re.compile(r"^[\s>`]*>>>"), _repl),
     Rule(("explicitly set the providers parameter",),
           re.compile(r"required to explicitly set the providers parameter"), _simple("providers_not_set", subject="")),
