@@ -1050,7 +1050,9 @@ class Decider:
         items = self._used("cuda-runtime-older-than-gpu", "gpu.name", "gpu.compute_capability", "cuda.version",
                            "driver.cuda")
         doc = _CATALOG["cuda-runtime-older-than-gpu"]
-        major = need[0] if need[0] in self._current() else max(self._current())
+        # the oldest current CUDA major that knows the GPU: a newer major asks more of the driver than needed
+        fit = sorted(m for m in self._current() if m >= need[0])
+        major = fit[0] if fit else max(self._current())
         fix = ("Use CUDA libraries, cuDNN and an onnxruntime build of CUDA "
                f"{need[0]}.{need[1]} or newer, all of one CUDA major: {self._ort_for(major)}. "
                + (self._libs_set(major) + " " if self._libs_set(major) else "")
