@@ -1026,11 +1026,14 @@ class Decider:
         cudnn = [tuple(int(x) for x in v.split(".")[:2]) for v in self.ev.values("cudnn.version") if "." in v]
         if sm < _CUDNN_DROP_BELOW and any(v >= _CUDNN_DROP_FROM for v in cudnn):
             return f"cuDNN {'.'.join(map(str, max(cudnn)))} (cuDNN 9.11 and later support no GPU older than Volta)"
-        floor = kernels.CUDA_FLOOR.get(13)
-        cuda13 = (13 in {m for m, _ in self.ev.cuda_versions()} or 13 in self.ev.majors("cuda.major")
-                  or self.ctx.cuda_major == 13)
-        if floor is not None and sm < floor[0] * 10 + floor[1] and cuda13:
-            return "CUDA 13 (it builds nothing for Maxwell, Pascal or Volta)"
+        shown = {m for m, _ in self.ev.cuda_versions()} | self.ev.majors("cuda.major")
+        if self.ctx.cuda_major is not None:
+            shown.add(self.ctx.cuda_major)
+        for major in sorted(shown, reverse=True):  # every CUDA major's oldest GPU, from the one kernel table
+            floor = kernels.CUDA_FLOOR.get(major)
+            if floor is not None and sm < floor[0] * 10 + floor[1]:
+                return (f"CUDA {major} (it builds nothing below sm_{floor[0]}{floor[1]}"
+                        + (": no Maxwell, Pascal or Volta)" if major == 13 else ": no Kepler)" if major == 12 else ")"))
         return None
 
     def _second_ort(self, hit: Hit, owners: list[str]) -> Match:
