@@ -42,7 +42,8 @@ from ortdoctor.diagnose.textlines import iter_lines
 from ortdoctor.formats.ortlog import strip_ansi
 
 #: Findings that only say "the CUDA EP was not used" (or that nothing is wrong); a cause usually sits beside them.
-CONSEQUENCE_IDS = frozenset({"cuda-ep-fell-back-to-cpu", "cpu-provider-only-applied", "nodes-not-assigned-preferred-ep"})
+#: Each is marked in its catalog row (``consequence=True``).
+CONSEQUENCE_IDS: frozenset[str] = frozenset(e.id for e in _CATALOG.values() if e.consequence)
 
 #: Ids whose (title, cause, fix) `explain` shows when the catalog lacks them (kept for callers; every id
 #: the classifier gives is in the catalog now).
@@ -50,16 +51,9 @@ LOCAL_DOCS: dict[str, tuple[str, str, str]] = {
     fid: (_CATALOG[fid].title, _CATALOG[fid].cause, _CATALOG[fid].fix) for fid in ("cuda-ep-fell-back-to-cpu",)
 }
 
-# Rank of a finding: 0 a cause, 1 the optional TensorRT provider, 2 a symptom that names no cause,
-# 3 a consequence or a harmless warning. Ids not listed are causes.
-_RANK: dict[str, int] = {
-    "tensorrt-unavailable": 1,
-    "tensorrt-ep-fell-back": 1,
-    "cuda-path-set-not-loaded": 2,
-    "cuda-ep-fell-back-to-cpu": 3,
-    "cpu-provider-only-applied": 3,
-    "nodes-not-assigned-preferred-ep": 3,
-}
+# Rank of a finding, from its catalog row: 0 a cause, 1 the optional TensorRT provider, 2 a symptom that
+# names no cause, 3 a consequence or a harmless warning. Ids whose row sets no rank take the observation's.
+_RANK: dict[str, int] = {e.id: e.rank for e in _CATALOG.values() if e.rank is not None}
 
 
 # --------------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ortdoctor.core.catalog import CATALOG, make
+from ortdoctor.core.catalog import CATALOG, known_id, make
 from ortdoctor.core.facts import (
     Finding,
     PackageStep,
@@ -74,9 +74,7 @@ def merge_smoke(found: list[Finding], smoke: Any, installer: Installer | None = 
         # the causes carry the smoke session's evidence and the fix: a second error saying "the smoke
         # session failed, fix the above first" would only make the report longer
         return found
-    fid = getattr(smoke, "finding_id", None) or "smoke-failed"
-    if fid not in CATALOG:
-        fid = "smoke-failed"
+    fid = known_id(getattr(smoke, "finding_id", None), "smoke-failed")
     if any(f.id == fid for f in found):
         return found
     providers = getattr(smoke, "providers", None)
@@ -126,7 +124,7 @@ def merge_device_smokes(found: list[Finding], ctx: Ctx, smoke: Any, device_smoke
     main_sig = _smoke_signature(smoke) if main_failed else None
     same = [ds for ds in failed if main_sig is not None and _smoke_signature(ds.smoke) == main_sig]
     if same:
-        fid = main_sig[0] if main_sig and main_sig[0] in CATALOG else "smoke-failed"
+        fid = known_id(main_sig[0] if main_sig else None, "smoke-failed")
         hit = next((i for i, f in enumerate(found) if f.id == fid), None)
         names = "; ".join(_device_name(ds) for ds in same)
         if hit is not None:
@@ -135,9 +133,7 @@ def merge_device_smokes(found: list[Finding], ctx: Ctx, smoke: Any, device_smoke
         if ds in same:
             continue
         sm = ds.smoke
-        fid = getattr(sm, "finding_id", None) or "smoke-failed"
-        if fid not in CATALOG:
-            fid = "smoke-failed"
+        fid = known_id(getattr(sm, "finding_id", None), "smoke-failed")
         where = _device_name(ds)
         providers = getattr(sm, "providers", None)
         detail = f"On {where} the smoke session "

@@ -16,6 +16,7 @@ from typing import Any
 from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.catalog import CatalogEntry, make
 from ortdoctor.core.facts import DriverInfo, Finding, Severity
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.prove.model_check.inspect import ModelInspection
 from ortdoctor.prove.model_check.op_cost import LABEL, RANKING_RULE, Cost, costs
 from ortdoctor.prove.model_check.placement import CPU_EP, CUDA_EP, Placement
@@ -37,7 +38,7 @@ INPUT_ERROR_IDS = frozenset({"model-invalid", "model-truncated", "model-external
                              "model-opset-unsupported"})
 
 
-def make_finding(id_: str, detail: str, fix: str | None = None, severity: Severity | None = None,
+def make_finding(id_: FindingId, detail: str, fix: str | None = None, severity: Severity | None = None,
                  title: str | None = None) -> Finding:
     if id_ not in MODEL_IDS:  # a typo here would otherwise pass as a valid catalog id of another area
         raise KeyError(id_)

@@ -322,7 +322,7 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
     no_driver = any(getattr(c, "finding_id", "") == "driver-missing" for c in causes)
     out = [_row("Smoke", FAIL, "could not run on the GPU (no usable NVIDIA driver)" if no_driver else
                 f"failed{where}", s)]
-    titles = {f.id: f.title for f in report.findings}
+    titles: dict[str, str] = {f.id: f.title for f in report.findings}
     if causes:
         for cid in dict.fromkeys(getattr(c, "finding_id", "") for c in causes):
             out.append(" " * _LABEL + f"cause: {titles.get(cid) or _catalog_title(cid)}  " + s.dim(f"[{cid}]"))

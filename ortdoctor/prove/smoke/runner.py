@@ -20,6 +20,7 @@ import threading
 import time
 
 from ortdoctor.core.facts import Match
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import field, record
 from ortdoctor.formats.ortlog import ort_log_lines, strip_ansi
 from ortdoctor.prove import child_process
@@ -105,7 +106,7 @@ class SmokeResult:
     providers: tuple[str, ...] = ()
     device_id: int | None = None
     error: str | None = None
-    finding_id: str | None = None  # None when ok; else "smoke-fell-back-to-cpu" or "smoke-failed"
+    finding_id: FindingId | None = None  # None when ok; else "smoke-fell-back-to-cpu" or "smoke-failed"
     # what ORT's messages say went wrong, filled by the diagnosis (ortdoctor.diagnose.smoke.classify_smoke)
     causes: tuple[Match, ...] = ()
     evidence: tuple[str, ...] = ()  # ORT's own log lines (warnings and errors) and the matched lines
@@ -366,6 +367,7 @@ def judge(
     message: str | None = str(data["error"]) if data.get("error") is not None else None
     ort_version = data.get("ort_version")
     text = "\n".join([stderr, message or "", *[str(w) for w in data.get("warnings") or ()]])
+    finding: FindingId | None
     if ok:
         finding = None
     elif _fell_back(data, providers):
