@@ -29,6 +29,7 @@ import sys
 from collections.abc import Iterable
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
+from ortdoctor.core.ep_names import CUDA_EP
 from ortdoctor.core.facts import Match
 from ortdoctor.core.record import replace
 from ortdoctor.decide.matrix.load import load_matrix
@@ -61,7 +62,7 @@ _RANK: dict[str, int] = {e.id: e.rank for e in _CATALOG.values() if e.rank is no
 # --------------------------------------------------------------------------------------------------
 def _tensorrt_banner(facts: Facts) -> bool:
     """Python's EP Error banner retried without TensorRT and kept the CUDA provider the caller asked for."""
-    return any("Tensorrt" in when and "CUDAExecutionProvider" in when and "CUDAExecutionProvider" in back
+    return any("Tensorrt" in when and CUDA_EP in when and CUDA_EP in back
                for when, back in facts.banners)
 
 

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 FEED_PREREQS = ("flatbuffers", "numpy", "packaging", "protobuf", "sympy")
 # Resolver findings that say less than a diagnosis finding about the same thing: dropped when it fires.
 SUPERSEDED = {"ld-library-path-unsafe-entry": "ld-library-path-unsafe", "lib-sources-mixed": "lib-multiple-copies"}
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 # Free memory below this (MiB) leaves too little for an arena plus cuDNN workspaces.
 LOW_MEMORY_MIB = 1024
 # NVML compute modes that refuse a new CUDA context (always, or while another process holds one).

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 
 from ortdoctor.core.catalog import make
+from ortdoctor.core.driver_libraries import NVCUDA_DLL
 from ortdoctor.core.facts import (
     Candidate,
     Finding,
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 def _is_driver_lib(soname: str) -> bool:
     """libcuda belongs to the driver (reported by the driver checks), not to the CUDA wheels."""
     low = soname.lower()
-    return low.startswith("libcuda.so") or low == "nvcuda.dll"
+    return low.startswith("libcuda.so") or low == NVCUDA_DLL
 
 
 def _is_cudnn(lp: LibraryPlan) -> bool:

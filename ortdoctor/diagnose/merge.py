@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ortdoctor.core.catalog import CATALOG, known_id, make
+from ortdoctor.core.ep_names import CUDA_EP
 from ortdoctor.core.facts import (
     Finding,
     PackageStep,
@@ -78,8 +79,8 @@ def merge_smoke(found: list[Finding], smoke: Any, installer: Installer | None = 
     if any(f.id == fid for f in found):
         return found
     providers = getattr(smoke, "providers", None)
-    ep = getattr(smoke, "ep", None) or "CUDAExecutionProvider"
-    ep_words = "the CUDA EP" if ep == "CUDAExecutionProvider" else ep
+    ep = getattr(smoke, "ep", None) or CUDA_EP
+    ep_words = "the CUDA EP" if ep == CUDA_EP else ep
     detail = f"The smoke session (MatMul+Add+Relu on {ep_words}, CPU fallback disabled, in a child process)"
     detail += f" ran on {list(providers)}" if providers else f" did not run on {ep_words}"
     status = getattr(smoke, "exit_status", None)

@@ -15,11 +15,12 @@ from typing import Any
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.catalog import CatalogEntry, make
+from ortdoctor.core.ep_names import CPU_EP, CUDA_EP
 from ortdoctor.core.facts import DriverInfo, Finding, Severity
 from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.prove.model_check.inspect import ModelInspection
 from ortdoctor.prove.model_check.op_cost import LABEL, RANKING_RULE, Cost, costs
-from ortdoctor.prove.model_check.placement import CPU_EP, CUDA_EP, Placement
+from ortdoctor.prove.model_check.placement import Placement
 
 #: Every id this module emits. Their documentation (title, severity, cause, evidence, fix) lives in
 #: :mod:`ortdoctor.core.catalog`, the single source for ``docs/findings.md`` and ``ortdoctor explain``.

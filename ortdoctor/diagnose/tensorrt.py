@@ -12,6 +12,7 @@ import os
 import re
 
 from ortdoctor.core.catalog import make
+from ortdoctor.core.ep_names import TENSORRT_EP
 from ortdoctor.core.facts import (
     ElfInfo,
     Finding,
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TENSORRT_EP", "check_cuda_plugin_ep", "check_plugin_devices", "check_plugin_eps", "check_tensorrt"]
 
-TENSORRT_EP = "TensorrtExecutionProvider"
 _VERSION_RE = lazy(r"^(\d+)\.(\d+)")
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from ortdoctor.core.facts import Finding
 from ortdoctor.core.record import record, replace
+from ortdoctor.core.severity import severity_rank
 from ortdoctor.formats.realpath import remembered_realpaths
 from ortdoctor.report.model import Report, verdict_of
 
@@ -327,11 +328,8 @@ class _DeviceSmokes:
         return self._results
 
 
-_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
-
-
 def _severity_rank(f: Finding) -> int:
-    return _SEVERITY_RANK.get(f.severity, 3)
+    return severity_rank(f.severity)
 
 
 def _ms(start: float) -> float:

@@ -30,6 +30,7 @@ from ortdoctor.core.facts import (
     Source,
     to_jsonable,
 )
+from ortdoctor.core.package_names import ORT_CPU
 from ortdoctor.core.record import record
 from ortdoctor.decide.build import is_cuda_build
 from ortdoctor.decide.fixes import Installer, gpu_install, library_fix, step
@@ -295,7 +296,7 @@ def preload(
         return _finish(result, strict)
     if not is_cuda_build(ort):
         # `ortdoctor check` says which build fits this machine; here the fix keeps to what is known
-        steps = (step("uninstall", "-y", ort.active or "onnxruntime"), gpu_install(mat, None))
+        steps = (step("uninstall", "-y", ort.active or ORT_CPU), gpu_install(mat, None))
         fix, commands = Installer.of(environment.python).fix(
             steps, "`ortdoctor check` names the build for this machine's CUDA")
         result.findings.append(make(

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ortdoctor.core.facts import ElfInfo, OrtDistribution, OrtInfo, PeInfo, ProviderKernels
+from ortdoctor.core.package_names import ORT_CPU, ORT_NIGHTLY
 from ortdoctor.core.patterns import digits_end, lazy
 from ortdoctor.core.record import replace
 from ortdoctor.formats.distinfo import DistIndex, Distribution, file_sha256, normalize, open_regular
@@ -30,12 +31,12 @@ if TYPE_CHECKING:
 __all__ = ["add_kernels", "isolated_targets", "parse_literal_assignments", "probe_ort", "read_binary",
            "read_kernels"]
 
-PACKAGE = "onnxruntime"
+PACKAGE = ORT_CPU  # the import package every flavour installs
 GENAI_PACKAGE = "onnxruntime_genai"
 
 # Only these names are parsed (the scanner must stay cheap with thousands of distributions); the
 # RECORD then decides whether a candidate really owns files under onnxruntime/.
-_FAMILY_PREFIXES = ("onnxruntime", "ort-nightly")
+_FAMILY_PREFIXES = (ORT_CPU, ORT_NIGHTLY)
 
 # The rule; _is_pybind_path reads it by hand (see core/patterns.py)
 _PYBIND_RE = lazy(r"^onnxruntime/capi/onnxruntime_pybind11_state[^/]*\.(so|pyd)$")

@@ -46,15 +46,16 @@ import sys
 import time
 import warnings
 
+from ortdoctor.core.ep_names import CUDA_EP, NVIDIA_GPU_EPS
+from ortdoctor.core.ep_names import TENSORRT_EP as TRT_EP
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 RESULT_PREFIX = "ORTDOCTOR-SMOKE-RESULT: "
 STAGE_PREFIX = "ORTDOCTOR-SMOKE-STAGE: "
-CUDA_EP = "CUDAExecutionProvider"
-TRT_EP = "TensorrtExecutionProvider"
-GPU_EPS = (CUDA_EP, TRT_EP)
+GPU_EPS = NVIDIA_GPU_EPS
 FALLBACK_CONFIG = "session.disable_cpu_ep_fallback"
 STEADY_RUNS = 10
 _TEMP_DIRS: list[str] = []  # the TensorRT engine cache, removed before the child exits

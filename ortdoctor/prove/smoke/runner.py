@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 
+from ortdoctor.core.ep_names import CUDA_EP
 from ortdoctor.core.facts import Match
 from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import field, record
@@ -71,7 +72,7 @@ class SmokeRequest:
     child_argv: tuple[str, ...] | None = None
     # For tests and benchmarks on machines without a GPU: run the same child on another provider
     # ("CPUExecutionProvider"). A smoke result from it proves nothing about the GPU.
-    ep: str = "CUDAExecutionProvider"
+    ep: str = CUDA_EP
     # Preload TensorRT too (`check --provider tensorrt` sets it with ep="TensorrtExecutionProvider").
     tensorrt: bool = False
     # Register the installed plugin EP libraries and list onnxruntime.get_ep_devices() after the session.
@@ -122,7 +123,7 @@ class SmokeResult:
     checks: dict[str, Any] = field(default_factory=dict)  # iobinding, cuda_graph_replay, ...
     output_tail: str = ""  # the child's last lines (stderr, then stdout) when something went wrong
     duration_ms: float | None = None
-    ep: str = "CUDAExecutionProvider"  # the provider the session was asked to run on
+    ep: str = CUDA_EP  # the provider the session was asked to run on
     # plugin EP libraries the child registered (name, library, ok, error) and onnxruntime.get_ep_devices()
     plugin_eps: tuple[dict[str, Any], ...] = ()
     ep_devices: tuple[dict[str, Any], ...] = ()
@@ -420,7 +421,7 @@ def _import_error(message: str | None, stderr: str) -> str:
 
 def _fell_back(data: dict[str, Any], providers: tuple[str, ...]) -> bool:
     """The session ran (or would have run) without the requested EP, rather than failing on it."""
-    if providers and providers[0] != (data.get("ep") or "CUDAExecutionProvider"):
+    if providers and providers[0] != (data.get("ep") or CUDA_EP):
         return True
     error = str(data.get("error") or "")
     return data.get("stage") == "session" and "fallback to CPU EP has been explicitly disabled" in error
