@@ -11,6 +11,3 @@ CUDA_EP = "CUDAExecutionProvider"
 TENSORRT_EP = "TensorrtExecutionProvider"
 TENSORRT_RTX_EP = "NvTensorRTRTXExecutionProvider"
 CPU_EP = "CPUExecutionProvider"
-
-#: The providers a session on an NVIDIA GPU runs on.
-NVIDIA_GPU_EPS = (CUDA_EP, TENSORRT_EP, TENSORRT_RTX_EP)

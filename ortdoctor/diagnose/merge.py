@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from ortdoctor.core.catalog import CATALOG, known_id, make
 from ortdoctor.core.ep_names import CUDA_EP
+from ortdoctor.core.execution_providers import smoke_provider
 from ortdoctor.core.facts import (
     Finding,
     PackageStep,
@@ -80,7 +81,8 @@ def merge_smoke(found: list[Finding], smoke: Any, installer: Installer | None = 
         return found
     providers = getattr(smoke, "providers", None)
     ep = getattr(smoke, "ep", None) or CUDA_EP
-    ep_words = "the CUDA EP" if ep == CUDA_EP else ep
+    row = smoke_provider(smoke)
+    ep_words = row.label if row is not None else ep
     detail = f"The smoke session (MatMul+Add+Relu on {ep_words}, CPU fallback disabled, in a child process)"
     detail += f" ran on {list(providers)}" if providers else f" did not run on {ep_words}"
     status = getattr(smoke, "exit_status", None)

@@ -13,6 +13,7 @@ import re
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.ep_names import TENSORRT_EP
+from ortdoctor.core.execution_providers import smoke_provider
 from ortdoctor.core.facts import (
     ElfInfo,
     Finding,
@@ -41,7 +42,8 @@ _VERSION_RE = lazy(r"^(\d+)\.(\d+)")
 
 
 def _requested(smoke: SmokeResult | None) -> bool:
-    return smoke is not None and getattr(smoke, "ep", None) == TENSORRT_EP
+    row = smoke_provider(smoke)
+    return row is not None and "tensorrt" in row.families
 
 
 def _where(install: TensorrtInstall) -> str:

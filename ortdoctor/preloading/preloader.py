@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ortdoctor.core.catalog import make
+from ortdoctor.core.execution_providers import provider_for
 from ortdoctor.core.facts import (
     Candidate,
     Environment,
@@ -260,6 +261,7 @@ def preload(
     global_: bool = False,
     sublibraries: bool = False,
     tensorrt: bool = False,
+    provider: str | None = None,
 ) -> PreloadResult:
     """Load what the installed onnxruntime-gpu needs, by absolute path; never prints.
 
@@ -267,6 +269,8 @@ def preload(
     with ``RTLD_GLOBAL``; ``sublibraries`` also preloads the cuDNN sub-libraries (normally the main
     cuDNN library loads them from its own directory when needed, as onnxruntime and PyTorch expect).
     ``tensorrt`` also loads the TensorRT libraries the TensorRT EP links, after the CUDA set (Linux).
+    ``provider`` (a ``check --provider`` choice) loads what its row of the execution-provider table names:
+    TensorRT too when the row's preload families include it.
     ``env`` (default: this process's, read by the same probes as ``ortdoctor check``) and ``matrix``
     (default: the shipped one, or ``$ORTDOCTOR_MATRIX``) are the facts and rows to decide from.
     ``allow_unsafe_dirs`` lifts the refusal of directories and files others can write or own: ``True``
@@ -279,6 +283,8 @@ def preload(
         PreloadError: ``strict=True`` and something failed.
         ValueError: a directory of ``allow_unsafe_dirs`` is not absolute.
     """
+    if provider is not None:
+        tensorrt = tensorrt or "tensorrt" in provider_for(provider).preload
     allow = allowance(allow_unsafe_dirs)
     environment = env if env is not None else collect_environment(query_driver=False, plugins=False)
     if directory:  # a missing directory is a usage error, whatever else is installed

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from ortdoctor.core.ep_names import TENSORRT_EP
+from ortdoctor.core.execution_providers import smoke_provider
 from ortdoctor.core.facts import ElfInfo, Finding, PluginEpPackage, TensorrtInstall
 from ortdoctor.report.model import Report
 
@@ -47,7 +47,8 @@ def tensorrt_rows(report: Report) -> list[tuple[str, str, str]]:
     nor asked for (the tensorrt-unavailable note says so)."""
     env = report.env
     provider = env.ort.tensorrt_provider
-    asked = getattr(report.smoke, "ep", None) == TENSORRT_EP
+    row = smoke_provider(report.smoke)
+    asked = row is not None and "tensorrt" in row.families
     if provider is None or not (env.tensorrt.installs or env.tensorrt.distributions or asked):
         return []
     needed = [n for n in (provider.needed if isinstance(provider, ElfInfo) else ()) if n.startswith("libnv")]

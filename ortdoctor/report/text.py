@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 
 from ortdoctor._version import __version__
+from ortdoctor.core.execution_providers import smoke_provider
 from ortdoctor.core.facts import ElfInfo, Finding
 from ortdoctor.core.shell import split_fix
 from ortdoctor.core.terminal import terminal_safe
@@ -308,7 +309,9 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
     timings = getattr(sm, "timings_ms", None) or {}
     if getattr(sm, "ok", False):
         t = format_timings(timings)
-        out = [_row("Smoke", OK, f"MatMul+Add+Relu ran on {providers[0] if providers else 'CUDA'} "
+        row = smoke_provider(sm)
+        plugin = f" ({row.label})" if row is not None and row.plugin else ""
+        out = [_row("Smoke", OK, f"MatMul+Add+Relu ran on {providers[0] if providers else 'CUDA'}{plugin} "
                     f"(device {getattr(sm, 'device_id', 0)}); results correct", s)]
         if t:
             out.append(" " * _LABEL + s.dim(t))

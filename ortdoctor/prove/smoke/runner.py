@@ -20,6 +20,7 @@ import threading
 import time
 
 from ortdoctor.core.ep_names import CUDA_EP
+from ortdoctor.core.execution_providers import provider_for, provider_named
 from ortdoctor.core.facts import Match
 from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import field, record
@@ -75,6 +76,9 @@ class SmokeRequest:
     ep: str = CUDA_EP
     # Preload TensorRT too (`check --provider tensorrt` sets it with ep="TensorrtExecutionProvider").
     tensorrt: bool = False
+    # The `--provider` choice (a row of core/execution_providers.py) whose session options, engine cache and
+    # plugin registration the child applies; None: the row of `ep` (none for the CPU EP).
+    provider: str | None = None
     # Register the installed plugin EP libraries and list onnxruntime.get_ep_devices() after the session.
     plugins: bool = True
     # `check --allow-unsafe-dirs`: the child's preload may take libraries from world-writable directories,
@@ -95,8 +99,25 @@ class SmokeRequest:
             "runs": self.runs,
             "ep": self.ep,
             "tensorrt": self.tensorrt,
+            **self.provider_request(),
             "plugins": self.plugins,
             "allow_unsafe_dirs": self.allow_unsafe_dirs,
+        }
+
+    def provider_request(self) -> dict[str, Any]:
+        """What the child needs to know of the provider, from its row: the child itself knows no table."""
+        row = provider_for(self.provider) if self.provider else provider_named(self.ep)
+        if row is None:  # the CPU EP (tests and benchmarks without a GPU): no device, no fallback guard
+            return {"provider": None, "gpu": False}
+        return {
+            "provider": row.choice,
+            "gpu": True,
+            "smoke_options": dict(row.smoke_options),
+            "device_option": row.device_option,
+            "cuda_graph_option": row.cuda_graph_option,
+            "engine_cache_option": row.engine_cache_option,
+            "plugin": row.plugin,
+            "plugin_library": row.library_for(os.name == "nt"),
         }
 
 
@@ -124,6 +145,7 @@ class SmokeResult:
     output_tail: str = ""  # the child's last lines (stderr, then stdout) when something went wrong
     duration_ms: float | None = None
     ep: str = CUDA_EP  # the provider the session was asked to run on
+    provider: str | None = None  # its `--provider` choice (core/execution_providers.py); None: the CPU EP
     # plugin EP libraries the child registered (name, library, ok, error) and onnxruntime.get_ep_devices()
     plugin_eps: tuple[dict[str, Any], ...] = ()
     ep_devices: tuple[dict[str, Any], ...] = ()
@@ -162,6 +184,7 @@ class SmokeResult:
             "output_tail": self.output_tail or None,
             "duration_ms": self.duration_ms,
             "ep": self.ep,
+            "provider": self.provider,
             "plugin_eps": [dict(p) for p in self.plugin_eps],
             "ep_devices": [dict(d) for d in self.ep_devices],
         }
@@ -351,6 +374,7 @@ def judge(
             ran=True,
             ok=False,
             ep=request.ep,
+            provider=request.provider_request()["provider"],
             device_id=request.device_id,
             error=error,
             finding_id="smoke-failed",
@@ -399,6 +423,7 @@ def judge(
         duration_ms=duration_ms,
         message_text="" if ok else text,
         ep=str(data.get("ep") or request.ep),
+        provider=request.provider_request()["provider"],
         plugin_eps=tuple(p for p in data.get("plugin_eps") or () if isinstance(p, dict)),
         ep_devices=tuple(d for d in data.get("ep_devices") or () if isinstance(d, dict)),
     )
