@@ -34,14 +34,14 @@ def test_the_generated_type_names_every_catalogued_id() -> None:
         assert f'        "{fid}",\n' in text
 
 
-def test_check_mode_passes_on_the_tree_and_fails_on_a_stale_file(tmp_path: Path) -> None:
+def test_check_mode_passes_on_the_tree_and_fails_on_a_stale_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     proc = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, timeout=60,
                           check=False)
     assert proc.returncode == 0, proc.stderr
     gen = _generator()
     stale = tmp_path / "finding_ids.py"
     stale.write_text(gen.render().replace('        "smoke-failed",\n', ""), encoding="utf-8")
-    gen.MODULE = stale
+    monkeypatch.setattr(gen, "MODULE", stale)
     assert gen.main(["--check"]) == 1
 
 
