@@ -45,6 +45,15 @@ def test_one_row_per_provider_and_the_choices_are_its_column() -> None:
         provider_for("rocm")
 
 
+def test_the_probe_and_the_text_reader_take_their_names_from_the_table() -> None:
+    from ortdoctor.diagnose import text_observe
+    from ortdoctor.probes import ort
+
+    assert ort._CUDA_PROVIDERS == (provider_for("cuda").library, provider_for("cuda").windows_library)
+    assert ort._TRT_PROVIDERS == (provider_for("tensorrt").library, provider_for("tensorrt").windows_library)
+    assert set(text_observe._GPU_EPS) == {p.name for p in EXECUTION_PROVIDERS}
+
+
 def test_both_parsers_of_check_offer_every_row() -> None:
     option = next(p for p in check_command.params if p.name == "provider")
     assert isinstance(option.type, click.Choice)
