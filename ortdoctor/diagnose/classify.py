@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.ep_names import CUDA_EP
 from ortdoctor.core.facts import Match
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import replace
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import Matrix, MatrixError
@@ -44,7 +45,7 @@ from ortdoctor.formats.ortlog import strip_ansi
 
 #: Findings that only say "the CUDA EP was not used" (or that nothing is wrong); a cause usually sits beside them.
 #: Each is marked in its catalog row (``consequence=True``).
-CONSEQUENCE_IDS: frozenset[str] = frozenset(e.id for e in _CATALOG.values() if e.consequence)
+CONSEQUENCE_IDS: frozenset[FindingId] = frozenset(e.id for e in _CATALOG.values() if e.consequence)
 
 #: Ids whose (title, cause, fix) `explain` shows when the catalog lacks them (kept for callers; every id
 #: the classifier gives is in the catalog now).
@@ -107,7 +108,7 @@ _STATUS_KINDS = frozenset({"cublas_status", "cudnn_status", "ep_not_created", "f
                            "provider_126", "cuda_path_set", "cpu_applied"})
 _STATUS_CODES = frozenset({"2", "3", "35", "209", "999"})
 #: Findings whose advice is canned by the message's name (memory, driver, "install the requirements").
-_CANNED = frozenset({"cublas-status-error", "cudnn-status-error", "driver-too-old", "gpu-out-of-memory",
+_CANNED: frozenset[FindingId] = frozenset({"cublas-status-error", "cudnn-status-error", "driver-too-old", "gpu-out-of-memory",
                      "cuda-ep-fell-back-to-cpu", "cuda-path-set-not-loaded", "dll-init-failed", "driver-error",
                      "gpu-arch-unsupported", "cpu-provider-only-applied"})
 

@@ -24,7 +24,7 @@ from ortdoctor.prove.model_check.placement import Placement
 
 #: Every id this module emits. Their documentation (title, severity, cause, evidence, fix) lives in
 #: :mod:`ortdoctor.core.catalog`, the single source for ``docs/findings.md`` and ``ortdoctor explain``.
-MODEL_IDS: tuple[str, ...] = (
+MODEL_IDS: tuple[FindingId, ...] = (
     "model-invalid", "model-truncated", "model-external-data-missing", "model-opset-unsupported",
     "model-load-failed", "model-check-failed", "model-not-on-gpu", "model-quantized-ops-on-cpu",
     "model-cpu-compute-ops", "model-shape-ops-on-cpu", "model-memcpy-nodes", "model-control-flow-blocks-cuda-graph",
@@ -35,7 +35,7 @@ MODEL_IDS: tuple[str, ...] = (
 CATALOG: tuple[CatalogEntry, ...] = tuple(_CATALOG[i] for i in MODEL_IDS)
 
 #: Finding ids that mean "the input model cannot be used as given": the check command exits with 2.
-INPUT_ERROR_IDS = frozenset({"model-invalid", "model-truncated", "model-external-data-missing",
+INPUT_ERROR_IDS: frozenset[FindingId] = frozenset({"model-invalid", "model-truncated", "model-external-data-missing",
                              "model-opset-unsupported"})
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from ortdoctor.core.execution_providers import smoke_provider
 from ortdoctor.core.facts import ElfInfo, Finding, PluginEpPackage, TensorrtInstall
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.report.model import Report
 
 TYPE_CHECKING = False
@@ -19,9 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["plugin_rows", "smoke_lines", "tensorrt_rows"]
 
-_TRT_IDS = ("tensorrt-unavailable", "tensorrt-major-mismatch", "tensorrt-cuda-major-mismatch", "tensorrt-incomplete",
+_TRT_IDS: tuple[FindingId, ...] = ("tensorrt-unavailable", "tensorrt-major-mismatch", "tensorrt-cuda-major-mismatch", "tensorrt-incomplete",
             "tensorrt-not-on-loader-path", "tensorrt-older-than-build")
-_PLUGIN_IDS = ("plugin-ep-cuda-major-mismatch", "plugin-ep-bundled-cuda-library", "cuda-plugin-ep-build")
+_PLUGIN_IDS: tuple[FindingId, ...] = ("plugin-ep-cuda-major-mismatch", "plugin-ep-bundled-cuda-library", "cuda-plugin-ep-build")
 
 
 def _mark(findings: Iterable[Finding], ids: tuple[str, ...]) -> str:
