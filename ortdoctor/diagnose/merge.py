@@ -12,6 +12,7 @@ from ortdoctor.core.facts import (
     PackageStep,
     Plan,
 )
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import replace
 from ortdoctor.decide.devices import CudaDevice, describe
 from ortdoctor.decide.fixes import Installer, step
@@ -51,7 +52,7 @@ def merge_smoke(found: list[Finding], smoke: Any, installer: Installer | None = 
     if not getattr(smoke, "ran", False) and getattr(smoke, "finding_id", None) is None:
         return found  # skipped on purpose (--no-smoke, no CUDA build): nothing to report
     confirm = "Confirmed by the smoke session (a real CUDA session in a child process); ORT said:\n"
-    cause_ids: list[str] = []
+    cause_ids: list[FindingId] = []
     mode_ids = [f.id for f in found if f.id in RESTRICTED_MODES.values()]
     for cause in getattr(smoke, "causes", ()) or ():
         cid = getattr(cause, "finding_id", None)

@@ -955,7 +955,7 @@ class Decider:
                 "(cuDNN 9.11 and later support no Maxwell or Pascal GPU), a second onnxruntime in the process; "
                 "`ortdoctor check` reads them.")
 
-    def _used(self, fid: str, *facts: str) -> list[Evidence]:
+    def _used(self, fid: FindingId, *facts: str) -> list[Evidence]:
         items = self.ev.about(*facts)
         self.used[fid] = items
         return items

@@ -25,7 +25,7 @@ _TRT_IDS: tuple[FindingId, ...] = ("tensorrt-unavailable", "tensorrt-major-misma
 _PLUGIN_IDS: tuple[FindingId, ...] = ("plugin-ep-cuda-major-mismatch", "plugin-ep-bundled-cuda-library", "cuda-plugin-ep-build")
 
 
-def _mark(findings: Iterable[Finding], ids: tuple[str, ...]) -> str:
+def _mark(findings: Iterable[Finding], ids: tuple[FindingId, ...]) -> str:
     severities = {f.severity for f in findings if f.id in ids}
     if "error" in severities:
         return "fail"

@@ -153,8 +153,8 @@ class SmokeResult:
     message_text: str = field(default="", repr=False, compare=False)
 
     @property
-    def cause_ids(self) -> tuple[str, ...]:
-        out: list[str] = []
+    def cause_ids(self) -> tuple[FindingId, ...]:
+        out: list[FindingId] = []
         for m in self.causes:
             if not m.consequence and m.finding_id not in out:
                 out.append(m.finding_id)
