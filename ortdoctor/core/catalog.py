@@ -6,6 +6,9 @@ finding id that :mod:`ortdoctor.diagnose.checklist`, the smoke run and the error
 ``ortdoctor explain ID``. Ids are stable kebab-case slugs: scripts match on them, so an id is never
 renamed; a new one is added instead.
 
+A new row is followed by ``python scripts/gen_finding_ids.py`` (``FindingId``, the type of every id, so that
+mypy checks each id the code spells) and ``python scripts/gen_findings_doc.py``; a test fails until both ran.
+
 Each entry says what causes the problem, what evidence ortdoctor looks for, and the general fix. The
 finding itself (built by the diagnosis) carries the concrete evidence and the exact command for the
 environment at hand; the catalog's ``fix`` is the template a person can apply by hand.
