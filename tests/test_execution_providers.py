@@ -151,3 +151,31 @@ def test_the_report_names_the_plugin_row() -> None:
                          provider="cuda-plugin")
     (finding,) = merge_smoke([], failed)
     assert "did not run on the CUDA plugin EP" in finding.detail
+
+
+@pytest.mark.realwheels
+def test_the_child_runs_a_session_through_the_plugin_interface_of_the_real_onnxruntime() -> None:
+    """The plugin path of the child on the real onnxruntime (CPU build 1.31.1, no GPU here): the CPU EP, which
+    onnxruntime lists in get_ep_devices() itself, stands in for a registered plugin; the session is put on its
+    device with add_provider_for_devices, runs the model and gives the right numbers."""
+    import json
+    import subprocess
+    import sys
+
+    from ortdoctor.prove.smoke import child
+    from tests.support import testenvs
+
+    root = Path(__file__).resolve().parents[1]
+    request = {"ep": CPU_EP, "plugin": "onnxruntime", "plugin_library": "unused", "gpu": False, "preload": False,
+               "plugins": False, "runs": 1}
+    code = f"import sys; sys.path.insert(0, {str(root)!r}); from ortdoctor.prove.smoke.child import main; sys.exit(main())"
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(request)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(testenvs.ensure("ort-cpu"))}, timeout=120,
+                          cwd=str(root), check=False)
+    line = proc.stdout.strip().splitlines()[-1]
+    assert line.startswith(child.RESULT_PREFIX), proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads(line[len(child.RESULT_PREFIX):])
+    assert result["ok"] is True, result
+    assert result["providers"][0] == CPU_EP
+    assert result["checks"]["plugin_registered_by"] == "onnxruntime"
+    assert result["checks"]["plugin_devices"] >= 1

@@ -317,6 +317,7 @@ def _session(ort: Any, data: bytes, so: Any, ep: str, options: dict[str, str], r
     ``providers``."""
     if not request.get("plugin"):
         return ort.InferenceSession(data, so, providers=[(ep, options)], enable_fallback=0)
+    result["plugin"] = request["plugin"]
     from ortdoctor.prove.smoke.plugin_session import plugin_device
 
     device = plugin_device(ort, ep, request, int(result["device_id"]), result)
@@ -335,7 +336,9 @@ def _cached_session(ort: Any, data: bytes, so: Any, ep: str, options: dict[str, 
         result["checks"]["engine_cache_files"] = None
     t0 = time.perf_counter()
     try:
-        sess = ort.InferenceSession(data, so, providers=[(ep, options)], enable_fallback=0)
+        # a plugin EP's device is already in `so`; a built-in provider is named again
+        sess = (ort.InferenceSession(data, so, enable_fallback=0) if result.get("plugin")
+                else ort.InferenceSession(data, so, providers=[(ep, options)], enable_fallback=0))
         timings["session_cached"] = _ms(time.perf_counter() - t0)
         t0 = time.perf_counter()
         got = sess.run([output_name], {input_name: x})[0]
