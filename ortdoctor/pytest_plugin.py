@@ -89,6 +89,8 @@ def ort_cuda_session(request: pytest.FixtureRequest) -> Callable[..., Any]:
     _preload()
     import onnxruntime
 
+    from ortdoctor.core.ep_names import CUDA_EP
+
     def make(model: str | os.PathLike[str] | bytes, *, device_id: int = 0,
              provider_options: dict[str, Any] | None = None, session_options: Any = None,
              allow_cpu_nodes: bool = True) -> Any:
@@ -98,9 +100,9 @@ def ort_cuda_session(request: pytest.FixtureRequest) -> Callable[..., Any]:
         ep_options = {"device_id": str(device_id), **{k: str(v) for k, v in (provider_options or {}).items()}}
         source = model if isinstance(model, bytes) else os.fspath(model)
         session = onnxruntime.InferenceSession(source, sess_options=options,
-                                               providers=[("CUDAExecutionProvider", ep_options)])
+                                               providers=[(CUDA_EP, ep_options)])
         providers = session.get_providers()
-        if not providers or providers[0] != "CUDAExecutionProvider":
+        if not providers or providers[0] != CUDA_EP:
             # ortdoctor's smoke session worked, this one did not: a real failure of the code under test
             # (provider options, device id), not of the machine, so fail rather than skip.
             pytest.fail(f"onnxruntime created the session on {providers}, not on CUDAExecutionProvider, although "

@@ -42,7 +42,7 @@ def _kind(p: click.Option) -> tuple[str, tuple[str, ...]]:
         return check_argv.FLAG, ()
     if type(t) is click.Choice:
         assert t.case_sensitive, p.name
-        return check_argv.CHOICE, tuple(t.choices)  # type: ignore[arg-type]
+        return check_argv.CHOICE, tuple(t.choices)
     if type(t) is click.IntRange:
         assert (t.min, t.max, t.min_open, t.max_open, t.clamp) == (0, None, False, False, False), p.name
         return check_argv.COUNT, ()
@@ -137,7 +137,7 @@ def test_the_fast_parser_agrees_with_click_on_a_corpus(paths: dict[str, str]) ->
         fast, slow = parse(argv), _click_params(argv)
         if fast is not None:
             assert fast == slow, argv
-            assert [type(v) for v in fast.values()] == [type(slow[k]) for k in fast], argv  # type: ignore[index]
+            assert [type(v) for v in fast.values()] == [type(slow[k]) for k in fast], argv
         if slow is None:
             assert fast is None, argv
 

@@ -42,7 +42,7 @@ def report_of(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 
 def finding(report: dict[str, Any], fid: str) -> dict[str, Any]:
-    hits = [f for f in report["findings"] if f["id"] == fid]
+    hits: list[dict[str, Any]] = [f for f in report["findings"] if f["id"] == fid]
     assert hits, (fid, [f["id"] for f in report["findings"]])
     return hits[0]
 

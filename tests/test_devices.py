@@ -333,7 +333,7 @@ def ids(report: dict[str, Any]) -> list[str]:
 
 
 def finding(report: dict[str, Any], fid: str) -> dict[str, Any]:
-    hits = [f for f in report["findings"] if f["id"] == fid]
+    hits: list[dict[str, Any]] = [f for f in report["findings"] if f["id"] == fid]
     assert hits, (fid, ids(report))
     return hits[0]
 

@@ -711,7 +711,7 @@ def test_nvidia_wheel_stub() -> None:
     # with this interpreter's pip (the test matrix has no package table, so no series pin)
     assert "/venv/bin/python -m pip uninstall -y nvidia-cublas-cu13\n/venv/bin/python -m pip install nvidia-cublas" == f.fix
     real_matrix = diagnose(healthy_env(nvidia_wheels=(stub,)), full_plan(), load_matrix())
-    assert one(real_matrix, "nvidia-wheel-stub").fix.endswith("-m pip install 'nvidia-cublas==13.*'")
+    assert (one(real_matrix, "nvidia-wheel-stub").fix or "").endswith("-m pip install 'nvidia-cublas==13.*'")
     real = NvidiaWheel("nvidia-cublas", "13.1.0.3", SITE, (CU13,), ("libcublas.so.13",), 13)
     assert "nvidia-wheel-stub" not in ids(run(healthy_env(nvidia_wheels=(real,))))
 
@@ -947,7 +947,8 @@ def test_without_a_driver_an_import_failure_is_not_blamed_on_it() -> None:
 
 
 def test_smoke_with_an_unknown_id_becomes_smoke_failed() -> None:
-    smoke = SmokeResult(ran=True, ok=False, finding_id="no-such-id", error="Segmentation fault")
+    # an id from outside (a child's JSON) that the catalog does not know: the type rejects it, the code copes
+    smoke = SmokeResult(ran=True, ok=False, finding_id="no-such-id", error="Segmentation fault")  # type: ignore[arg-type]
     assert "Segmentation fault" in one(run(smoke=smoke), "smoke-failed").detail
 
 

@@ -234,7 +234,7 @@ def test_real_cuda_provider_needed_and_bounded_reads() -> None:
     )
     assert provider.stat().st_size > 100 * 1024 * 1024
     with _CountingFile(provider, "rb") as f:
-        assert elf._read(f, str(provider)) == info  # type: ignore[arg-type]
+        assert elf._read(f, str(provider)) == info
         assert f.bytes_read < 64 * 1024, f.bytes_read
 
 

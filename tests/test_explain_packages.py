@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
@@ -26,7 +27,7 @@ from tests.support.explain_corpus import load_corpus
 from tests.support.pypi import MATRIX, spec_problem
 
 ERRORS = sorted((Path(__file__).parent / "data" / "errors").glob("*.txt"))
-CONTEXTS = ({}, {"cuda_major": 12, "cudnn_major": 9}, {"cuda_major": 13, "cudnn_major": 9},
+CONTEXTS: tuple[dict[str, Any], ...] = ({}, {"cuda_major": 12, "cudnn_major": 9}, {"cuda_major": 13, "cudnn_major": 9},
             {"cuda_major": 11, "cudnn_major": 8}, {"ort_version": "1.16.3"}, {"ort_version": "1.27.0"},
             {"ort_version": "1.31.1"})
 # Names a fix may mention without a pip command (a wheel to depend on, a TensorRT wheel).
@@ -42,7 +43,7 @@ def _printed() -> tuple[set[str], set[str]]:
     texts = [e.text for e in load_corpus()] + [p.read_text(encoding="utf-8") for p in ERRORS]
     for text in texts:
         for ctx in CONTEXTS:
-            for m in classify(text, **ctx):  # type: ignore[arg-type]
+            for m in classify(text, **ctx):
                 assert set(m.packages) == set(pip_specs(m.fix))
                 specs.update(m.packages)
                 names.update(_NAMED.findall(m.fix))

@@ -299,5 +299,5 @@ def test_real_onnxruntime_gpu_1_31_1_provider() -> None:
     )
     # headers only: a few hundred kilobytes of a 284 MB file
     with _CountingFile(REAL_PROVIDER, "rb") as f:
-        assert fatbin._read(f, str(REAL_PROVIDER)) == info  # type: ignore[arg-type]
+        assert fatbin._read(f, str(REAL_PROVIDER)) == info
         assert f.bytes_read < 1024 * 1024, f.bytes_read

@@ -70,6 +70,7 @@ def test_the_timeout_kills_the_group_also_through_apply_fix_s_default_runner(
     """The default runner of apply_fix is the one above: a step past its limit comes back as a failed step
     (exit -1, the reason named), the rest does not run, and no check follows."""
     from ortdoctor.core.facts import Finding, PackageStep
+    from ortdoctor.decide.fix_plan import plan_fix
     from ortdoctor.decide.fixes import Installer
 
     pidfile = tmp_path / "grandchild.pid"
@@ -85,7 +86,7 @@ def test_the_timeout_kills_the_group_also_through_apply_fix_s_default_runner(
         class env:
             python = None
 
-    monkeypatch.setattr(fix, "plan_for", lambda report: (fix.plan_fix(report.findings), Installer(str(python))))
+    monkeypatch.setattr(fix, "plan_for", lambda report: (plan_fix(report.findings), Installer(str(python))))
     with open(tmp_path / "log", "w") as log:
         result = fix.apply_fix(None, _Report(), log=log)  # type: ignore[arg-type]
     assert [r.returncode for r in result.runs] == [-1]

@@ -14,8 +14,9 @@ from ortdoctor.decide.fixes import Installer
 from ortdoctor.report.fix_block import first_fix
 from ortdoctor.report.json_report import dumps
 from ortdoctor.report.markdown import render as render_markdown
+from ortdoctor.report.model import Report
 from ortdoctor.report.text import render
-from tests.support.report_schema import validate  # type: ignore[attr-defined]
+from tests.support.report_schema import validate
 from tests.test_diagnose import SITE, full_plan, healthy_env, lib, ort_gpu, python_info
 from tests.test_report import make_report
 
@@ -23,7 +24,7 @@ USER_SITE = "/home/u/.local/lib/python3.11/site-packages"
 BASE = "/usr/bin/python3.11"
 
 
-def _two_package_findings():  # type: ignore[no-untyped-def]
+def _two_package_findings() -> Report:
     """A --user CPU copy shadowed by the venv's GPU build, which lacks curand: an error and a warning, each
     fixed by package steps, for two interpreters."""
     gpu = ort_gpu().distributions[0]
@@ -87,7 +88,7 @@ def test_a_single_finding_prints_its_own_commands_then_its_prose() -> None:
     assert "then `import" not in text
 
 
-def _poetry_report():  # type: ignore[no-untyped-def]
+def _poetry_report() -> Report:
     """The two package findings above, in a venv a poetry project owns."""
     report = _two_package_findings()
     return make_report(replace(report.env, python=replace(report.env.python, env_manager="poetry")),

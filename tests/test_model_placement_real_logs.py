@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ortdoctor.diagnose import model as mf
+from ortdoctor.prove import ort_placement
 from ortdoctor.prove.model_check import child
 from ortdoctor.prove.model_check.inspect import inspect_model
 from ortdoctor.prove.model_check.placement import summarise_placement
@@ -26,14 +27,14 @@ def _answer(model: str) -> dict[str, object]:
     log = gzip.decompress((DATA / "ort_logs" / "h200" / f"{model}.onnxruntime-gpu-1.31.1.log.gz").read_bytes()).decode()
     return {"model": f"{model}.onnx", "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"],
             "cuda_ep_active": True, "assignment_source": ["verbose-log"], "assignment": None,
-            "placements": child.parse_placements(log), "memcpy_added": child.parse_memcpy_added(log),
+            "placements": ort_placement.parse_placements(log), "memcpy_added": child.parse_memcpy_added(log),
             "cpu_preferred": child.parse_cpu_preferred(log)}
 
 
 @pytest.mark.parametrize("model", ["bert_optimum", "gpt2_with_past"])
 def test_nodes_the_optimizer_added_and_kept_on_the_cpu_are_shape_work(model: str) -> None:
     answer = _answer(model)
-    assert {"Gather", "Gather_token_1"} <= set(answer["cpu_preferred"])  # type: ignore[arg-type]
+    assert {"Gather", "Gather_token_1"} <= set(answer["cpu_preferred"])  # type: ignore[call-overload]
     inspection = inspect_model(DATA / "models" / f"{model}.onnx")
     placement = summarise_placement(answer, inspection)
     assert placement is not None

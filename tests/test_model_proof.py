@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ortdoctor.core.ep_names import CUDA_EP
 from ortdoctor.core.exitcodes import FAIL, OK
 from ortdoctor.diagnose import model as mf
 from ortdoctor.doctor.model import check_model
@@ -30,7 +31,7 @@ from ortdoctor.prove.model_check.compare import TF32_BOUND, compare_outputs, sum
 from ortdoctor.prove.model_check.given_inputs import parse_input_files
 from ortdoctor.prove.model_check.inspect import ModelInspection, inspect_model
 from ortdoctor.prove.model_check.op_cost import costs, op_class
-from ortdoctor.prove.model_check.placement import CUDA_EP, summarise_placement
+from ortdoctor.prove.model_check.placement import summarise_placement
 from ortdoctor.prove.model_check.runner import RESULT_MARKER, STAGE_MARKER, last_stage, parse_result
 from ortdoctor.prove.model_check.shape_subgraph import SHAPE_SLOTS
 from ortdoctor.prove.ort_placement import parse_placements

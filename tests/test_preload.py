@@ -37,7 +37,7 @@ def _planted(cwd: Path) -> Path:
     return build_so(cwd, "libcudart.so.13", source="int planted_in_cwd(void) { return 666; }\n")
 
 
-def test_fake_site_loads_every_library_and_never_the_planted_one(tmp_path: Path):
+def test_fake_site_loads_every_library_and_never_the_planted_one(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     cwd = tmp_path / "cwd"
     planted = _planted(cwd)
@@ -58,7 +58,7 @@ def test_fake_site_loads_every_library_and_never_the_planted_one(tmp_path: Path)
     assert "ld-library-path-unsafe-entry" in ids
 
 
-def test_missing_cudart_fails_and_the_planted_copy_is_still_not_mapped(tmp_path: Path):
+def test_missing_cudart_fails_and_the_planted_copy_is_still_not_mapped(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site", cuda_libs=("libcublasLt.so.13", "libcublas.so.13",
                                                           "libcurand.so.10"))
     cwd = tmp_path / "cwd"
@@ -78,7 +78,7 @@ def test_missing_cudart_fails_and_the_planted_copy_is_still_not_mapped(tmp_path:
     assert "cuda-lib-missing" in ids
 
 
-def test_strict_raises_with_the_result(tmp_path: Path):
+def test_strict_raises_with_the_result(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site", cuda_libs=("libcurand.so.10",), cudnn=False)
     code = """
 import ortdoctor
@@ -94,7 +94,7 @@ except PreloadError as exc:
     assert set(eval(proc.stdout.strip())) >= {"cublas", "cublasLt", "cudnn", "cufft", "nvrtc"}
 
 
-def test_already_loaded_library_is_skipped_and_reported(tmp_path: Path):
+def test_already_loaded_library_is_skipped_and_reported(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     other = build_so(tmp_path / "elsewhere", "libcudnn.so.9", source="#include <stddef.h>\n"
                      "size_t cudnnGetVersion(void) { return 91400; }\n")
@@ -111,7 +111,7 @@ print(json.dumps(r.to_json()))
     assert cudnn["version"] == "9.14.0"
 
 
-def test_dry_run_loads_nothing(tmp_path: Path):
+def test_dry_run_loads_nothing(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     code = MAPS_SNIPPET + """
 import ortdoctor
@@ -124,7 +124,7 @@ print(json.dumps({"result": r.to_json(), "mapped": _mapped()}))
     assert not any("nvidia/cu13" in p for p in got["mapped"])
 
 
-def test_cpu_build_and_missing_ort(tmp_path: Path):
+def test_cpu_build_and_missing_ort(tmp_path: Path) -> None:
     cpu = tmp_path / "cpu"
     add_fake_ort(cpu)
     (cpu / "onnxruntime/capi/libonnxruntime_providers_cuda.so").unlink()
@@ -146,14 +146,14 @@ def _cli(args: list[str], *, pythonpath: list[Path | str], cwd: Path | None = No
     return run_child(code, pythonpath=pythonpath, cwd=cwd, env=env)
 
 
-def test_cli_nonexistent_directory_is_a_usage_error(tmp_path: Path):
+def test_cli_nonexistent_directory_is_a_usage_error(tmp_path: Path) -> None:
     proc = _cli(["preload", "--directory", str(tmp_path / "nope")], pythonpath=[])
     assert proc.returncode == 2
     assert "does not exist" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
-def test_cli_text_json_print_env_and_exit_codes(tmp_path: Path):
+def test_cli_text_json_print_env_and_exit_codes(tmp_path: Path) -> None:
     site = build_fake_site(tmp_path / "site")
     proc = _cli(["preload", "--directory", "", "--print-env"], pythonpath=[site])
     assert proc.returncode == 0, proc.stderr
@@ -188,7 +188,7 @@ def real_envs() -> tuple[Path, Path]:
 
 
 @pytest.mark.realwheels
-def test_real_wheels_cli_json_lists_the_set_with_versions(real_envs, tmp_path: Path):
+def test_real_wheels_cli_json_lists_the_set_with_versions(real_envs: tuple[Path, Path], tmp_path: Path) -> None:
     nvidia, ort = real_envs
     planted = _planted(tmp_path)
     # onnxruntime-gpu lives in its own --target dir, the NVIDIA wheels in another: still found
@@ -218,7 +218,7 @@ def test_real_wheels_cli_json_lists_the_set_with_versions(real_envs, tmp_path: P
 
 
 @pytest.mark.realwheels
-def test_real_wheels_hook_maps_exactly_the_listed_files(real_envs, tmp_path: Path):
+def test_real_wheels_hook_maps_exactly_the_listed_files(real_envs: tuple[Path, Path], tmp_path: Path) -> None:
     nvidia, ort = real_envs
     planted = _planted(tmp_path)
     listing = _cli(["preload", "--directory", "", "--json"], pythonpath=[ort, nvidia])
@@ -248,7 +248,7 @@ print(json.dumps({"cuda": cuda, "all": _mapped(),
 
 
 @pytest.mark.realwheels
-def test_real_wheels_ort_session_deps_resolve_to_the_preloaded_files(real_envs, tmp_path: Path):
+def test_real_wheels_ort_session_deps_resolve_to_the_preloaded_files(real_envs: tuple[Path, Path], tmp_path: Path) -> None:
     """After preload, dlopen of the real CUDA provider (NEEDs cublasLt, cublas, curand, cudart by soname)
     finds them without any search path; only libcuda.so.1 (the driver, absent here) is missing."""
     nvidia, ort = real_envs
@@ -268,7 +268,7 @@ except OSError as exc:
     assert out == "loaded" or ("libcuda.so.1" in out and "libcudart" not in out and "libcublas" not in out)
 
 
-def test_python_api_matches_preload_dlls_signature():
+def test_python_api_matches_preload_dlls_signature() -> None:
     import inspect
 
     from ortdoctor.preloading.preloader import preload

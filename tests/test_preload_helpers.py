@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.support.sharedlibs import CUDA13, VERSION_SOURCES, build_so
 
@@ -80,6 +81,7 @@ def _mapped():
 """
 
 
-def child_json(proc: subprocess.CompletedProcess[str]) -> dict:
+def child_json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return data

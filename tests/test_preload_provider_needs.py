@@ -63,7 +63,7 @@ def _stand_ins(site: Path, *, leave_out: tuple[str, ...] = (), libcuda: Path | N
     return site
 
 
-def _cli(args: list[str], *, pythonpath: list[Path], cwd: Path) -> subprocess.CompletedProcess[str]:
+def _cli(args: list[str], *, pythonpath: list[Path | str], cwd: Path) -> subprocess.CompletedProcess[str]:
     code = f"import sys; from ortdoctor.cli.main import main; sys.argv = ['ortdoctor', *{args!r}]; main()"
     return run_child(code, pythonpath=pythonpath, cwd=cwd)
 

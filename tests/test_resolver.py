@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 
 from ortdoctor.core.facts import (
+    Candidate,
     DriverInfo,
     ElfInfo,
     Environment,
+    LibraryPlan,
     NvidiaWheel,
     OrtInfo,
+    Plan,
     PythonInfo,
     SearchDir,
     SystemInfo,
@@ -34,9 +37,10 @@ CUDNN_FILES = ("libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_ops.so.9")
 
 
 def make_env(*, sites: tuple[str, ...] = ("/site",), ort_dir: str = "/site/onnxruntime",
-             torch: TorchInfo | None = None, ld: tuple[SearchDir, ...] = (), ldconfig: dict | None = None,
+             torch: TorchInfo | None = None, ld: tuple[SearchDir, ...] = (), ldconfig: dict[str, tuple[str, ...]] | None = None,
              default: tuple[str, ...] = ("/usr/lib/x86_64-linux-gnu",), conda: str | None = None,
-             cuda_home: str | None = None, wheels: tuple[NvidiaWheel, ...] = (), needed=PROVIDER_NEEDED,
+             cuda_home: str | None = None, wheels: tuple[NvidiaWheel, ...] = (),
+             needed: tuple[str, ...] = PROVIDER_NEEDED,
              mapped: tuple[str, ...] = (), os_name: str = "linux", cuda_version: str | None = "13.0") -> Environment:
     provider = ElfInfo(path=f"{ort_dir}/capi/libonnxruntime_providers_cuda.so", machine="x86_64", bits=64,
                        needed=needed)
@@ -61,8 +65,13 @@ def idx(*listings: DirListing) -> dict[str, DirListing]:
     return {lst.path: lst for lst in listings}
 
 
-def by_name(plan):
+def by_name(plan: Plan) -> dict[str, LibraryPlan]:
     return {lp.name: lp for lp in plan.libraries}
+
+
+def chosen(lp: LibraryPlan) -> Candidate:
+    assert lp.chosen is not None, f"{lp.name}: nothing chosen"
+    return lp.chosen
 
 
 WHEEL_DIRS = ("/site/nvidia/cu13/lib", "/site/nvidia/cudnn/lib")
@@ -72,7 +81,7 @@ def full_site(site: str = "/site") -> tuple[DirListing, DirListing]:
     return listing(f"{site}/nvidia/cu13/lib", *CUDA_FILES), listing(f"{site}/nvidia/cudnn/lib", *CUDNN_FILES)
 
 
-def test_default_order_prefers_wheels_and_keeps_system_copy_as_shadowed():
+def test_default_order_prefers_wheels_and_keeps_system_copy_as_shadowed() -> None:
     env = make_env()
     index = idx(*full_site(), listing("/usr/lib/x86_64-linux-gnu", *CUDA_FILES, "libcudnn.so.9"))
     plan = resolve(env, MATRIX, index=index)
@@ -81,9 +90,9 @@ def test_default_order_prefers_wheels_and_keeps_system_copy_as_shadowed():
     assert plan.cudnn_major == 9
     assert [lp.name for lp in plan.libraries][:7] == ["cublasLt", "cublas", "nvrtc", "curand", "cufft", "cudart",
                                                       "cudnn"]
-    assert libs["cudart"].chosen.path == "/site/nvidia/cu13/lib/libcudart.so.13"
-    assert libs["cudart"].chosen.source == "nvidia-wheel"
-    assert libs["cudnn"].chosen.path == "/site/nvidia/cudnn/lib/libcudnn.so.9"
+    assert chosen(libs["cudart"]).path == "/site/nvidia/cu13/lib/libcudart.so.13"
+    assert chosen(libs["cudart"]).source == "nvidia-wheel"
+    assert chosen(libs["cudnn"]).path == "/site/nvidia/cudnn/lib/libcudnn.so.9"
     system = [c for c in libs["cudart"].candidates if c.source == "system"]
     assert system
     assert system[0].rejected is None  # an acceptable alternative (facts.Candidate's contract)
@@ -92,76 +101,76 @@ def test_default_order_prefers_wheels_and_keeps_system_copy_as_shadowed():
     assert not libs["cudnn"].required
 
 
-def test_versions_come_from_the_wheel_or_the_file_name():
+def test_versions_come_from_the_wheel_or_the_file_name() -> None:
     env = make_env(wheels=(NvidiaWheel("nvidia-cuda-runtime", "13.0.96", "/site"),))
     index = idx(listing("/site/nvidia/cu13/lib", *CUDA_FILES),
                 listing("/usr/lib/x86_64-linux-gnu", "libcudnn.so.9",
                         real={"libcudnn.so.9": "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0"}))
     libs = by_name(resolve(env, MATRIX, index=index))
-    assert libs["cudart"].chosen.version == "13.0.96"
-    assert libs["cublas"].chosen.version is None
-    assert libs["cudnn"].chosen.version == "9.14.0"
-    assert libs["cudnn"].chosen.source == "system"
+    assert chosen(libs["cudart"]).version == "13.0.96"
+    assert chosen(libs["cublas"]).version is None
+    assert chosen(libs["cudnn"]).version == "9.14.0"
+    assert chosen(libs["cudnn"]).source == "system"
 
 
-def test_version_from_filename():
+def test_version_from_filename() -> None:
     assert version_from_filename("/x/libcudnn.so.9.14.0", "libcudnn.so.9") == "9.14.0"
     assert version_from_filename("/x/libcudart.so.13.0.96", "libcudart.so.13") == "13.0.96"
     assert version_from_filename("/x/libcudart.so.13", "libcudart.so.13") is None
     assert version_from_filename("/x/libcublasLt.so.13.1.0", "libcublas.so.13") is None
 
 
-def test_empty_directory_means_wheels_then_system_only():
+def test_empty_directory_means_wheels_then_system_only() -> None:
     env = make_env(conda="/conda", cuda_home="/usr/local/cuda",
                    torch=TorchInfo("2.11.0+cu130", "13.0", "9.19.0", "/site/torch/lib", "/site"))
     index = idx(listing("/conda/lib", *CUDA_FILES), listing("/usr/local/cuda/lib64", *CUDA_FILES),
                 listing("/site/torch/lib", *CUDA_FILES), listing("/usr/lib/x86_64-linux-gnu", *CUDA_FILES))
     libs = by_name(resolve(env, MATRIX, directory="", index=index))
-    assert libs["cudart"].chosen.source == "system"
+    assert chosen(libs["cudart"]).source == "system"
     assert {c.source for c in libs["cudart"].candidates} == {"system"}
     libs = by_name(resolve(env, MATRIX, directory=None, index=index))
-    assert libs["cudart"].chosen.source == "torch"
+    assert chosen(libs["cudart"]).source == "torch"
     sources = [c.source for c in libs["cudart"].candidates]
     assert sources == ["torch", "conda", "cuda-home", "system"]
 
 
-def test_torch_lib_is_used_only_when_its_majors_match():
+def test_torch_lib_is_used_only_when_its_majors_match() -> None:
     env = make_env(torch=TorchInfo("2.5.1+cu124", "12.4", "9.1.0", "/site/torch/lib", "/site"))
     index = idx(listing("/site/torch/lib", *CUDA_FILES), *full_site())
     libs = by_name(resolve(env, MATRIX, index=index))
-    assert libs["cudart"].chosen.source == "nvidia-wheel"
+    assert chosen(libs["cudart"]).source == "nvidia-wheel"
     assert all(c.source != "torch" for c in libs["cudart"].candidates)
 
 
-def test_explicit_directory_then_system_and_relative_to_the_ort_package(tmp_path: Path):
+def test_explicit_directory_then_system_and_relative_to_the_ort_package(tmp_path: Path) -> None:
     ort_dir = tmp_path / "site" / "onnxruntime"
     (ort_dir / "libs").mkdir(parents=True)
     env = make_env(ort_dir=str(ort_dir))
     libdir = str(ort_dir / "libs")
     index = idx(listing(libdir, "libcudart.so.13"), *full_site(), listing("/usr/lib/x86_64-linux-gnu", *CUDA_FILES))
     libs = by_name(resolve(env, MATRIX, directory="libs", index=index))
-    assert libs["cudart"].chosen.path == f"{libdir}/libcudart.so.13"
-    assert libs["cudart"].chosen.source == "directory"
-    assert libs["cublas"].chosen.source == "system"  # the wheels are not searched with a path
+    assert chosen(libs["cudart"]).path == f"{libdir}/libcudart.so.13"
+    assert chosen(libs["cudart"]).source == "directory"
+    assert chosen(libs["cublas"]).source == "system"  # the wheels are not searched with a path
     with pytest.raises(DirectoryError, match="does not exist"):
         resolve(env, MATRIX, directory=str(tmp_path / "nope"))
     with pytest.raises(RuntimeError):  # what onnxruntime.preload_dlls raises, too
         resolve(env, MATRIX, directory="nope")
 
 
-def test_one_coherent_source_is_preferred_over_the_first_tier(tmp_path: Path):
+def test_one_coherent_source_is_preferred_over_the_first_tier(tmp_path: Path) -> None:
     # site A (first on sys.path) has only part of the CUDA set; site B has all of it
     env = make_env(sites=("/a", "/b"))
     index = idx(listing("/a/nvidia/cu13/lib", "libcublas.so.13", "libcudart.so.13"), *full_site("/b"))
     plan = resolve(env, MATRIX, index=index)
     libs = by_name(plan)
-    assert libs["cublas"].chosen.path == "/b/nvidia/cu13/lib/libcublas.so.13"
-    assert libs["cublasLt"].chosen.path == "/b/nvidia/cu13/lib/libcublasLt.so.13"
-    assert libs["cudart"].chosen.path.startswith("/b/")
+    assert chosen(libs["cublas"]).path == "/b/nvidia/cu13/lib/libcublas.so.13"
+    assert chosen(libs["cublasLt"]).path == "/b/nvidia/cu13/lib/libcublasLt.so.13"
+    assert chosen(libs["cudart"]).path.startswith("/b/")
     assert not [f for f in plan.findings if f.id == "lib-sources-mixed"]
 
 
-def test_mixing_is_reported_when_unavoidable():
+def test_mixing_is_reported_when_unavoidable() -> None:
     env = make_env(sites=("/a",))
     index = idx(listing("/a/nvidia/cu13/lib", "libcublas.so.13", "libcudart.so.13", "libcurand.so.10"),
                 listing("/usr/lib/x86_64-linux-gnu", "libcublasLt.so.13"))
@@ -173,7 +182,7 @@ def test_mixing_is_reported_when_unavoidable():
     assert "cublasLt" in mixed[0].title
 
 
-def test_other_major_only_is_kept_with_a_reason():
+def test_other_major_only_is_kept_with_a_reason() -> None:
     env = make_env()
     index = idx(listing("/site/nvidia/cu13/lib", "libcublas.so.13", "libcublasLt.so.13"),
                 listing("/usr/lib/x86_64-linux-gnu", "libcudart.so.12", "libcudnn.so.8", "libcufft.so.11"))
@@ -181,30 +190,30 @@ def test_other_major_only_is_kept_with_a_reason():
     assert libs["cudart"].chosen is None
     assert [o.rejected for o in libs["cudart"].other_major] == ["CUDA 12 file, build needs CUDA 13"]
     assert libs["cudnn"].other_major[0].rejected == "cuDNN 8 file, build needs cuDNN 9"
-    assert libs["cufft"].other_major[0].rejected.startswith("CUDA 12 file (cuFFT 11)")
+    assert (libs["cufft"].other_major[0].rejected or "").startswith("CUDA 12 file (cuFFT 11)")
 
 
-def test_other_major_from_the_ld_so_cache():
+def test_other_major_from_the_ld_so_cache() -> None:
     env = make_env(ldconfig={"libcudart.so.12": ("/usr/local/cuda-12/lib64/libcudart.so.12",)})
     libs = by_name(resolve(env, MATRIX, index={}))
     assert libs["cudart"].other_major[0].path == "/usr/local/cuda-12/lib64/libcudart.so.12"
 
 
-def test_empty_and_relative_ld_library_path_entries_are_never_searched():
+def test_empty_and_relative_ld_library_path_entries_are_never_searched() -> None:
     ld = (SearchDir("", "LD_LIBRARY_PATH", relative=True), SearchDir("lib", "LD_LIBRARY_PATH", relative=True),
           SearchDir("/opt/cuda/lib64", "LD_LIBRARY_PATH"))
     env = make_env(ld=ld)
     index = idx(listing("/opt/cuda/lib64", *CUDA_FILES))
     plan = resolve(env, MATRIX, index=index)
     libs = by_name(plan)
-    assert libs["cudart"].chosen.path == "/opt/cuda/lib64/libcudart.so.13"
+    assert chosen(libs["cudart"]).path == "/opt/cuda/lib64/libcudart.so.13"
     entries = [f for f in plan.findings if f.id == "ld-library-path-unsafe-entry"]
     assert len(entries) == 1
     assert "empty LD_LIBRARY_PATH entry" in entries[0].detail
     assert "relative LD_LIBRARY_PATH entry 'lib'" in entries[0].detail
 
 
-def test_files_in_the_current_directory_are_rejected(tmp_path: Path):
+def test_files_in_the_current_directory_are_rejected(tmp_path: Path) -> None:
     (tmp_path / "libcudart.so.13").write_bytes(b"\x7fELF")
     env = make_env(ld=(SearchDir(str(tmp_path), "LD_LIBRARY_PATH"),), default=())
     libs = by_name(resolve(env, MATRIX, cwd=str(tmp_path)))
@@ -212,7 +221,7 @@ def test_files_in_the_current_directory_are_rejected(tmp_path: Path):
     assert libs["cudart"].candidates[0].rejected == "in the current directory"
 
 
-def test_world_writable_directory_is_refused_unless_allowed(tmp_path: Path):
+def test_world_writable_directory_is_refused_unless_allowed(tmp_path: Path) -> None:
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "libcudart.so.13").write_bytes(b"\x7fELF")
@@ -224,10 +233,10 @@ def test_world_writable_directory_is_refused_unless_allowed(tmp_path: Path):
     assert libs["cudart"].candidates[0].rejected == f"world-writable directory {bad}"
     assert [f.id for f in plan.findings if f.id == "unsafe-library-dir"] == ["unsafe-library-dir"]
     libs = by_name(resolve(env, MATRIX, allow_unsafe_dirs=True))
-    assert libs["cudart"].chosen.path == f"{bad}/libcudart.so.13"
+    assert chosen(libs["cudart"]).path == f"{bad}/libcudart.so.13"
 
 
-def test_symlink_into_a_world_writable_directory_is_judged_by_its_target(tmp_path: Path):
+def test_symlink_into_a_world_writable_directory_is_judged_by_its_target(tmp_path: Path) -> None:
     bad = tmp_path / "tmpdir"
     bad.mkdir()
     (bad / "libcudart.so.13").write_bytes(b"\x7fELF")
@@ -245,7 +254,7 @@ def test_symlink_into_a_world_writable_directory_is_judged_by_its_target(tmp_pat
     assert by_name(resolve(env, MATRIX))["cudart"].chosen is None
 
 
-def test_a_directory_under_two_names_is_listed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_a_directory_under_two_names_is_listed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """/lib is a link to /usr/lib on merged-/usr systems: /lib/x86_64-linux-gnu and /usr/lib/x86_64-linux-gnu
     are one directory of ~1,000 files, listed once, each name with the same answer."""
     real = tmp_path / "usr-lib"
@@ -271,7 +280,7 @@ def test_a_directory_under_two_names_is_listed_once(tmp_path: Path, monkeypatch:
     assert listed[str(real)].files == {"libcudart.so.13": str(real / "libcudart.so.13")}
 
 
-def test_a_listing_keeps_the_names_of_the_wanted_stems_and_dlls(tmp_path: Path):
+def test_a_listing_keeps_the_names_of_the_wanted_stems_and_dlls(tmp_path: Path) -> None:
     """index_dirs passes a big directory's names through a cheap test first: what it keeps must be what
     the rule keeps, a shared library of a wanted component (``stem`` or ``stem.<anything>``) or any
     ``.dll``, whatever the case."""
@@ -290,16 +299,16 @@ def test_a_listing_keeps_the_names_of_the_wanted_stems_and_dlls(tmp_path: Path):
         n for n in names if ".so" in n or n.lower().endswith(".dll")}
 
 
-def test_already_mapped_library_is_reported_as_loaded():
+def test_already_mapped_library_is_reported_as_loaded() -> None:
     env = make_env(mapped=("/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0",))
     libs = by_name(resolve(env, MATRIX, index=idx(*full_site())))
-    assert libs["cudnn"].chosen.source == "loaded"
-    assert libs["cudnn"].chosen.version == "9.14.0"
+    assert chosen(libs["cudnn"]).source == "loaded"
+    assert chosen(libs["cudnn"]).version == "9.14.0"
     wheel = next(c for c in libs["cudnn"].candidates if c.source == "nvidia-wheel")
     assert wheel.rejected is None  # acceptable, but the mapped copy is what the loader will reuse
 
 
-def test_switches_skip_cuda_or_cudnn():
+def test_switches_skip_cuda_or_cudnn() -> None:
     libs = by_name(resolve(make_env(), MATRIX, cudnn=False, index=idx(*full_site())))
     assert libs["cudnn"].skipped == "--no-cudnn"
     assert libs["cudnn"].chosen is None
@@ -309,16 +318,16 @@ def test_switches_skip_cuda_or_cudnn():
     assert libs["cudnn"].chosen is not None
 
 
-def test_a_needed_library_missing_from_the_matrix_is_searched_anyway():
+def test_a_needed_library_missing_from_the_matrix_is_searched_anyway() -> None:
     env = make_env(needed=(*PROVIDER_NEEDED, "libcusparse.so.12"))
     plan = resolve(env, MATRIX, index=idx(listing("/site/nvidia/cu13/lib", *CUDA_FILES, "libcusparse.so.12")))
     libs = by_name(plan)
-    assert libs["cusparse"].chosen.path == "/site/nvidia/cu13/lib/libcusparse.so.12"
+    assert chosen(libs["cusparse"]).path == "/site/nvidia/cu13/lib/libcusparse.so.12"
     assert libs["cusparse"].required
     assert any(f.id == "matrix-missing-library" for f in plan.findings)
 
 
-def test_cpu_build_plans_nothing():
+def test_cpu_build_plans_nothing() -> None:
     from dataclasses import replace
 
     env = make_env(cuda_version=None)
@@ -328,7 +337,7 @@ def test_cpu_build_plans_nothing():
     assert plan.cuda_major is None
 
 
-def test_windows_uses_dll_names_and_bin_dirs():
+def test_windows_uses_dll_names_and_bin_dirs() -> None:
     env = make_env(os_name="windows", sites=("C:\\venv\\Lib\\site-packages",),
                    needed=("cublasLt64_13.dll", "cublas64_13.dll", "curand64_10.dll", "cudart64_13.dll",
                            "nvcuda.dll"))
@@ -338,7 +347,7 @@ def test_windows_uses_dll_names_and_bin_dirs():
         "nvrtc64_130_0.dll")})}
     libs = by_name(resolve(env, MATRIX, index=index))
     assert libs["cudart"].soname == "cudart64_13.dll"
-    assert libs["cudart"].chosen.path == f"{bin_dir}\\cudart64_13.dll"
+    assert chosen(libs["cudart"]).path == f"{bin_dir}\\cudart64_13.dll"
     assert libs["nvrtc"].chosen is not None
     assert libs["cudnn"].chosen is None
 
@@ -350,7 +359,8 @@ def test_windows_uses_dll_names_and_bin_dirs():
     (("cudart64_12.dll",), 12),
     (("libcuda.so.1",), None),
 ])
-def test_cuda_major_falls_back_to_the_providers_cudart_for_a_gpu_package(needed, major):
+def test_cuda_major_falls_back_to_the_providers_cudart_for_a_gpu_package(needed: tuple[str, ...],
+                                                                         major: int | None) -> None:
     from dataclasses import replace
 
     env = make_env(cuda_version=None, needed=needed)

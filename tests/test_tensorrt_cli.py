@@ -68,7 +68,7 @@ def checked(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 
 def finding(report: dict[str, Any], fid: str) -> dict[str, Any]:
-    hits = [f for f in report["findings"] if f["id"] == fid]
+    hits: list[dict[str, Any]] = [f for f in report["findings"] if f["id"] == fid]
     assert hits, (fid, [f["id"] for f in report["findings"]])
     return hits[0]
 
@@ -128,6 +128,11 @@ def test_preload_tensorrt_dry_run_loads_nothing(trt10_site: Path) -> None:
     result = data(cli("preload", "--tensorrt", "--dry-run", "--json", sites=(trt10_site,)))
     nvinfer = next(x for x in result["loaded"] if x["name"] == "nvinfer")
     assert nvinfer["mapped"] is None
+    # the TensorRT row of the execution-provider table preloads TensorRT after the CUDA set; the CUDA rows do not
+    by_row = data(cli("preload", "--provider", "tensorrt", "--dry-run", "--json", sites=(trt10_site,)))
+    assert [x["name"] for x in by_row["loaded"]] == [x["name"] for x in result["loaded"]]
+    cuda = data(cli("preload", "--provider", "cuda-plugin", "--dry-run", "--json", sites=(trt10_site,)))
+    assert "nvinfer" not in [x["name"] for x in cuda["loaded"]]
 
 
 def test_the_hook_loads_tensorrt_when_asked(trt10_site: Path, tmp_path: Path) -> None:

@@ -124,9 +124,11 @@ def test_every_release_linking_tensorrt_names_a_major_the_matrix_describes() -> 
 def test_pip_pins_per_cuda_major() -> None:
     facts = SHIPPED.tensorrt
     assert facts is not None
-    assert facts.pip_for(10, 13) is not None
-    assert facts.pip_for(10, 13).spec(10) == "tensorrt-cu13==10.*"
-    assert facts.pip_for(10, 12).spec(10) == "tensorrt-cu12==10.*"  # type: ignore[union-attr]
+    cu13, cu12 = facts.pip_for(10, 13), facts.pip_for(10, 12)
+    assert cu13 is not None
+    assert cu12 is not None
+    assert cu13.spec(10) == "tensorrt-cu13==10.*"
+    assert cu12.spec(10) == "tensorrt-cu12==10.*"
     assert facts.pip_for(10, 11).spec(10) == "tensorrt-cu11==10.*"  # type: ignore[union-attr]
     assert facts.pip_for(8, 11) is None  # no pip fix is printed for TensorRT 8
     assert facts.index_url == "https://pypi.nvidia.com"
@@ -146,7 +148,7 @@ def test_pip_versions_agree_with_the_package_table() -> None:
 
 
 def _doc(**tensorrt: Any) -> dict[str, Any]:
-    doc = yaml.safe_load((ROOT / "compat_matrix.yaml").read_text())
+    doc: dict[str, Any] = yaml.safe_load((ROOT / "compat_matrix.yaml").read_text())
     doc["tensorrt"].update(tensorrt)
     return doc
 
@@ -195,7 +197,7 @@ def test_tensorrt_11_from_the_unsuffixed_meta_package_is_uninstalled_first() -> 
 
 
 def test_a_cuda_12_build_is_pinned_to_tensorrt_cu12() -> None:
-    ort = {"cuda_version": "12.8", "version": "1.26.0",
+    ort: dict[str, Any] = {"cuda_version": "12.8", "version": "1.26.0",
            "tensorrt_provider": replace(TRT_PROVIDER, needed=("libnvinfer.so.10", "libnvonnxparser.so.10",
                                                               "libcudart.so.12"))}
     env = env_with(trt_install("11.4.0.106", 12), dists=pip_dists("11.4.0.106", 12))

@@ -78,8 +78,9 @@ def test_tensorrt_11_is_its_own_major(tmp_path: Path, trt11: dict[str, Path]) ->
     install_tensorrt_pip(site, trt11, "11.4.0.106", 13)
     (inst,) = probe_tensorrt([str(site)], os_name="linux").installs
     assert (inst.major, inst.version) == (11, "11.4.0.106")
-    assert inst.library("nvinfer") is not None
-    assert inst.library("nvinfer").soname == "libnvinfer.so.11"
+    nvinfer = inst.library("nvinfer")
+    assert nvinfer is not None
+    assert nvinfer.soname == "libnvinfer.so.11"
 
 
 def test_a_partial_install_lacks_the_parser_and_the_builder_resource(tmp_path: Path, trt10: dict[str, Path]) -> None:
@@ -121,7 +122,7 @@ def test_apt_install_in_the_cache_with_dpkg_version_and_cuda(tmp_path: Path, trt
             target.write_bytes(f.read_bytes())
     (tmp_path / "var" / "lib" / "dpkg").mkdir(parents=True)
     (tmp_path / "var" / "lib" / "dpkg" / "status").write_text(DPKG_STATUS)
-    cache = {"libnvinfer.so.10": (str(libdir / "libnvinfer.so.10"),),
+    cache: dict[str, tuple[str, ...]] = {"libnvinfer.so.10": (str(libdir / "libnvinfer.so.10"),),
              "libnvonnxparser.so.10": (str(libdir / "libnvonnxparser.so.10"),)}
     (inst,) = probe_tensorrt([], system=SystemInfo(ldconfig=cache), fs_root=str(tmp_path), os_name="linux").installs
     assert (inst.origin, inst.version, inst.cuda_major) == ("ld.so.cache", "10.14.1.48", 12)
@@ -180,7 +181,7 @@ def test_plugin_stand_in_carries_the_real_wheels_elf_facts(tmp_path: Path) -> No
     assert (pkg.name, pkg.version, pkg.import_name) == (facts["name"], facts["version"], facts["import_name"])
     assert list(pkg.ep_names) == facts["ep_names"]
     assert list(pkg.import_effects) == facts["import_effects"]
-    assert sorted(pkg.named_in_python) == sorted(facts["named_in_python"])  # type: ignore[type-var]
+    assert sorted(pkg.named_in_python) == sorted(facts["named_in_python"])  # type: ignore[call-overload]
     assert pkg.provider_library is not None
     assert pkg.provider_library.endswith(
         "libonnxruntime_providers_nv_tensorrt_rtx.so")
@@ -193,7 +194,7 @@ def test_the_real_trt_rtx_plugin_wheel_matches_the_committed_facts() -> None:
     (pkg,) = probe_plugin_eps([str(site)]).packages
     facts = plugin_facts()
     assert list(pkg.import_effects) == facts["import_effects"]
-    assert sorted(pkg.named_in_python) == sorted(facts["named_in_python"])  # type: ignore[type-var]
+    assert sorted(pkg.named_in_python) == sorted(facts["named_in_python"])  # type: ignore[call-overload]
     assert "libcudart.so.13.4.36" not in pkg.named_in_python  # measured: nothing names the bundled cudart
     assert _facts_of(pkg.libraries) == _committed()
 

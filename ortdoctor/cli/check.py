@@ -14,6 +14,9 @@ from typing import Any
 import click
 
 from ortdoctor.cli.check_run import MalformedProviderOption, execute
+from ortdoctor.core.execution_providers import DEFAULT_PROVIDER, EXECUTION_PROVIDERS, PROVIDER_CHOICES
+
+_PROVIDERS = "; ".join(f"{p.choice}: {p.name}{' as a plugin EP' if p.plugin else ''}" for p in EXECUTION_PROVIDERS)
 
 
 @click.command("check", help="Inspect this environment (without importing onnxruntime or torch), say what "
@@ -36,10 +39,11 @@ from ortdoctor.cli.check_run import MalformedProviderOption, execute
               "directories for the plan (as `preload --allow-unsafe-dirs`; they are still reported).")
 @click.option("--device-id", type=click.IntRange(min=0), default=0, show_default=True,
               help="GPU to check and run the smoke session on (counted after CUDA_VISIBLE_DEVICES).")
-@click.option("--provider", type=click.Choice(["cuda", "tensorrt"]), default="cuda", show_default=True,
-              help="The execution provider the smoke session proves. tensorrt: TensorrtExecutionProvider alone (CPU "
-              "fallback disabled), TensorRT preloaded after the CUDA set, the engine cache in a temporary directory, "
-              "built then reused by a second session.")
+@click.option("--provider", type=click.Choice(list(PROVIDER_CHOICES)), default=DEFAULT_PROVIDER, show_default=True,
+              help=f"The execution provider the smoke session proves, alone (CPU fallback disabled) ({_PROVIDERS}). "
+              "tensorrt: TensorRT preloaded after the CUDA set, the engine cache in a temporary directory, built then "
+              "reused by a second session. A plugin EP is registered (unless onnxruntime did) and the session put on "
+              "its device.")
 @click.option("--provider-option", "provider_options", multiple=True, metavar="KEY=VALUE",
               help="Option of that execution provider for the smoke session, passed as-is (repeatable), e.g. "
               "trt_fp16_enable=1.")

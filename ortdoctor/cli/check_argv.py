@@ -18,6 +18,7 @@ from collections import namedtuple
 from collections.abc import Sequence
 
 from ortdoctor.cli.check_run import MalformedProviderOption, parse_provider_options
+from ortdoctor.core.execution_providers import DEFAULT_PROVIDER, PROVIDER_CHOICES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(("--directory",), "directory", TEXT, None),
     Option(("--allow-unsafe-dirs",), "allow_unsafe_dirs", FLAG, False),
     Option(("--device-id",), "device_id", COUNT, 0),
-    Option(("--provider",), "provider", CHOICE, "cuda", ("cuda", "tensorrt")),
+    Option(("--provider",), "provider", CHOICE, DEFAULT_PROVIDER, PROVIDER_CHOICES),
     Option(("--provider-option",), "provider_options", TEXT, (), multiple=True),
     Option(("--iobinding",), "iobinding", FLAG, False),
     Option(("--cuda-graph",), "cuda_graph", FLAG, False),

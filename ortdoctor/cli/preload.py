@@ -8,6 +8,7 @@ import sys
 import click
 
 from ortdoctor.core import exitcodes
+from ortdoctor.core.execution_providers import PROVIDER_CHOICES
 
 
 @click.command("preload")
@@ -20,6 +21,9 @@ from ortdoctor.core import exitcodes
 @click.option("--tensorrt", is_flag=True,
               help="Also load the TensorRT libraries the TensorRT EP links (libnvinfer, its plugins, the ONNX "
                    "parser), by full path, after the CUDA set.")
+@click.option("--provider", type=click.Choice(list(PROVIDER_CHOICES)), default=None,
+              help="Load what that execution provider needs, in the order of its row of the execution-provider "
+                   "table (tensorrt: as --tensorrt).")
 @click.option("--dry-run", is_flag=True, help="Decide and show, load nothing.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout (the report contract).")
 @click.option("--print-env", is_flag=True,
@@ -35,8 +39,8 @@ from ortdoctor.core import exitcodes
               help="A compatibility matrix file instead of the shipped one (default: $ORTDOCTOR_MATRIX).")
 @click.option("--verbose", "-v", is_flag=True, help="More detail: each library's mapping and inode, every skip.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def command(directory: str | None, no_cuda: bool, no_cudnn: bool, no_msvc: bool, tensorrt: bool, dry_run: bool,
-            as_json: bool, print_env: bool, allow_unsafe_dirs: bool, allow_unsafe_dir: tuple[str, ...], quiet: bool,
+def command(directory: str | None, no_cuda: bool, no_cudnn: bool, no_msvc: bool, tensorrt: bool,
+            provider: str | None, dry_run: bool, as_json: bool, print_env: bool, allow_unsafe_dirs: bool, allow_unsafe_dir: tuple[str, ...], quiet: bool,
             matrix_path: str | None, verbose: bool, debug: bool) -> None:
     """Load the CUDA and cuDNN libraries onnxruntime-gpu needs, by absolute path, and prove it.
 
@@ -51,7 +55,7 @@ def command(directory: str | None, no_cuda: bool, no_cudnn: bool, no_msvc: bool,
         result = preload(directory=directory, cuda=not no_cuda, cudnn=not no_cudnn, msvc=not no_msvc,
                          dry_run=dry_run, allow_unsafe_dirs=allow_unsafe_dirs or allow_unsafe_dir,
                          matrix=load_matrix(matrix_path),
-                         tensorrt=tensorrt)
+                         tensorrt=tensorrt, provider=provider)
     except (DirectoryError, MatrixError) as exc:
         click.echo(f"ortdoctor preload: {exc}", err=True)
         sys.exit(exitcodes.USAGE)

@@ -6,6 +6,9 @@ finding id that :mod:`ortdoctor.diagnose.checklist`, the smoke run and the error
 ``ortdoctor explain ID``. Ids are stable kebab-case slugs: scripts match on them, so an id is never
 renamed; a new one is added instead.
 
+A new row is followed by ``python scripts/gen_finding_ids.py`` (``FindingId``, the type of every id, so that
+mypy checks each id the code spells) and ``python scripts/gen_findings_doc.py``; a test fails until both ran.
+
 Each entry says what causes the problem, what evidence ortdoctor looks for, and the general fix. The
 finding itself (built by the diagnosis) carries the concrete evidence and the exact command for the
 environment at hand; the catalog's ``fix`` is the template a person can apply by hand.
@@ -14,6 +17,7 @@ environment at hand; the catalog's ``fix`` is the template a person can apply by
 from __future__ import annotations
 
 from ortdoctor.core.facts import Finding, PackageStep, Severity
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import record
 from ortdoctor.core.shell import Command
 
@@ -27,7 +31,7 @@ _TRT_EP_DOCS = "https://onnxruntime.ai/docs/execution-providers/TensorRT-Executi
 
 @record
 class CatalogEntry:
-    id: str
+    id: FindingId  # a new row: then `python scripts/gen_finding_ids.py` (the type of every id)
     severity: Severity  # the default; the diagnosis may lower or raise it with the evidence at hand
     title: str
     cause: str
@@ -38,6 +42,15 @@ class CatalogEntry:
     # "check" (inspection), "smoke" (the child session), "explain" (error text), "model" (check --model),
     # "lint" (declared files, before anything is installed)
     produced_by: str = "check"
+    # Where the error classifier ranks this finding among those of one text: 0 a cause, 1 the optional
+    # TensorRT provider, 2 a symptom that names no cause, 3 a consequence or a harmless warning. None: the
+    # rank of the observation that produced it (a cause, unless the match says it is a consequence).
+    rank: int | None = None
+    # The finding only says "the CUDA EP was not used" (or that nothing is wrong); a cause usually sits
+    # beside it (diagnose/classify.py: CONSEQUENCE_IDS).
+    consequence: bool = False
+    # The report contract requires the id (docs/report-contract.md).
+    contract: bool = False
 
 
 _ENTRIES: tuple[CatalogEntry, ...] = (
@@ -69,6 +82,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "feed with --index-url, see `ortdoctor matrix`)",
         modes=(1,),
         docs=(_INSTALL_DOCS,),
+        contract=True,
     ),
     CatalogEntry(
         id="ort-cpu-only",
@@ -82,6 +96,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         fix='python -m pip uninstall -y onnxruntime && python -m pip install "onnxruntime-gpu[cuda,cudnn]"',
         modes=(1,),
         docs=(_ORT_ISSUES + "10685", _INSTALL_DOCS),
+        contract=True,
     ),
     CatalogEntry(
         id="ort-multiple-packages",
@@ -97,6 +112,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         'python -m pip install "onnxruntime-gpu[cuda,cudnn]"',
         modes=(1,),
         docs=(_ORT_ISSUES + "4809", "https://github.com/huggingface/optimum/issues/1064"),
+        contract=True,
     ),
     CatalogEntry(
         id="ort-install-damaged",
@@ -119,6 +135,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         fix='python -m pip install "onnxruntime-gpu!=1.27.0"  (the matrix names the fix for each release)',
         modes=(11,),
         docs=(_ORT_ISSUES + "29500",),
+        contract=True,
     ),
     CatalogEntry(
         id="ort-version-unverified",
@@ -180,6 +197,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         fix='python -m pip install "onnxruntime-gpu[cuda,cudnn]"  (or the single nvidia-* wheels the finding names)',
         modes=(2, 21),
         docs=(_ORT_ISSUES + "25609", _ORT_ISSUES + "24719"),
+        contract=True,
     ),
     CatalogEntry(
         id="cuda-lib-not-loadable",
@@ -210,6 +228,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "onnxruntime-gpu build for the CUDA major you have (the finding names the index URL).",
         modes=(3, 19),
         docs=(_ORT_ISSUES + "21684", _ORT_ISSUES + "29831"),
+        contract=True,
     ),
     CatalogEntry(
         id="cudnn-major-mismatch",
@@ -223,6 +242,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "the cuDNN you have",
         modes=(7,),
         docs=(_ORT_ISSUES + "21354", _CUDA_EP_DOCS),
+        contract=True,
     ),
     CatalogEntry(
         id="default-loader-picks-other-copy",
@@ -255,6 +275,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "one toolkit); `ortdoctor preload --directory \"\"` loads one consistent set.",
         modes=(15, 16),
         docs=(_ORT_ISSUES + "11826", "https://github.com/pytorch/pytorch/issues/185512"),
+        contract=True,
     ),
     CatalogEntry(
         id="lib-load-failed",
@@ -431,6 +452,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "and `import ortdoctor.hook`.",
         modes=(20,),
         docs=(_ORT_ISSUES + "18597", _TRT_EP_DOCS),
+        rank=1,
     ),
     CatalogEntry(
         id="tensorrt-major-mismatch",
@@ -586,6 +608,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "(the finding names the index URL), or run ORT in a separate process.",
         modes=(7, 14),
         docs=(_ORT_ISSUES + "24266", _ORT_ISSUES + "21354"),
+        contract=True,
     ),
     CatalogEntry(
         id="torch-loads-other-copy",
@@ -626,6 +649,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         docs=("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
               "https://docs.nvidia.com/deploy/cuda-compatibility/",
               "https://github.com/Akegarasu/lora-scripts/issues/101"),
+        contract=True,
     ),
     CatalogEntry(
         id="libcuda-missing",
@@ -654,6 +678,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "CUDA major the driver supports (the finding names the index URL).",
         modes=(8,),
         docs=("https://github.com/onnxruntime/mobius/issues/316",),
+        contract=True,
     ),
     CatalogEntry(
         id="driver-library-mismatch",
@@ -666,6 +691,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         fix="Reboot (or unload and reload the nvidia kernel modules).",
         modes=(22,),
         docs=(_ORT_ISSUES + "21435",),
+        contract=True,
     ),
     CatalogEntry(
         id="driver-error",
@@ -692,6 +718,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "CUDA_VISIBLE_DEVICES",
         modes=(9,),
         docs=(_ORT_ISSUES + "11561",),
+        contract=True,
     ),
     CatalogEntry(
         id="invalid-device-ordinal",
@@ -731,6 +758,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         docs=(_ORT_ISSUES + "26245", _ORT_ISSUES + "27528",
               "https://docs.nvidia.com/cuda/ada-compatibility-guide/index.html",
               "https://docs.nvidia.com/cuda/parallel-thread-execution/#release-notes-ptx-release-history"),
+        contract=True,
     ),
     CatalogEntry(
         id="gpu-arch-ptx-jit",
@@ -938,6 +966,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
               "https://github.com/pythongosssss/ComfyUI-WD14-Tagger/issues/64",
               "https://github.com/hacksider/Deep-Live-Cam/issues/963"),
         produced_by="explain",
+        rank=2,
     ),
     CatalogEntry(
         id="cublas-status-error",
@@ -1006,6 +1035,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         docs=("https://github.com/deepinsight/insightface/issues/2295",
               "https://github.com/deepinsight/insightface/issues/2344"),
         produced_by="explain",
+        rank=3, consequence=True,
     ),
     CatalogEntry(
         id="dll-init-failed",
@@ -1087,6 +1117,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
               "https://github.com/pythongosssss/ComfyUI-WD14-Tagger/issues/16",
               "https://github.com/sdbds/TRELLIS-for-windows/issues/34"),
         produced_by="explain",
+        rank=1,
     ),
     CatalogEntry(
         id="nodes-not-assigned-preferred-ep",
@@ -1104,6 +1135,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         docs=("https://github.com/k2-fsa/sherpa-onnx/issues/163", _ORT_ISSUES + "16863",
               "https://github.com/pykeio/ort/pull/81"),
         produced_by="explain",
+        rank=3, consequence=True,
     ),
     CatalogEntry(
         id="numpy-abi-mismatch",
@@ -1521,6 +1553,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         modes=(4,),
         docs=(_ORT_ISSUES + "23372",),
         produced_by="smoke",
+        contract=True,
     ),
     CatalogEntry(
         id="cuda-ep-fell-back-to-cpu",
@@ -1537,6 +1570,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         modes=(4,),
         docs=(_ORT_ISSUES + "23372",),
         produced_by="explain",
+        rank=3, consequence=True,
     ),
     # ------------------------------------------------ explain: causes read from a text's evidence
     CatalogEntry(
@@ -1596,39 +1630,28 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         fix="Read the smoke block's error; `ortdoctor explain -` classifies a pasted log.",
         modes=(4, 10),
         produced_by="smoke",
+        contract=True,
     ),
 )
 
 CATALOG: dict[str, CatalogEntry] = {entry.id: entry for entry in _ENTRIES}
 
-#: The ids the report contract requires (docs/report-contract.md).
-CONTRACT_IDS: tuple[str, ...] = (
-    "ort-not-installed",
-    "ort-cpu-only",
-    "ort-multiple-packages",
-    "cuda-lib-missing",
-    "cuda-major-mismatch",
-    "cudnn-major-mismatch",
-    "driver-missing",
-    "driver-too-old",
-    "driver-library-mismatch",
-    "no-gpu-visible",
-    "gpu-arch-unsupported",
-    "lib-multiple-copies",
-    "torch-cuda-mismatch",
-    "ort-known-bad-release",
-    "smoke-fell-back-to-cpu",
-    "smoke-failed",
-)
+#: The ids the report contract requires (docs/report-contract.md), in catalog order.
+CONTRACT_IDS: tuple[FindingId, ...] = tuple(e.id for e in _ENTRIES if e.contract)
 
 
-def entry(finding_id: str) -> CatalogEntry:
+def entry(finding_id: FindingId) -> CatalogEntry:
     """The catalog entry of an id. Raises KeyError for an unknown id (a bug in the caller)."""
     return CATALOG[finding_id]
 
 
+def known_id(value: object, default: FindingId) -> FindingId:
+    """``value`` when it is a catalogued id (an id read back from a child's JSON or a report), else ``default``."""
+    return CATALOG[value].id if isinstance(value, str) and value in CATALOG else default
+
+
 def make(
-    finding_id: str,
+    finding_id: FindingId,
     detail: str,
     fix: str | None = None,
     *,

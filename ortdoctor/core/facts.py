@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import field, field_names, record
 from ortdoctor.core.shell import Command
 
@@ -364,7 +365,7 @@ class PackageStep:
 
 @record
 class Finding:
-    id: str  # stable kebab-case slug, documented in docs/findings.md
+    id: FindingId  # stable kebab-case slug, documented in docs/findings.md
     severity: Severity
     title: str  # one line a person reads first
     detail: str  # what was seen: versions, paths, file names
@@ -377,7 +378,7 @@ class Finding:
 class Match:
     """One recognised failure in a text (see :mod:`ortdoctor.diagnose.classify`)."""
 
-    finding_id: str
+    finding_id: FindingId
     what: str  # what happened, with the names from the message
     why: str
     fix: str

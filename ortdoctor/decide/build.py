@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from ortdoctor.core.facts import ElfInfo, OrtInfo
+from ortdoctor.core.package_names import ORT_CPU, ORT_DIRECTML, ORT_OPENVINO, ORT_QNN
 from ortdoctor.core.patterns import LazyPattern, lazy
 from ortdoctor.core.record import record, replace
 from ortdoctor.decide.matrix.model import Matrix, Release
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["CPU_FLAVOURS", "BuildMajors", "build_majors", "is_cuda_build", "with_known_cuda"]
 
 #: Every distribution that installs a CPU build into the `onnxruntime/` import package.
-CPU_FLAVOURS = ("onnxruntime", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn")
+CPU_FLAVOURS = (ORT_CPU, ORT_DIRECTML, ORT_OPENVINO, ORT_QNN)
 
 # libcudart.so.13 / libcudart.so.11.0; cudart64_13.dll / cudart64_110.dll (CUDA 11 adds the minor digit)
 _CUDART = lazy(r"^(?:libcudart\.so\.(\d+)(?:\.\d+)?|cudart64_(\d\d)\d?\.dll)$", re.IGNORECASE)

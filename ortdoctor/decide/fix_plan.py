@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from ortdoctor.core.facts import Finding, PackageStep
 from ortdoctor.core.record import record
+from ortdoctor.core.severity import severity_rank
 from ortdoctor.core.shell import Command, move_argvs
 from ortdoctor.decide.fixes import Installer
 
@@ -58,8 +59,8 @@ def _split(step: PackageStep) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def plan_fix(findings: Iterable[Finding], *, windows: bool = False) -> FixPlan:
     """``windows``: a move is left to the user (``fix --yes`` runs ``mkdir``/``mv`` on POSIX only)."""
-    order = {"error": 0, "warning": 1}
-    relevant = sorted((f for f in findings if f.severity in order), key=lambda f: order[f.severity])
+    # notes (info) have nothing to fix
+    relevant = sorted((f for f in findings if f.severity != "info"), key=lambda f: severity_rank(f.severity))
     uninstalls: dict[str | None, tuple[list[str], list[str]]] = {}  # interpreter -> (options, names)
     installs: dict[tuple[str | None, tuple[str, ...]], list[str]] = {}
     moves: list[Command] = []

@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ortdoctor.core.facts import Environment, Finding, LibraryPlan, NvidiaWheel, PackageStep, Plan, PythonInfo
+from ortdoctor.core.package_names import ORT_GPU
 from ortdoctor.core.record import record, replace
 from ortdoctor.core.shell import (
     BACKUP_DIR,
@@ -44,7 +45,7 @@ __all__ = ["GPU_PACKAGE", "Installer", "check_again", "gpu_install", "library_fi
            "move_aside", "ort_gpu_spec", "ortdoctor_command", "other_cuda_cudnn_wheels", "pin_series", "quote", "search_path", "step",
            "wrong_cuda_cudnn"]
 
-GPU_PACKAGE = "onnxruntime-gpu"
+GPU_PACKAGE = ORT_GPU
 
 
 def quote(arg: str, *, windows: bool = False) -> str:

@@ -23,6 +23,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from ortdoctor.core.package_names import ORT_CPU, ORT_DIRECTML, ORT_GPU, ORT_NIGHTLY, ORT_OPENVINO
 from ortdoctor.core.record import record
 from ortdoctor.decide.matrix.model import Feed, Matrix, Release, ReleaseMatch
 from ortdoctor.decide.ort_dependents import dependents
@@ -51,9 +52,9 @@ __all__ = [
     "wheel_major",
 ]
 
-GPU_PACKAGE = "onnxruntime-gpu"
+GPU_PACKAGE = ORT_GPU
 #: Distributions that install the same `onnxruntime/` package as onnxruntime-gpu without its CUDA EP.
-CPU_FLAVOURS = ("onnxruntime", "onnxruntime-directml", "onnxruntime-openvino", "ort-nightly")
+CPU_FLAVOURS = (ORT_CPU, ORT_DIRECTML, ORT_OPENVINO, ORT_NIGHTLY)
 #: The CPython minors a declaration is checked for when it gives no upper bound.
 PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 

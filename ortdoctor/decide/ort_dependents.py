@@ -14,6 +14,7 @@ from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from ortdoctor.core.package_names import ORT_GPU
 from ortdoctor.core.record import record
 
 __all__ = ["Dependent", "dependents", "gpu_spec_of", "ort_package_of"]
@@ -52,7 +53,7 @@ def ort_package_of(name: str, extras: tuple[str, ...], spec: str = "") -> tuple[
     pulled = [row.requires[e] for e in ("", *extras) if e in row.requires]
     if not pulled:
         return None
-    cpu = [p for p in pulled if p != "onnxruntime-gpu"]
+    cpu = [p for p in pulled if p != ORT_GPU]
     return (cpu[0] if cpu else pulled[0]), row
 
 
@@ -64,6 +65,6 @@ def gpu_spec_of(name: str, extras: tuple[str, ...], spec: str = "") -> str | Non
         return None
     row = hit[1]
     for extra in ("", *extras):
-        if row.requires.get(extra) == "onnxruntime-gpu" and row.gpu_spec is not None and extra in row.gpu_spec:
+        if row.requires.get(extra) == ORT_GPU and row.gpu_spec is not None and extra in row.gpu_spec:
             return row.gpu_spec[extra]
     return None

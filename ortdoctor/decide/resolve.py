@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from ortdoctor.core.catalog import make
+from ortdoctor.core.driver_libraries import DRIVER_LIBRARIES
 from ortdoctor.core.facts import Candidate, Environment, Finding, LibraryPlan, Plan, Source
 from ortdoctor.core.patterns import lazy
 from ortdoctor.core.shell import Command, compose
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["DRIVER_SONAMES", "provider_needs", "resolve"]
 
 # The libraries of the NVIDIA driver are never preloaded: they must match the kernel module.
-DRIVER_SONAMES = frozenset({"libcuda.so.1", "libnvidia-ml.so.1", "nvcuda.dll", "nvml.dll"})
+DRIVER_SONAMES = DRIVER_LIBRARIES
 # The rule; _cuda_like reads it by hand (see core/patterns.py)
 _CUDA_LIKE = lazy(r"^(lib)?(cu|nvrtc|nvJitLink|cudnn)", re.IGNORECASE)
 _CUDA_LIKE_PREFIXES = ("cu", "nvrtc", "nvjitlink", "libcu", "libnvrtc", "libnvjitlink")  # "cudnn" is a "cu"

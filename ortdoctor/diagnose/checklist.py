@@ -17,8 +17,9 @@ from ortdoctor.core.facts import (
     Plan,
 )
 from ortdoctor.core.record import replace
+from ortdoctor.core.severity import severity_rank
 from ortdoctor.decide.build import is_cuda_build
-from ortdoctor.diagnose.context import SEVERITY_ORDER, Ctx, build_cuda_major
+from ortdoctor.diagnose.context import Ctx, build_cuda_major
 from ortdoctor.diagnose.driver import check_driver, driver_absent
 from ortdoctor.diagnose.environment import (
     check_installer,
@@ -108,5 +109,5 @@ def diagnose(
     found = merge_device_smokes(found, ctx, smoke, device_smokes)
     # every package fix one command a line, its prose as comments (decide/fixes.py: Installer.complete)
     found = [ctx.installer.complete(f) for f in found]
-    found = sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
+    found = sorted(found, key=lambda f: severity_rank(f.severity))
     return lead_with_the_layout(found)

@@ -29,7 +29,9 @@ import sys
 from collections.abc import Iterable
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
+from ortdoctor.core.ep_names import CUDA_EP
 from ortdoctor.core.facts import Match
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import replace
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import Matrix, MatrixError
@@ -42,7 +44,8 @@ from ortdoctor.diagnose.textlines import iter_lines
 from ortdoctor.formats.ortlog import strip_ansi
 
 #: Findings that only say "the CUDA EP was not used" (or that nothing is wrong); a cause usually sits beside them.
-CONSEQUENCE_IDS = frozenset({"cuda-ep-fell-back-to-cpu", "cpu-provider-only-applied", "nodes-not-assigned-preferred-ep"})
+#: Each is marked in its catalog row (``consequence=True``).
+CONSEQUENCE_IDS: frozenset[FindingId] = frozenset(e.id for e in _CATALOG.values() if e.consequence)
 
 #: Ids whose (title, cause, fix) `explain` shows when the catalog lacks them (kept for callers; every id
 #: the classifier gives is in the catalog now).
@@ -50,16 +53,9 @@ LOCAL_DOCS: dict[str, tuple[str, str, str]] = {
     fid: (_CATALOG[fid].title, _CATALOG[fid].cause, _CATALOG[fid].fix) for fid in ("cuda-ep-fell-back-to-cpu",)
 }
 
-# Rank of a finding: 0 a cause, 1 the optional TensorRT provider, 2 a symptom that names no cause,
-# 3 a consequence or a harmless warning. Ids not listed are causes.
-_RANK: dict[str, int] = {
-    "tensorrt-unavailable": 1,
-    "tensorrt-ep-fell-back": 1,
-    "cuda-path-set-not-loaded": 2,
-    "cuda-ep-fell-back-to-cpu": 3,
-    "cpu-provider-only-applied": 3,
-    "nodes-not-assigned-preferred-ep": 3,
-}
+# Rank of a finding, from its catalog row: 0 a cause, 1 the optional TensorRT provider, 2 a symptom that
+# names no cause, 3 a consequence or a harmless warning. Ids whose row sets no rank take the observation's.
+_RANK: dict[str, int] = {e.id: e.rank for e in _CATALOG.values() if e.rank is not None}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -67,7 +63,7 @@ _RANK: dict[str, int] = {
 # --------------------------------------------------------------------------------------------------
 def _tensorrt_banner(facts: Facts) -> bool:
     """Python's EP Error banner retried without TensorRT and kept the CUDA provider the caller asked for."""
-    return any("Tensorrt" in when and "CUDAExecutionProvider" in when and "CUDAExecutionProvider" in back
+    return any("Tensorrt" in when and CUDA_EP in when and CUDA_EP in back
                for when, back in facts.banners)
 
 
@@ -112,7 +108,7 @@ _STATUS_KINDS = frozenset({"cublas_status", "cudnn_status", "ep_not_created", "f
                            "provider_126", "cuda_path_set", "cpu_applied"})
 _STATUS_CODES = frozenset({"2", "3", "35", "209", "999"})
 #: Findings whose advice is canned by the message's name (memory, driver, "install the requirements").
-_CANNED = frozenset({"cublas-status-error", "cudnn-status-error", "driver-too-old", "gpu-out-of-memory",
+_CANNED: frozenset[FindingId] = frozenset({"cublas-status-error", "cudnn-status-error", "driver-too-old", "gpu-out-of-memory",
                      "cuda-ep-fell-back-to-cpu", "cuda-path-set-not-loaded", "dll-init-failed", "driver-error",
                      "gpu-arch-unsupported", "cpu-provider-only-applied"})
 

@@ -11,6 +11,7 @@ from ortdoctor.core.facts import (
     PackageStep,
     Plan,
 )
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import record
 from ortdoctor.core.shell import Command
@@ -29,12 +30,11 @@ if TYPE_CHECKING:
 # Dependencies the CUDA feeds do not carry: pip must find them on PyPI before --index-url points elsewhere.
 FEED_PREREQS = ("flatbuffers", "numpy", "packaging", "protobuf", "sympy")
 # Resolver findings that say less than a diagnosis finding about the same thing: dropped when it fires.
-SUPERSEDED = {"ld-library-path-unsafe-entry": "ld-library-path-unsafe", "lib-sources-mixed": "lib-multiple-copies"}
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+SUPERSEDED: dict[FindingId, FindingId] = {"ld-library-path-unsafe-entry": "ld-library-path-unsafe", "lib-sources-mixed": "lib-multiple-copies"}
 # Free memory below this (MiB) leaves too little for an arena plus cuDNN workspaces.
 LOW_MEMORY_MIB = 1024
 # NVML compute modes that refuse a new CUDA context (always, or while another process holds one).
-RESTRICTED_MODES = {"prohibited": "gpu-compute-mode-prohibited", "exclusive-process": "gpu-compute-mode-exclusive",
+RESTRICTED_MODES: dict[str, FindingId] = {"prohibited": "gpu-compute-mode-prohibited", "exclusive-process": "gpu-compute-mode-exclusive",
                      "exclusive-thread": "gpu-compute-mode-exclusive"}
 CUDA_SONAME = lazy(r"^(?:lib(cudart|cublasLt|cublas|cufft|curand|nvrtc|cudnn)\.so\.(\d+)"
                     r"|(cudart|cublasLt|cublas|cufft|curand|nvrtc)64_(\d+)\.dll)", re.IGNORECASE)

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 
 from ortdoctor.core.catalog import CATALOG, make
+from ortdoctor.core.driver_libraries import LIBCUDA, LIBNVML, NVML_DLL
 from ortdoctor.core.facts import (
     Device,
     DriverError,
@@ -13,6 +14,7 @@ from ortdoctor.core.facts import (
     PackageStep,
     Severity,
 )
+from ortdoctor.core.package_names import ORT_GPU
 from ortdoctor.decide.devices import CudaDevice, DeviceMap, describe, map_devices
 from ortdoctor.decide.fixes import gpu_install, step
 from ortdoctor.decide.names import major_of
@@ -78,7 +80,7 @@ def check_driver(ctx: Ctx) -> list[Finding]:
             detail = f"The NVIDIA driver library is installed but the kernel module is not loaded: {drv.error or ''}"
             fix = "sudo modprobe nvidia (or reboot); check `dmesg | grep -i nvidia` for why it did not load"
         else:
-            lib = "nvml.dll" if ctx.os_name == "windows" else "libnvidia-ml.so.1"
+            lib = NVML_DLL if ctx.os_name == "windows" else LIBNVML
             detail = f"NVML could not be loaded ({drv.error or lib + ' not found'})"
             detail += "; libcuda.so.1 " + ("found at " + ", ".join(drv.libcuda) if drv.libcuda else "not found")
             detail += "; /dev/nvidia*: " + (", ".join(drv.dev_nodes) if drv.dev_nodes else "none") + "."
@@ -253,19 +255,19 @@ def build_for_major(ctx: Ctx, major: int) -> tuple[PackageStep, ...]:
             if major_of(feed.cuda) == major:
                 if feed.index_url is None:
                     return (gpu_install(ctx.matrix, ort.version),)
-                return (step("uninstall", "-y", "onnxruntime-gpu"), step("install", *FEED_PREREQS),
+                return (step("uninstall", "-y", ORT_GPU), step("install", *FEED_PREREQS),
                         step("install", "--no-cache-dir", f"onnxruntime-gpu=={ort.version}", "--index-url",
                              feed.index_url))
     rec = ctx.matrix.recommend(str(major), None)
     if rec is None or not rec.steps:
         return ()
-    return (step("uninstall", "-y", "onnxruntime-gpu"), *rec.steps)
+    return (step("uninstall", "-y", ORT_GPU), *rec.steps)
 
 
 def _check_compat_libs(ctx: Ctx) -> list[Finding]:
     """Mode 22: cuda-compat (forward-compatibility) libcuda on the path."""
     env = ctx.env
-    paths = list(env.driver.libcuda) + list(env.system.ldconfig.get("libcuda.so.1", ()))
+    paths = list(env.driver.libcuda) + list(env.system.ldconfig.get(LIBCUDA, ()))
     paths += [d.path for d in env.system.ld_library_path if re.search(r"/compat/?$", d.path)]
     compat = sorted({p for p in paths if "/compat" in p})
     if not compat:

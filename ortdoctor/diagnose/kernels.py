@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Finding
+from ortdoctor.core.package_names import ORT_GPU
 from ortdoctor.core.record import record
 from ortdoctor.decide.devices import CudaDevice, describe
 from ortdoctor.decide.kernels import (
@@ -139,7 +140,7 @@ def _unsupported(ctx: Ctx, build: BuildKernels, bad: Sequence[CudaDevice], visib
                          "(read from how the fatbin groups its kernels: the smoke session tells for sure)")
         else:
             lines.append(f"{describe(c)}: {cc_text}: no kernel image for it")
-    name = ort.active or "onnxruntime-gpu"
+    name = ort.active or ORT_GPU
     lines.append(f"{name} {ort.version or '?'} carries {build.describe()} ({build.where}).")
     lines.append(_why(build, [covered[c] for c in bad]))
     floor = [c for c in bad if (cov := covered[c]) is not None and cov.cc < CUDA13_FLOOR]

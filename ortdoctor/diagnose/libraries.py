@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 
 from ortdoctor.core.catalog import make
+from ortdoctor.core.driver_libraries import NVCUDA_DLL
 from ortdoctor.core.facts import (
     Candidate,
     Finding,
@@ -15,6 +16,7 @@ from ortdoctor.core.facts import (
     PackageStep,
     Severity,
 )
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import replace
 from ortdoctor.core.shell import Command, add_note, compose
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 def _is_driver_lib(soname: str) -> bool:
     """libcuda belongs to the driver (reported by the driver checks), not to the CUDA wheels."""
     low = soname.lower()
-    return low.startswith("libcuda.so") or low == "nvcuda.dll"
+    return low.startswith("libcuda.so") or low == NVCUDA_DLL
 
 
 def _is_cudnn(lp: LibraryPlan) -> bool:
@@ -129,7 +131,8 @@ def check_libraries(ctx: Ctx) -> list[Finding]:
 
     # --- present only for another major (modes 3, 7, 19); also wheels of another major that the
     # build cannot use even though its own major came from somewhere else.
-    for is_cudnn, fid in ((False, "cuda-major-mismatch"), (True, "cudnn-major-mismatch")):
+    for is_cudnn in (False, True):
+        fid: FindingId = "cudnn-major-mismatch" if is_cudnn else "cuda-major-mismatch"
         foreign = {lp.name: _foreign_wheel_files(ctx, lp) for lp in libs_checked} if not is_cudnn else {}
         group = [lp for lp in libs_checked if _is_cudnn(lp) == is_cudnn and (
             (lp.other_major and (lp.chosen is None or any(c.source == "nvidia-wheel" for c in lp.other_major)))

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ortdoctor.core.catalog import CATALOG, make
+from ortdoctor.core.catalog import CATALOG, known_id, make
+from ortdoctor.core.ep_names import CUDA_EP
+from ortdoctor.core.execution_providers import smoke_provider
 from ortdoctor.core.facts import (
     Finding,
     PackageStep,
     Plan,
 )
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import replace
 from ortdoctor.decide.devices import CudaDevice, describe
 from ortdoctor.decide.fixes import Installer, step
@@ -49,7 +52,7 @@ def merge_smoke(found: list[Finding], smoke: Any, installer: Installer | None = 
     if not getattr(smoke, "ran", False) and getattr(smoke, "finding_id", None) is None:
         return found  # skipped on purpose (--no-smoke, no CUDA build): nothing to report
     confirm = "Confirmed by the smoke session (a real CUDA session in a child process); ORT said:\n"
-    cause_ids: list[str] = []
+    cause_ids: list[FindingId] = []
     mode_ids = [f.id for f in found if f.id in RESTRICTED_MODES.values()]
     for cause in getattr(smoke, "causes", ()) or ():
         cid = getattr(cause, "finding_id", None)
@@ -74,14 +77,13 @@ def merge_smoke(found: list[Finding], smoke: Any, installer: Installer | None = 
         # the causes carry the smoke session's evidence and the fix: a second error saying "the smoke
         # session failed, fix the above first" would only make the report longer
         return found
-    fid = getattr(smoke, "finding_id", None) or "smoke-failed"
-    if fid not in CATALOG:
-        fid = "smoke-failed"
+    fid = known_id(getattr(smoke, "finding_id", None), "smoke-failed")
     if any(f.id == fid for f in found):
         return found
     providers = getattr(smoke, "providers", None)
-    ep = getattr(smoke, "ep", None) or "CUDAExecutionProvider"
-    ep_words = "the CUDA EP" if ep == "CUDAExecutionProvider" else ep
+    ep = getattr(smoke, "ep", None) or CUDA_EP
+    row = smoke_provider(smoke)
+    ep_words = row.label if row is not None else ep
     detail = f"The smoke session (MatMul+Add+Relu on {ep_words}, CPU fallback disabled, in a child process)"
     detail += f" ran on {list(providers)}" if providers else f" did not run on {ep_words}"
     status = getattr(smoke, "exit_status", None)
@@ -126,7 +128,7 @@ def merge_device_smokes(found: list[Finding], ctx: Ctx, smoke: Any, device_smoke
     main_sig = _smoke_signature(smoke) if main_failed else None
     same = [ds for ds in failed if main_sig is not None and _smoke_signature(ds.smoke) == main_sig]
     if same:
-        fid = main_sig[0] if main_sig and main_sig[0] in CATALOG else "smoke-failed"
+        fid = known_id(main_sig[0] if main_sig else None, "smoke-failed")
         hit = next((i for i, f in enumerate(found) if f.id == fid), None)
         names = "; ".join(_device_name(ds) for ds in same)
         if hit is not None:
@@ -135,9 +137,7 @@ def merge_device_smokes(found: list[Finding], ctx: Ctx, smoke: Any, device_smoke
         if ds in same:
             continue
         sm = ds.smoke
-        fid = getattr(sm, "finding_id", None) or "smoke-failed"
-        if fid not in CATALOG:
-            fid = "smoke-failed"
+        fid = known_id(getattr(sm, "finding_id", None), "smoke-failed")
         where = _device_name(ds)
         providers = getattr(sm, "providers", None)
         detail = f"On {where} the smoke session "

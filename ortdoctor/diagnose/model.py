@@ -15,14 +15,16 @@ from typing import Any
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.catalog import CatalogEntry, make
+from ortdoctor.core.ep_names import CPU_EP, CUDA_EP
 from ortdoctor.core.facts import DriverInfo, Finding, Severity
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.prove.model_check.inspect import ModelInspection
 from ortdoctor.prove.model_check.op_cost import LABEL, RANKING_RULE, Cost, costs
-from ortdoctor.prove.model_check.placement import CPU_EP, CUDA_EP, Placement
+from ortdoctor.prove.model_check.placement import Placement
 
 #: Every id this module emits. Their documentation (title, severity, cause, evidence, fix) lives in
 #: :mod:`ortdoctor.core.catalog`, the single source for ``docs/findings.md`` and ``ortdoctor explain``.
-MODEL_IDS: tuple[str, ...] = (
+MODEL_IDS: tuple[FindingId, ...] = (
     "model-invalid", "model-truncated", "model-external-data-missing", "model-opset-unsupported",
     "model-load-failed", "model-check-failed", "model-not-on-gpu", "model-quantized-ops-on-cpu",
     "model-cpu-compute-ops", "model-shape-ops-on-cpu", "model-memcpy-nodes", "model-control-flow-blocks-cuda-graph",
@@ -33,11 +35,11 @@ MODEL_IDS: tuple[str, ...] = (
 CATALOG: tuple[CatalogEntry, ...] = tuple(_CATALOG[i] for i in MODEL_IDS)
 
 #: Finding ids that mean "the input model cannot be used as given": the check command exits with 2.
-INPUT_ERROR_IDS = frozenset({"model-invalid", "model-truncated", "model-external-data-missing",
+INPUT_ERROR_IDS: frozenset[FindingId] = frozenset({"model-invalid", "model-truncated", "model-external-data-missing",
                              "model-opset-unsupported"})
 
 
-def make_finding(id_: str, detail: str, fix: str | None = None, severity: Severity | None = None,
+def make_finding(id_: FindingId, detail: str, fix: str | None = None, severity: Severity | None = None,
                  title: str | None = None) -> Finding:
     if id_ not in MODEL_IDS:  # a typo here would otherwise pass as a valid catalog id of another area
         raise KeyError(id_)

@@ -13,6 +13,7 @@ from ortdoctor.core.facts import (
     OrtDistribution,
     PackageStep,
 )
+from ortdoctor.core.package_names import ORT_CPU, ORT_GPU
 from ortdoctor.core.record import record
 from ortdoctor.core.shell import Command, compose
 from ortdoctor.decide.build import is_cuda_build
@@ -71,15 +72,15 @@ def check_package(ctx: Ctx) -> list[Finding]:
         winner = f"The files on disk belong to {ort.active}" if ort.active else "Whose files are on disk is unclear"
         build = "a CPU build" if not is_cuda_build(ort) else f"a CUDA {ort.cuda_version or '?'} build"
         detail = "\n".join([*lines, f"{winner} ({build}, package_name={ort.package_name!r})."])
-        uninstall = tuple(dict.fromkeys([*dist_names, "onnxruntime", "onnxruntime-gpu"]))
+        uninstall = tuple(dict.fromkeys([*dist_names, ORT_CPU, ORT_GPU]))
         # Keep the GPU build the user chose (its version pins its CUDA major); else what fits this machine.
-        gpu = [d for d in family if normalize(d.name) == "onnxruntime-gpu"]
+        gpu = [d for d in family if normalize(d.name) == ORT_GPU]
         steps = (step("uninstall", "-y", *uninstall),
                  *((gpu_install(ctx.matrix, gpu[0].version),) if gpu else _install_steps(ctx)))
         fix, commands = _with_alternative(ctx, steps, keep=bool(gpu))
         out.append(make("ort-multiple-packages", detail, fix, steps=steps, commands=commands))
     elif not is_cuda_build(ort):
-        name = ort.active or (family[0].name if family else "onnxruntime")
+        name = ort.active or (family[0].name if family else ORT_CPU)
         detail = (f"{name} {ort.version or ''} in {ort.package_dir} is a CPU build: "
                   f"package_name={ort.package_name!r}, cuda_version={ort.cuda_version!r}, and there is no "
                   "CUDA provider library (libonnxruntime_providers_cuda.so / onnxruntime_providers_cuda.dll).")
@@ -91,7 +92,7 @@ def check_package(ctx: Ctx) -> list[Finding]:
     if ort.build_info_error:
         problems.append(f"build_and_package_info.py: {ort.build_info_error}")
     if problems:
-        dist = ort.active or (family[0].name if family else "onnxruntime-gpu")
+        dist = ort.active or (family[0].name if family else ORT_GPU)
         version = next((d.version for d in family if d.name == dist), ort.version)
         # pinned: an unpinned reinstall moves to the newest build, which may be for another CUDA major
         steps = (step("install", "--force-reinstall", "--no-deps", f"{dist}=={version}" if version else dist),)
@@ -186,7 +187,7 @@ def _shadowing(ctx: Ctx, family: Sequence[OrtDistribution]) -> Finding | None:
         fix, steps, commands = _removal_fix(ctx, removal)
         return make("ort-multiple-packages", "\n".join(lines), fix, severity="warning", steps=steps,
                     commands=commands)
-    gpu_dists = [d for d in shadowed if normalize(d.name) == "onnxruntime-gpu"]
+    gpu_dists = [d for d in shadowed if normalize(d.name) == ORT_GPU]
     if gpu_dists:
         fix, steps, commands = _removal_fix(
             ctx, _removal(ctx, imp, family),

@@ -12,6 +12,8 @@ import os
 import re
 
 from ortdoctor.core.catalog import make
+from ortdoctor.core.ep_names import TENSORRT_EP
+from ortdoctor.core.execution_providers import smoke_provider
 from ortdoctor.core.facts import (
     ElfInfo,
     Finding,
@@ -36,12 +38,12 @@ if TYPE_CHECKING:
 
 __all__ = ["TENSORRT_EP", "check_cuda_plugin_ep", "check_plugin_devices", "check_plugin_eps", "check_tensorrt"]
 
-TENSORRT_EP = "TensorrtExecutionProvider"
 _VERSION_RE = lazy(r"^(\d+)\.(\d+)")
 
 
 def _requested(smoke: SmokeResult | None) -> bool:
-    return smoke is not None and getattr(smoke, "ep", None) == TENSORRT_EP
+    row = smoke_provider(smoke)
+    return row is not None and "tensorrt" in row.families
 
 
 def _where(install: TensorrtInstall) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.facts import Match
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import record, replace
 from ortdoctor.decide import gpu_names, kernels, packages, tensorrt_versions
 from ortdoctor.decide.matrix.model import Matrix
@@ -348,6 +349,7 @@ class Decider:
             return None
         version = self.ctx.ort_version
         bad = [(r, kb) for r in lines for kb in r.known_bad]
+        fid: FindingId
         if version is not None and not any(version.startswith(r.line + ".") or version == r.line for r in lines):
             fid = "ort-import-fails"
         elif bad and (version is None or any(kb.version == version for _, kb in bad)):
@@ -1012,7 +1014,7 @@ class Decider:
                 "(cuDNN 9.11 and later support no Maxwell or Pascal GPU), a second onnxruntime in the process; "
                 "`ortdoctor check` reads them.")
 
-    def _used(self, fid: str, *facts: str) -> list[Evidence]:
+    def _used(self, fid: FindingId, *facts: str) -> list[Evidence]:
         items = self.ev.about(*facts)
         self.used[fid] = items
         return items
@@ -1080,7 +1082,7 @@ class Decider:
                      items[0].line if items else hit.evidence, {"sm": f"sm_{sm}"})
 
     def _build_needs(self, hit: Hit, family: str, build: int, have: int) -> Match:
-        fid = "cudnn-major-mismatch" if family == "cudnn" else "cuda-major-mismatch"
+        fid: FindingId = "cudnn-major-mismatch" if family == "cudnn" else "cuda-major-mismatch"
         items = self._used(fid, "ort.cudnn_major", "ort.cuda_major", "ort.version",
                            "cudnn.version" if family == "cudnn" else "cuda.version")
         name = "cuDNN" if family == "cudnn" else "CUDA"
@@ -1129,7 +1131,7 @@ class Decider:
                        details={"reason": ",".join(sorted(subjects))})
 
     # -- a match documented by the catalog ----------------------------------------------------------
-    def _m(self, fid: str, hit: Hit, what: str, *, fix: str | None = None, details: dict[str, str] | None = None,
+    def _m(self, fid: FindingId, hit: Hit, what: str, *, fix: str | None = None, details: dict[str, str] | None = None,
            consequence: bool = False) -> Match:
         doc = _CATALOG[fid]
         return Match(fid, what, doc.cause, fix if fix is not None else doc.fix, hit.evidence, dict(details or {}),
@@ -1170,7 +1172,7 @@ def _identify_without_matrix(name: str) -> _Lib | None:
 
 
 # CUDA runtime error codes (cudaError_t) and what they stand for.
-def _code_simple(fid: str, what: str, why: str, fix: str) -> Callable[[Decider, Hit], Match]:
+def _code_simple(fid: FindingId, what: str, why: str, fix: str) -> Callable[[Decider, Hit], Match]:
     def build(d: Decider, hit: Hit) -> Match:
         return Match(fid, what, why, fix, hit.evidence, {})
 

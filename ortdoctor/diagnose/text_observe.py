@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ortdoctor.core.ep_names import CUDA_EP
+from ortdoctor.core.execution_providers import EXECUTION_PROVIDERS
 from ortdoctor.core.record import record
 from ortdoctor.diagnose.stack import StackScanner
 from ortdoctor.diagnose.text_evidence import EvidenceScanner
@@ -301,7 +303,7 @@ def _add_code(s: Scanner, code: int, line: str, at: int) -> None:
 
 
 # -- providers ---------------------------------------------------------------------------------------
-_GPU_EPS = ("CUDAExecutionProvider", "TensorrtExecutionProvider", "NvTensorRTRTXExecutionProvider")
+_GPU_EPS = tuple(dict.fromkeys(p.name for p in EXECUTION_PROVIDERS))  # the GPU providers of the EP table
 
 
 def _provider_list(s: Scanner, m: re.Match[str], line: str) -> None:
@@ -325,7 +327,7 @@ def _choice_without_cuda(s: Scanner, m: re.Match[str], line: str) -> None:
 
 
 def _optimum_available(s: Scanner, m: re.Match[str], line: str) -> None:
-    if "CUDAExecutionProvider" not in m.group(0).split("are [", 1)[-1]:
+    if CUDA_EP not in m.group(0).split("are [", 1)[-1]:
         s.add("cpu_only_list", "", line, {"form": "optimum"}, at=m.start())
 
 
@@ -338,7 +340,7 @@ def _banner_fallback(s: Scanner, m: re.Match[str], line: str) -> None:
     if len(s.facts.banners) < 50:
         s.facts.banners.append((when, m.group(1)))
     s.facts.pending_when = None
-    if "CUDAExecutionProvider" not in m.group(1) and ("CUDAExecutionProvider" in when or not when):
+    if CUDA_EP not in m.group(1) and (CUDA_EP in when or not when):
         s.add("fell_back_to_cpu", "", line, {"when": when}, rank=3, at=m.start())
 
 

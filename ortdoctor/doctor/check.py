@@ -10,8 +10,10 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 
+from ortdoctor.core.execution_providers import DEFAULT_PROVIDER, provider_for
 from ortdoctor.core.facts import Finding
 from ortdoctor.core.record import record, replace
+from ortdoctor.core.severity import severity_rank
 from ortdoctor.formats.realpath import remembered_realpaths
 from ortdoctor.report.model import Report, verdict_of
 
@@ -70,7 +72,9 @@ class CheckOptions:
     smoke_cuda_graph: bool = False
     smoke_placement: bool = False  # ORT's per-node assignment
     smoke_timeout: float | None = None  # default: the smoke runner's
-    smoke_provider: str = "cuda"  # "tensorrt": the TensorRT EP, TensorRT preloaded after the CUDA set
+    # a `--provider` choice: a row of core/execution_providers.py ("tensorrt": the TensorRT EP, TensorRT
+    # preloaded after the CUDA set)
+    smoke_provider: str = DEFAULT_PROVIDER
     # -- the user's model (check --model)
     model: str | os.PathLike[str] | None = None
     input_shapes: Mapping[str, Iterable[int]] | Iterable[str] | None = None
@@ -106,8 +110,8 @@ class CheckOptions:
         kwargs: dict[str, Any] = {"python": self.interpreter} if self.interpreter else {}
         if self.smoke_timeout is not None:
             kwargs["timeout"] = self.smoke_timeout
-        if self.smoke_provider == "tensorrt":
-            kwargs.update(ep="TensorrtExecutionProvider", tensorrt=True)
+        ep = provider_for(self.smoke_provider)
+        kwargs.update(provider=ep.choice, ep=ep.name, tensorrt="tensorrt" in ep.preload)
         return SmokeRequest(device_id=self.device_id, directory=self.directory,
                             matrix=os.fspath(self.matrix_path) if self.matrix_path is not None else None,
                             environ=None if self.environ is None else dict(self.environ),
@@ -327,11 +331,8 @@ class _DeviceSmokes:
         return self._results
 
 
-_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
-
-
 def _severity_rank(f: Finding) -> int:
-    return _SEVERITY_RANK.get(f.severity, 3)
+    return severity_rank(f.severity)
 
 
 def _ms(start: float) -> float:

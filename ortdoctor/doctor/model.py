@@ -19,13 +19,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ortdoctor.core.ep_names import CPU_EP, CUDA_EP
 from ortdoctor.core.facts import DriverInfo, Finding
+from ortdoctor.core.severity import severity_rank
 from ortdoctor.diagnose import model as mf
 from ortdoctor.prove.model_check.budget import BOUNDED_SEQUENCE, available_host_memory, plan_comparison
 from ortdoctor.prove.model_check.compare import QUANTIZED
 from ortdoctor.prove.model_check.given_inputs import headers, parse_input_files
 from ortdoctor.prove.model_check.inspect import ModelInspection, inspect_model, normalise_input_shapes
-from ortdoctor.prove.model_check.placement import CPU_EP, CUDA_EP, summarise_placement
+from ortdoctor.prove.model_check.placement import summarise_placement
 from ortdoctor.prove.model_check.runner import ChildOutcome, run_child
 from ortdoctor.prove.model_check.shape_limits import position_limits, shape_problems
 from ortdoctor.prove.model_check.shape_subgraph import Defaults, SyntheticPlan, propose_inputs
@@ -253,8 +255,5 @@ def input_kind(plan: SyntheticPlan | None) -> str:
     return "text" if kinds and kinds <= _TEXT_KINDS else "tensor"
 
 
-_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-
-
 def _ordered(found: list[Finding]) -> list[Finding]:
-    return sorted(found, key=lambda f: _SEVERITY_ORDER.get(f.severity, 3))
+    return sorted(found, key=lambda f: severity_rank(f.severity))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ortdoctor.core.record import replace
+from ortdoctor.core.severity import severity_rank
 from ortdoctor.fleet.model import (
     FAILING,
     Drift,
@@ -43,7 +44,6 @@ DRIFT_FIELDS: tuple[tuple[str, str], ...] = (
     ("gpus", "GPUs"),
     ("ortdoctor", "ortdoctor"),
 )
-_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 _STATUS_ORDER = {"unreachable": 0, "timeout": 1, "error": 2, "fail": 3, "warn": 4, "ok": 5}
 NAMES_IN_A_NOTE = 5
 
@@ -168,7 +168,7 @@ def _finding_groups(nodes: Sequence[NodeResult]) -> list[FindingGroup]:
     labels = [n.label for n in nodes]
     groups = []
     for fid, hits in by_id.items():
-        severity = min({f.severity for f, _ in hits}, key=lambda s: _SEVERITY_RANK.get(s, 3))
+        severity = min({f.severity for f, _ in hits}, key=severity_rank)
         # a node's fix is shown with that node only: one node's report never supplies the fix of others
         by_fix: dict[str, list[list[int]]] = defaultdict(list)
         for f, positions in hits:
@@ -195,7 +195,7 @@ def _finding_groups(nodes: Sequence[NodeResult]) -> list[FindingGroup]:
             node_fixes=tuple(NodeFix(fix=fix, nodes=tuple([labels[i] for i in positions]))
                              for fix, positions in fix_nodes),
         ))
-    groups.sort(key=lambda g: (_SEVERITY_RANK.get(g.severity, 3), -len(g.nodes), g.id))
+    groups.sort(key=lambda g: (severity_rank(g.severity), -len(g.nodes), g.id))
     return groups
 
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ortdoctor.core.catalog import make
+from ortdoctor.core.execution_providers import provider_for
 from ortdoctor.core.facts import (
     Candidate,
     Environment,
@@ -30,6 +31,7 @@ from ortdoctor.core.facts import (
     Source,
     to_jsonable,
 )
+from ortdoctor.core.package_names import ORT_CPU
 from ortdoctor.core.record import record
 from ortdoctor.decide.build import is_cuda_build
 from ortdoctor.decide.fixes import Installer, gpu_install, library_fix, step
@@ -259,6 +261,7 @@ def preload(
     global_: bool = False,
     sublibraries: bool = False,
     tensorrt: bool = False,
+    provider: str | None = None,
 ) -> PreloadResult:
     """Load what the installed onnxruntime-gpu needs, by absolute path; never prints.
 
@@ -266,6 +269,8 @@ def preload(
     with ``RTLD_GLOBAL``; ``sublibraries`` also preloads the cuDNN sub-libraries (normally the main
     cuDNN library loads them from its own directory when needed, as onnxruntime and PyTorch expect).
     ``tensorrt`` also loads the TensorRT libraries the TensorRT EP links, after the CUDA set (Linux).
+    ``provider`` (a ``check --provider`` choice) loads what its row of the execution-provider table names:
+    TensorRT too when the row's preload families include it.
     ``env`` (default: this process's, read by the same probes as ``ortdoctor check``) and ``matrix``
     (default: the shipped one, or ``$ORTDOCTOR_MATRIX``) are the facts and rows to decide from.
     ``allow_unsafe_dirs`` lifts the refusal of directories and files others can write or own: ``True``
@@ -278,6 +283,8 @@ def preload(
         PreloadError: ``strict=True`` and something failed.
         ValueError: a directory of ``allow_unsafe_dirs`` is not absolute.
     """
+    if provider is not None:
+        tensorrt = tensorrt or "tensorrt" in provider_for(provider).preload
     allow = allowance(allow_unsafe_dirs)
     environment = env if env is not None else collect_environment(query_driver=False, plugins=False)
     if directory:  # a missing directory is a usage error, whatever else is installed
@@ -295,7 +302,7 @@ def preload(
         return _finish(result, strict)
     if not is_cuda_build(ort):
         # `ortdoctor check` says which build fits this machine; here the fix keeps to what is known
-        steps = (step("uninstall", "-y", ort.active or "onnxruntime"), gpu_install(mat, None))
+        steps = (step("uninstall", "-y", ort.active or ORT_CPU), gpu_install(mat, None))
         fix, commands = Installer.of(environment.python).fix(
             steps, "`ortdoctor check` names the build for this machine's CUDA")
         result.findings.append(make(

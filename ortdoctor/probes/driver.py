@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
+from ortdoctor.core.driver_libraries import LIBCUDA, LIBNVML, NVCUDA_DLL, NVML_DLL
 from ortdoctor.core.facts import Device, DriverError, DriverInfo
 from ortdoctor.core.patterns import lazy
 from ortdoctor.formats.ldcache import read_ld_cache
@@ -161,15 +162,15 @@ def _libcuda_locations(
             found.append(path)
 
     if os_name == "windows":
-        add(os.path.join(environ.get("WINDIR", "C:\\Windows"), "System32", "nvcuda.dll"))
+        add(os.path.join(environ.get("WINDIR", "C:\\Windows"), "System32", NVCUDA_DLL))
         return tuple(found)
-    for path in (ld_cache or {}).get("libcuda.so.1", ()):
+    for path in (ld_cache or {}).get(LIBCUDA, ()):
         add(os.path.join(fs_root, path.lstrip("/")) if fs_root != "/" else path)
     for entry in environ.get("LD_LIBRARY_PATH", "").split(":"):
         if entry and os.path.isabs(entry):
-            add(os.path.join(entry, "libcuda.so.1"))
+            add(os.path.join(entry, LIBCUDA))
     for d in (_WSL_LIB, *default_dirs):
-        add(os.path.join(fs_root, d.lstrip("/"), "libcuda.so.1"))
+        add(os.path.join(fs_root, d.lstrip("/"), LIBCUDA))
     return tuple(found)
 
 
@@ -192,7 +193,7 @@ def nvml_library_may_exist(
         return any(os.path.exists(p) for p in _nvml_dll_paths(env))
     if os_name != "linux":
         return True  # no fast answer for other systems: ask pynvml
-    name = "libnvidia-ml.so.1"
+    name = LIBNVML
     if ld_cache is None:
         try:
             ld_cache = read_ld_cache("/etc/ld.so.cache", machine())
@@ -213,8 +214,8 @@ def nvml_library_may_exist(
 
 def _nvml_dll_paths(environ: Mapping[str, str]) -> tuple[str, ...]:
     """Where pynvml loads ``nvml.dll`` from, in its order: System32 (DCH drivers), then NVSMI."""
-    return (os.path.join(environ.get("WINDIR", "C:/Windows"), "System32", "nvml.dll"),
-            os.path.join(environ.get("ProgramFiles", "C:/Program Files"), "NVIDIA Corporation", "NVSMI", "nvml.dll"))
+    return (os.path.join(environ.get("WINDIR", "C:/Windows"), "System32", NVML_DLL),
+            os.path.join(environ.get("ProgramFiles", "C:/Program Files"), "NVIDIA Corporation", "NVSMI", NVML_DLL))
 
 
 def _map_nvml_by_path(
@@ -240,7 +241,7 @@ def _map_nvml_by_path(
         return None, None
     if os_name == "windows":
         return _load_first([p for p in _nvml_dll_paths(environ) if os.path.isabs(p)])
-    name = "libnvidia-ml.so.1"
+    name = LIBNVML
     # Already in this process (from /proc/self/maps, never by asking the loader for the bare name): the
     # loader would hand that copy to anyone asking by name, so it is the one to bind, if the gate takes it.
     mapped = gate.mapped_copy(name)

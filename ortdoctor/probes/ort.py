@@ -16,7 +16,9 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from ortdoctor.core.execution_providers import provider_for
 from ortdoctor.core.facts import ElfInfo, OrtDistribution, OrtInfo, PeInfo, ProviderKernels
+from ortdoctor.core.package_names import ORT_CPU, ORT_NIGHTLY
 from ortdoctor.core.patterns import digits_end, lazy
 from ortdoctor.core.record import replace
 from ortdoctor.formats.distinfo import DistIndex, Distribution, file_sha256, normalize, open_regular
@@ -30,18 +32,19 @@ if TYPE_CHECKING:
 __all__ = ["add_kernels", "isolated_targets", "parse_literal_assignments", "probe_ort", "read_binary",
            "read_kernels"]
 
-PACKAGE = "onnxruntime"
+PACKAGE = ORT_CPU  # the import package every flavour installs
 GENAI_PACKAGE = "onnxruntime_genai"
 
 # Only these names are parsed (the scanner must stay cheap with thousands of distributions); the
 # RECORD then decides whether a candidate really owns files under onnxruntime/.
-_FAMILY_PREFIXES = ("onnxruntime", "ort-nightly")
+_FAMILY_PREFIXES = (ORT_CPU, ORT_NIGHTLY)
 
 # The rule; _is_pybind_path reads it by hand (see core/patterns.py)
 _PYBIND_RE = lazy(r"^onnxruntime/capi/onnxruntime_pybind11_state[^/]*\.(so|pyd)$")
 _PYBIND_PREFIX = "onnxruntime/capi/onnxruntime_pybind11_state"
-_CUDA_PROVIDERS = ("libonnxruntime_providers_cuda.so", "onnxruntime_providers_cuda.dll")
-_TRT_PROVIDERS = ("libonnxruntime_providers_tensorrt.so", "onnxruntime_providers_tensorrt.dll")
+# the provider libraries of the execution-provider table (Linux, Windows)
+_CUDA_PROVIDERS = (provider_for("cuda").library, provider_for("cuda").windows_library)
+_TRT_PROVIDERS = (provider_for("tensorrt").library, provider_for("tensorrt").windows_library)
 _CUDNN_EXTRA_RE = lazy(r"^\s*nvidia[-_.]cudnn[-_.]cu\d+\s*(?:\[[^\]]*\])?\s*(?:~=|==|>=|===)\s*v?(\d+)", re.I)
 _CUDNN_SONAME_RE = lazy(r"^(?:libcudnn\.so\.(\d+)|cudnn64_(\d+)\.dll)$", re.I)
 _CUDA_LIB_RE = lazy(r"cuda[^/]*\.(so(\.[0-9.]+)?|dll)$", re.I)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ortdoctor.core.ep_names import CUDA_EP
 from ortdoctor.core.exitcodes import FAIL, OK, USAGE
 from ortdoctor.core.facts import Environment, Finding, Plan, to_jsonable
 from ortdoctor.core.record import field, record
@@ -117,7 +118,7 @@ class ModelReport:
     child_failure: str | None = None  # the child crashed / hung / gave no answer
     log_lines: tuple[str, ...] = ()  # ORT's warnings and errors while creating the session
     extra: dict[str, Any] = field(default_factory=dict)
-    ep: str = "CUDAExecutionProvider"  # the execution provider under test
+    ep: str = CUDA_EP  # the execution provider under test
     ep_options: dict[str, str] = field(default_factory=dict)  # its options as the session reports them
     test_inputs: dict[str, Any] | None = None  # the inputs proposed or given: {"inputs", "dims", "problems"}
     trt: TrtAdvice | None = None  # TensorRT EP profile and engine-cache options (advice only)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ortdoctor.prove.model_check.placement import CPU_EP, CUDA_EP, MEMCPY_OPS, Placement
+from ortdoctor.core.ep_names import CPU_EP, CUDA_EP
+from ortdoctor.prove.model_check.placement import MEMCPY_OPS, Placement
 from ortdoctor.report.model import ModelReport
 
 _MARK = {"error": "✘", "warning": "⚠", "info": "·"}

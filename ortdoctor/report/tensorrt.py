@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from ortdoctor.core.execution_providers import smoke_provider
 from ortdoctor.core.facts import ElfInfo, Finding, PluginEpPackage, TensorrtInstall
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.report.model import Report
 
 TYPE_CHECKING = False
@@ -18,12 +20,12 @@ if TYPE_CHECKING:
 
 __all__ = ["plugin_rows", "smoke_lines", "tensorrt_rows"]
 
-_TRT_IDS = ("tensorrt-unavailable", "tensorrt-major-mismatch", "tensorrt-cuda-major-mismatch", "tensorrt-incomplete",
+_TRT_IDS: tuple[FindingId, ...] = ("tensorrt-unavailable", "tensorrt-major-mismatch", "tensorrt-cuda-major-mismatch", "tensorrt-incomplete",
             "tensorrt-not-on-loader-path", "tensorrt-older-than-build")
-_PLUGIN_IDS = ("plugin-ep-cuda-major-mismatch", "plugin-ep-bundled-cuda-library", "cuda-plugin-ep-build")
+_PLUGIN_IDS: tuple[FindingId, ...] = ("plugin-ep-cuda-major-mismatch", "plugin-ep-bundled-cuda-library", "cuda-plugin-ep-build")
 
 
-def _mark(findings: Iterable[Finding], ids: tuple[str, ...]) -> str:
+def _mark(findings: Iterable[Finding], ids: tuple[FindingId, ...]) -> str:
     severities = {f.severity for f in findings if f.id in ids}
     if "error" in severities:
         return "fail"
@@ -46,7 +48,8 @@ def tensorrt_rows(report: Report) -> list[tuple[str, str, str]]:
     nor asked for (the tensorrt-unavailable note says so)."""
     env = report.env
     provider = env.ort.tensorrt_provider
-    asked = getattr(report.smoke, "ep", None) == "TensorrtExecutionProvider"
+    row = smoke_provider(report.smoke)
+    asked = row is not None and "tensorrt" in row.families
     if provider is None or not (env.tensorrt.installs or env.tensorrt.distributions or asked):
         return []
     needed = [n for n in (provider.needed if isinstance(provider, ElfInfo) else ()) if n.startswith("libnv")]

@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 
 from ortdoctor._version import __version__
+from ortdoctor.core.execution_providers import smoke_provider
 from ortdoctor.core.facts import ElfInfo, Finding
 from ortdoctor.core.shell import split_fix
 from ortdoctor.core.terminal import terminal_safe
@@ -308,7 +309,9 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
     timings = getattr(sm, "timings_ms", None) or {}
     if getattr(sm, "ok", False):
         t = format_timings(timings)
-        out = [_row("Smoke", OK, f"MatMul+Add+Relu ran on {providers[0] if providers else 'CUDA'} "
+        row = smoke_provider(sm)
+        plugin = f" ({row.label})" if row is not None and row.plugin else ""
+        out = [_row("Smoke", OK, f"MatMul+Add+Relu ran on {providers[0] if providers else 'CUDA'}{plugin} "
                     f"(device {getattr(sm, 'device_id', 0)}); results correct", s)]
         if t:
             out.append(" " * _LABEL + s.dim(t))
@@ -322,7 +325,7 @@ def _smoke(report: Report, s: _Style, debug: bool) -> list[str]:
     no_driver = any(getattr(c, "finding_id", "") == "driver-missing" for c in causes)
     out = [_row("Smoke", FAIL, "could not run on the GPU (no usable NVIDIA driver)" if no_driver else
                 f"failed{where}", s)]
-    titles = {f.id: f.title for f in report.findings}
+    titles: dict[str, str] = {f.id: f.title for f in report.findings}
     if causes:
         for cid in dict.fromkeys(getattr(c, "finding_id", "") for c in causes):
             out.append(" " * _LABEL + f"cause: {titles.get(cid) or _catalog_title(cid)}  " + s.dim(f"[{cid}]"))

@@ -46,6 +46,9 @@ def _literals(node: ast.AST | None, scope: ast.AST, module: ast.Module) -> set[s
                 if isinstance(sub, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id
                                                        for t in sub.targets):
                     values = _literals(sub.value, scope, module)
+                elif (isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Name)
+                      and sub.target.id == node.id and sub.value is not None):
+                    values = _literals(sub.value, scope, module)
                 elif isinstance(sub, ast.For):
                     values = _loop_values(sub, node.id, scope, module)
                 if values is None:
@@ -54,6 +57,9 @@ def _literals(node: ast.AST | None, scope: ast.AST, module: ast.Module) -> set[s
             if found:
                 return found
         return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "known_id":
+        # known_id(an id read back, default): the id read back was produced, and collected, elsewhere
+        return _literals(node.args[1], scope, module) if len(node.args) == 2 else None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
         return _literals(node.func.value, scope, module)  # MAPPING.get(key): every value of the mapping
     if isinstance(node, ast.Subscript):

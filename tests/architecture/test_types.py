@@ -1,4 +1,4 @@
-"""The package type-checks under ``mypy --strict`` (configured in pyproject.toml) and ships py.typed."""
+"""The package and its tests type-check under ``mypy --strict`` (configured in pyproject.toml); the package ships py.typed."""
 
 from __future__ import annotations
 

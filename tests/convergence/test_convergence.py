@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.convergence import harness
-from tests.convergence.scenarios import SCENARIOS, Scenario
+from tests.convergence.harness import Scenario
+from tests.convergence.scenarios import SCENARIOS
 
 CI = [s for s in SCENARIOS if s.ci]
 
@@ -90,7 +92,7 @@ def test_the_ci_scenarios_are_the_telling_ones() -> None:
 
 
 def test_a_later_round_takes_the_next_fix_a_user_would() -> None:
-    findings = [
+    findings: list[dict[str, Any]] = [
         {"id": "driver-missing", "severity": "error", "fix": "install a driver"},
         {"id": "cuda-lib-not-loadable", "severity": "warning", "fix": "import ortdoctor.hook"},
         {"id": "cudnn-major-mismatch", "severity": "warning", "fix": "/v/bin/python -m pip uninstall -y x"},

@@ -141,7 +141,7 @@ class Result:
         return [f["id"] for f in self.data.get("findings", [])]
 
     def finding(self, fid: str) -> dict[str, Any]:
-        hits = [f for f in self.data.get("findings", []) if f["id"] == fid]
+        hits: list[dict[str, Any]] = [f for f in self.data.get("findings", []) if f["id"] == fid]
         assert hits, (fid, self.finding_ids())
         return hits[0]
 

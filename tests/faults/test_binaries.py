@@ -8,6 +8,7 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,8 +23,9 @@ def _check(case: Case, **kw: object) -> Result:
     return case.run("check", "--json", "--no-smoke", **kw)  # type: ignore[arg-type]
 
 
-def _lib(res: Result, name: str) -> dict:
-    return next(lib for lib in res.data["libraries"] if lib["name"] == name)
+def _lib(res: Result, name: str) -> dict[str, Any]:
+    libs: list[dict[str, Any]] = res.data["libraries"]
+    return next(lib for lib in libs if lib["name"] == name)
 
 
 def _set_machine(path: Path, machine: int) -> None:

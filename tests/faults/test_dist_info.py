@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,8 +21,8 @@ def _check(case: Case, **kw: object) -> Result:
     return case.run("check", "--json", "--no-smoke", **kw)  # type: ignore[arg-type]
 
 
-def _ort_dist(res: Result) -> dict:
-    dists = res.data["ort"]["distributions"]
+def _ort_dist(res: Result) -> dict[str, Any]:
+    dists: list[dict[str, Any]] = res.data["ort"]["distributions"]
     assert len(dists) == 1, dists
     return dists[0]
 

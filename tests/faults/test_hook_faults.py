@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.faults import helpers
 from tests.faults.conftest import Case
@@ -97,13 +98,13 @@ print(json.dumps({"warnings": caught, "loaded": sorted(x.name for x in r.loaded)
 '''
 
 
-def _driver(case: Case, code: str, *args: str, env: dict[str, str | None] | None = None) -> dict:
+def _driver(case: Case, code: str, *args: str, env: dict[str, str | None] | None = None) -> dict[str, Any]:
     script = case.base / "driver" / "driver.py"
     script.parent.mkdir()
     script.write_text(code)
     res = _run_script(case, script, args, env)
     assert res.returncode == 0, res.text
-    data: dict = json.loads(res.stdout.strip().splitlines()[-1])
+    data: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
     return data
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 import pytest
 
@@ -16,9 +17,9 @@ from tests.faults.helpers import CU13_LIB, ORT_DIST_INFO, Result, nobody, unpriv
 UNSAFE_ENTRY = "ld-library-path-unsafe"
 
 
-def _unsafe_entry(res: Result) -> dict:
+def _unsafe_entry(res: Result) -> dict[str, Any]:
     """The finding about LD_LIBRARY_PATH entries that mean the current directory."""
-    hits = [f for f in res.data["findings"] if f["id"].startswith(UNSAFE_ENTRY)]
+    hits: list[dict[str, Any]] = [f for f in res.data["findings"] if f["id"].startswith(UNSAFE_ENTRY)]
     assert hits, res.finding_ids()
     return hits[0]
 

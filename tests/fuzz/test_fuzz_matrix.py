@@ -42,6 +42,7 @@ def scratch() -> Iterator[Path]:
 
 
 def _load(path: Path) -> None:
+    message: str | None
     try:
         matrix = load_matrix(path)
     except MatrixError as exc:

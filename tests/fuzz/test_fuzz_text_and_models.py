@@ -10,6 +10,7 @@ import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -55,9 +56,9 @@ def test_classifier_on_mutated_real_errors(data: st.DataObject, names: list[str]
             text = text[:at]
         else:
             text = text[:at] + text[at:at + 200] * 3 + text[at:]
-    ctx = data.draw(st.sampled_from([{}, {"cuda_major": 13, "cudnn_major": 9}, {"cuda_major": 12},
-                                     {"cuda_major": -1, "cudnn_major": 10**9, "ort_version": "garbage"}]),
-                    label="context")
+    contexts: list[dict[str, Any]] = [{}, {"cuda_major": 13, "cudnn_major": 9}, {"cuda_major": 12},
+                                      {"cuda_major": -1, "cudnn_major": 10**9, "ort_version": "garbage"}]
+    ctx = data.draw(st.sampled_from(contexts), label="context")
     _classify_ok(text, **ctx)
 
 

@@ -37,8 +37,10 @@ def _hook_env(case: Case, extra: dict[str, str | None]) -> dict[str, str]:
 
 
 def _run(case: Case, argv: list[str], extra: dict[str, str | None], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, cwd=case.cwd, env=_hook_env(case, extra), capture_output=True, text=True,
-                          timeout=helpers.TIMEOUT, **kwargs)  # type: ignore[call-overload, no-any-return]
+    proc: subprocess.CompletedProcess[str] = subprocess.run(  # type: ignore[call-overload]
+        argv, cwd=case.cwd, env=_hook_env(case, extra), capture_output=True, text=True, timeout=helpers.TIMEOUT,
+        **kwargs)
+    return proc
 
 
 # --------------------------------------------------------------------------------------------------

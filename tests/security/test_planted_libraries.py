@@ -20,7 +20,7 @@ import pytest
 
 from tests.faults import helpers
 from tests.faults.conftest import Case
-from tests.support.sharedlibs import build_so
+from tests.support.sharedlibs import VERSION_SOURCES, build_so
 
 SONAME = "libcudart.so.13"
 PLANTED_SOURCE = """#include <stdio.h>
@@ -160,7 +160,7 @@ def test_planted_in_the_current_directory_named_by_ld_library_path(case: Case, p
 def test_current_directory_given_as_an_absolute_ld_library_path_entry(case: Case, plant: Plant) -> None:
     _site_without_cudart(case)
     planted = plant.build(case.cwd)
-    env = {"LD_LIBRARY_PATH": str(case.cwd)}
+    env: dict[str, str | None] = {"LD_LIBRARY_PATH": str(case.cwd)}
     data = _preload(case, plant, env=env)
     _assert_not_loaded(plant, planted)
     assert _loaded_cudart(data) != str(planted)
@@ -366,7 +366,7 @@ def test_hook_cache_written_by_another_user_is_not_trusted(case: Case, plant: Pl
         assert res.returncode == 0, res.text
 
     # the rest of the set must load cleanly for the hook to write its cache: put a real cudart beside it
-    real = build_so(plant.root / "real", SONAME, source=helpers.VERSION_SOURCES[SONAME])
+    real = build_so(plant.root / "real", SONAME, source=VERSION_SOURCES[SONAME])
     shutil.copyfile(real, case.site / helpers.CU13_LIB / SONAME)
     run_hook()
     cache_file = _forge_cache(cache_dir, planted)

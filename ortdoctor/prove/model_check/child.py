@@ -31,6 +31,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ortdoctor.core.ep_names import CPU_EP, CUDA_EP
 from ortdoctor.formats.ortlog import ANSI as _ANSI
 from ortdoctor.prove.model_check.proof import run_proof, start_reference
 from ortdoctor.prove.ort_placement import (
@@ -44,8 +45,6 @@ from ortdoctor.prove.ort_placement import (
 
 RESULT_MARKER = "ORTDOCTOR-MODEL-CHECK-RESULT "
 STAGE_MARKER = "ORTDOCTOR-MODEL-CHECK-STAGE "
-CUDA_EP = "CUDAExecutionProvider"
-CPU_EP = "CPUExecutionProvider"
 
 _MEMCPY_ADDED = re.compile(r"Add (Memcpy(?:To|From)Host) (before|after) (.+?) for (\w+)")
 _SEVERITY = re.compile(r"\[([EWF]):onnxruntime")

@@ -39,9 +39,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ortdoctor.core.ep_names import CPU_EP, CUDA_EP
 from ortdoctor.core.record import record
-
-CPU_EP = "CPUExecutionProvider"
 
 _FLOAT_BOUNDS = {"float64": 1e-7, "float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1}
 TF32_BOUND = 1e-2
@@ -80,7 +79,7 @@ def tolerance_for(dtype: str, *, ep: str, tf32: bool | None, compute_types: Sequ
         return Tolerance(bound, f"{narrowest} arithmetic ({'7' if narrowest == 'bfloat16' else '10'}-bit mantissa) "
                          f"against a CPU EP reference that computes {narrowest} nodes without a {narrowest} "
                          "kernel in float32 (onnxruntime's CPU EP inserts the casts)")
-    if narrowest == "float32" and ep == "CUDAExecutionProvider" and tf32 is not False:
+    if narrowest == "float32" and ep == CUDA_EP and tf32 is not False:
         return Tolerance(TF32_BOUND, "float32 with TF32 allowed (the CUDA EP's default use_tf32=1 rounds "
                          "MatMul/Conv inputs to 10 mantissa bits on Ampere and newer)")
     if narrowest == "float32":

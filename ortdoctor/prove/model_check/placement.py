@@ -16,13 +16,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ortdoctor.core.ep_names import CPU_EP, CUDA_EP
 from ortdoctor.core.record import field, record
 from ortdoctor.prove.model_check.graph import GraphNode, ModelGraph
 from ortdoctor.prove.model_check.inspect import QUANTIZED_OPS, ModelInspection
 from ortdoctor.prove.model_check.op_cost import op_class, weight_elements
 
-CUDA_EP = "CUDAExecutionProvider"
-CPU_EP = "CPUExecutionProvider"
 MEMCPY_OPS = frozenset({"MemcpyToHost", "MemcpyFromHost"})
 
 #: Small int64 shape ops the CUDA EP deliberately leaves on the CPU (used only when a node has no name

@@ -31,10 +31,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ortdoctor.prove.model_check.compare import CPU_EP, compare_outputs, summarise
+from ortdoctor.core.ep_names import CPU_EP, CUDA_EP
+from ortdoctor.prove.model_check.compare import compare_outputs, summarise
 from ortdoctor.prove.model_check.synthetic_feeds import materialise
-
-CUDA_EP = "CUDAExecutionProvider"
 
 #: onnxruntime type strings -> numpy dtype names
 NUMPY_TYPES = {

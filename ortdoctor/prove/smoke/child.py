@@ -17,11 +17,13 @@ request (stdin, or the first argument), then:
    with CUDA OrtValues, optionally as a CUDA graph that is captured, replayed and fed new data in place),
    and compares with numpy.
 
-``ep="TensorrtExecutionProvider"`` (``check --provider tensorrt``) runs the same session on the TensorRT EP:
-the preload also loads TensorRT, CPU fallback stays disabled, the engine cache goes to a temporary
-directory (``trt_engine_cache_enable``, ``trt_engine_cache_path``), and a second session on the same cache
-shows what the engine build cost (``session`` + ``first_run`` against ``session_cached`` +
-``first_run_cached``).
+The provider is the request's (``check --provider``): its name, the options of its session, its engine
+cache and whether it is a plugin EP come from the parent's table (:mod:`ortdoctor.core.execution_providers`);
+this module knows none. On the TensorRT EP the preload also loads TensorRT, CPU fallback stays disabled, the
+engine cache goes to a temporary directory (``trt_engine_cache_enable``, ``trt_engine_cache_path``), and a
+second session on the same cache shows what the engine build cost (``session`` + ``first_run`` against
+``session_cached`` + ``first_run_cached``). A plugin EP is registered and the session put on its device
+(:mod:`ortdoctor.prove.smoke.plugin_session`).
 
 Last, after the result is printed once (a crash costs only this stage), every installed plugin EP
 library is registered and ``onnxruntime.get_ep_devices()`` listed (:mod:`ortdoctor.prove.smoke.plugins`).
@@ -46,15 +48,14 @@ import sys
 import time
 import warnings
 
+from ortdoctor.core.ep_names import CUDA_EP
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 RESULT_PREFIX = "ORTDOCTOR-SMOKE-RESULT: "
 STAGE_PREFIX = "ORTDOCTOR-SMOKE-STAGE: "
-CUDA_EP = "CUDAExecutionProvider"
-TRT_EP = "TensorrtExecutionProvider"
-GPU_EPS = (CUDA_EP, TRT_EP)
 FALLBACK_CONFIG = "session.disable_cpu_ep_fallback"
 STEADY_RUNS = 10
 _TEMP_DIRS: list[str] = []  # the TensorRT engine cache, removed before the child exits
@@ -81,7 +82,7 @@ def _preload(request: dict[str, Any]) -> dict[str, Any]:
         from ortdoctor.decide.matrix.load import load_matrix
 
         result = preloader.preload(directory=request.get("directory"), matrix=load_matrix(request.get("matrix")),
-                                   tensorrt=bool(request.get("tensorrt")),
+                                   tensorrt=bool(request.get("tensorrt")), provider=request.get("provider"),
                                    allow_unsafe_dirs=bool(request.get("allow_unsafe_dirs")))
     except Exception as exc:  # the preload is a help, not the subject: record and carry on
         return {"available": True, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
@@ -181,20 +182,24 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     iobinding = bool(request.get("iobinding")) or bool(request.get("cuda_graph"))
     device_id = result["device_id"]
     # `ep` exists for tests and benchmarks on machines without a GPU: the same child, model and checks on
-    # another provider (the CPU EP). Only the CUDA EP gets the no-CPU-fallback config, which ORT rejects
-    # beside an explicit CPU EP.
+    # another provider (the CPU EP). Only a GPU provider gets the no-CPU-fallback config, which ORT rejects
+    # beside an explicit CPU EP. What the provider's session needs (its options, its engine cache, whether it
+    # is a plugin EP) comes with the request, from the parent's table (core/execution_providers.py).
     ep = str(request.get("ep") or CUDA_EP)
-    options: dict[str, str] = {"device_id": str(device_id)} if ep in GPU_EPS else {}
-    cache_dir = None
-    if ep == TRT_EP:  # the engine cache in a directory of its own, removed at the end
+    gpu = bool(request.get("gpu"))
+    options = {str(k): str(v) for k, v in (request.get("smoke_options") or {}).items()}
+    if gpu and request.get("device_option"):
+        options = {str(request["device_option"]): str(device_id), **options}
+    cache_option = request.get("engine_cache_option")
+    if cache_option:  # the engine cache in a directory of its own, removed at the end
         import tempfile
 
         cache_dir = tempfile.mkdtemp(prefix="ortdoctor-trt-")
         _TEMP_DIRS.append(cache_dir)
-        options.update({"trt_engine_cache_enable": "1", "trt_engine_cache_path": cache_dir})
+        options[str(cache_option)] = cache_dir
     options.update({str(k): str(v) for k, v in (request.get("provider_options") or {}).items()})
-    if request.get("cuda_graph") and ep == CUDA_EP:
-        options["enable_cuda_graph"] = "1"
+    if request.get("cuda_graph") and request.get("cuda_graph_option"):
+        options[str(request["cuda_graph_option"])] = "1"
     result["provider_options"] = options
     result["ep"] = ep
 
@@ -211,7 +216,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             ort.set_default_logger_severity(0)
         except Exception:
             pass
-    if ep in GPU_EPS:
+    if gpu:
         so.add_session_config_entry(FALLBACK_CONFIG, "1")
     # --verbose: ORT records where each node went; a release that cannot leaves it to the verbose log,
     # which the parent reads
@@ -226,7 +231,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         with warnings.catch_warnings(record=True) as recorded:
             warnings.simplefilter("always")
             try:
-                sess = ort.InferenceSession(model.data, so, providers=[(ep, options)], enable_fallback=0)
+                sess = _session(ort, model.data, so, ep, options, request, result)
             finally:
                 caught = list(recorded or [])
     except Exception as exc:
@@ -264,7 +269,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     result["stage"] = "run"
     try:
         if iobinding:
-            device = "cuda" if ep in GPU_EPS else "cpu"
+            device = "cuda" if gpu else "cpu"
             ok, err = _run_bound(ort, np, sess, x, request, result, compare, INPUT_NAME, OUTPUT_NAME, device, device_id)
         else:
             t0 = time.perf_counter()
@@ -296,26 +301,44 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         result["error"] = result["checks"].get("cuda_graph_error") or "the CUDA graph replay check failed"
         result["error_type"] = "CudaGraphReplay"
         return result
-    if ep == TRT_EP:
-        _cached_session(ort, model.data, so, ep, options, x, result, compare, INPUT_NAME, OUTPUT_NAME)
+    if cache_option:
+        _cached_session(ort, model.data, so, ep, options, str(cache_option), x, result, compare, INPUT_NAME,
+                        OUTPUT_NAME)
         if result.get("error"):
             return result
     result["ok"] = True
     return result
 
 
-def _cached_session(ort: Any, data: bytes, so: Any, ep: str, options: dict[str, str], x: Any, result: dict[str, Any],
-                    compare: Any, input_name: str, output_name: str) -> None:
+def _session(ort: Any, data: bytes, so: Any, ep: str, options: dict[str, str], request: dict[str, Any],
+             result: dict[str, Any]) -> Any:
+    """The session on ``ep`` alone. A plugin EP is registered first (unless onnxruntime registered it when
+    it was imported) and the session put on the device ORT lists for it; a built-in one is named in
+    ``providers``."""
+    if not request.get("plugin"):
+        return ort.InferenceSession(data, so, providers=[(ep, options)], enable_fallback=0)
+    result["plugin"] = request["plugin"]
+    from ortdoctor.prove.smoke.plugin_session import plugin_device
+
+    device = plugin_device(ort, ep, request, int(result["device_id"]), result)
+    so.add_provider_for_devices([device], options)
+    return ort.InferenceSession(data, so, enable_fallback=0)
+
+
+def _cached_session(ort: Any, data: bytes, so: Any, ep: str, options: dict[str, str], cache_option: str, x: Any,
+                    result: dict[str, Any], compare: Any, input_name: str, output_name: str) -> None:
     """A second session on the same engine cache: what loading the engine costs instead of building it."""
     timings = result["timings_ms"]
-    cache = options.get("trt_engine_cache_path")
+    cache = options.get(cache_option)
     try:
         result["checks"]["engine_cache_files"] = len(os.listdir(cache)) if cache else None
     except OSError:
         result["checks"]["engine_cache_files"] = None
     t0 = time.perf_counter()
     try:
-        sess = ort.InferenceSession(data, so, providers=[(ep, options)], enable_fallback=0)
+        # a plugin EP's device is already in `so`; a built-in provider is named again
+        sess = (ort.InferenceSession(data, so, enable_fallback=0) if result.get("plugin")
+                else ort.InferenceSession(data, so, providers=[(ep, options)], enable_fallback=0))
         timings["session_cached"] = _ms(time.perf_counter() - t0)
         t0 = time.perf_counter()
         got = sess.run([output_name], {input_name: x})[0]

@@ -19,7 +19,10 @@ import sys
 import threading
 import time
 
+from ortdoctor.core.ep_names import CUDA_EP
+from ortdoctor.core.execution_providers import provider_for, provider_named
 from ortdoctor.core.facts import Match
+from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import field, record
 from ortdoctor.formats.ortlog import ort_log_lines, strip_ansi
 from ortdoctor.prove import child_process
@@ -70,9 +73,12 @@ class SmokeRequest:
     child_argv: tuple[str, ...] | None = None
     # For tests and benchmarks on machines without a GPU: run the same child on another provider
     # ("CPUExecutionProvider"). A smoke result from it proves nothing about the GPU.
-    ep: str = "CUDAExecutionProvider"
+    ep: str = CUDA_EP
     # Preload TensorRT too (`check --provider tensorrt` sets it with ep="TensorrtExecutionProvider").
     tensorrt: bool = False
+    # The `--provider` choice (a row of core/execution_providers.py) whose session options, engine cache and
+    # plugin registration the child applies; None: the row of `ep` (none for the CPU EP).
+    provider: str | None = None
     # Register the installed plugin EP libraries and list onnxruntime.get_ep_devices() after the session.
     plugins: bool = True
     # `check --allow-unsafe-dirs`: the child's preload may take libraries from world-writable directories,
@@ -93,8 +99,25 @@ class SmokeRequest:
             "runs": self.runs,
             "ep": self.ep,
             "tensorrt": self.tensorrt,
+            **self.provider_request(),
             "plugins": self.plugins,
             "allow_unsafe_dirs": self.allow_unsafe_dirs,
+        }
+
+    def provider_request(self) -> dict[str, Any]:
+        """What the child needs to know of the provider, from its row: the child itself knows no table."""
+        row = provider_for(self.provider) if self.provider else provider_named(self.ep)
+        if row is None:  # the CPU EP (tests and benchmarks without a GPU): no device, no fallback guard
+            return {"provider": None, "gpu": False}
+        return {
+            "provider": row.choice,
+            "gpu": True,
+            "smoke_options": dict(row.smoke_options),
+            "device_option": row.device_option,
+            "cuda_graph_option": row.cuda_graph_option,
+            "engine_cache_option": row.engine_cache_option,
+            "plugin": row.plugin,
+            "plugin_library": row.library_for(os.name == "nt"),
         }
 
 
@@ -105,7 +128,7 @@ class SmokeResult:
     providers: tuple[str, ...] = ()
     device_id: int | None = None
     error: str | None = None
-    finding_id: str | None = None  # None when ok; else "smoke-fell-back-to-cpu" or "smoke-failed"
+    finding_id: FindingId | None = None  # None when ok; else "smoke-fell-back-to-cpu" or "smoke-failed"
     # what ORT's messages say went wrong, filled by the diagnosis (ortdoctor.diagnose.smoke.classify_smoke)
     causes: tuple[Match, ...] = ()
     evidence: tuple[str, ...] = ()  # ORT's own log lines (warnings and errors) and the matched lines
@@ -121,7 +144,8 @@ class SmokeResult:
     checks: dict[str, Any] = field(default_factory=dict)  # iobinding, cuda_graph_replay, ...
     output_tail: str = ""  # the child's last lines (stderr, then stdout) when something went wrong
     duration_ms: float | None = None
-    ep: str = "CUDAExecutionProvider"  # the provider the session was asked to run on
+    ep: str = CUDA_EP  # the provider the session was asked to run on
+    provider: str | None = None  # its `--provider` choice (core/execution_providers.py); None: the CPU EP
     # plugin EP libraries the child registered (name, library, ok, error) and onnxruntime.get_ep_devices()
     plugin_eps: tuple[dict[str, Any], ...] = ()
     ep_devices: tuple[dict[str, Any], ...] = ()
@@ -129,8 +153,8 @@ class SmokeResult:
     message_text: str = field(default="", repr=False, compare=False)
 
     @property
-    def cause_ids(self) -> tuple[str, ...]:
-        out: list[str] = []
+    def cause_ids(self) -> tuple[FindingId, ...]:
+        out: list[FindingId] = []
         for m in self.causes:
             if not m.consequence and m.finding_id not in out:
                 out.append(m.finding_id)
@@ -160,6 +184,7 @@ class SmokeResult:
             "output_tail": self.output_tail or None,
             "duration_ms": self.duration_ms,
             "ep": self.ep,
+            "provider": self.provider,
             "plugin_eps": [dict(p) for p in self.plugin_eps],
             "ep_devices": [dict(d) for d in self.ep_devices],
         }
@@ -349,6 +374,7 @@ def judge(
             ran=True,
             ok=False,
             ep=request.ep,
+            provider=request.provider_request()["provider"],
             device_id=request.device_id,
             error=error,
             finding_id="smoke-failed",
@@ -366,6 +392,7 @@ def judge(
     message: str | None = str(data["error"]) if data.get("error") is not None else None
     ort_version = data.get("ort_version")
     text = "\n".join([stderr, message or "", *[str(w) for w in data.get("warnings") or ()]])
+    finding: FindingId | None
     if ok:
         finding = None
     elif _fell_back(data, providers):
@@ -396,6 +423,7 @@ def judge(
         duration_ms=duration_ms,
         message_text="" if ok else text,
         ep=str(data.get("ep") or request.ep),
+        provider=request.provider_request()["provider"],
         plugin_eps=tuple(p for p in data.get("plugin_eps") or () if isinstance(p, dict)),
         ep_devices=tuple(d for d in data.get("ep_devices") or () if isinstance(d, dict)),
     )
@@ -418,7 +446,7 @@ def _import_error(message: str | None, stderr: str) -> str:
 
 def _fell_back(data: dict[str, Any], providers: tuple[str, ...]) -> bool:
     """The session ran (or would have run) without the requested EP, rather than failing on it."""
-    if providers and providers[0] != (data.get("ep") or "CUDAExecutionProvider"):
+    if providers and providers[0] != (data.get("ep") or CUDA_EP):
         return True
     error = str(data.get("error") or "")
     return data.get("stage") == "session" and "fallback to CPU EP has been explicitly disabled" in error
