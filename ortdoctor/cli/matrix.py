@@ -95,15 +95,21 @@ def command(ort: str | None, cuda: str | None, torch_version: str | None, gpu: s
                                             f"kernels for {gpu_text} in the {platform} wheel" if gpus else "")
                                  if x)
             if not as_json:
-                why = ("no release with those CUDA and cuDNN majors has kernels for it (--gpu none ignores the GPU)"
-                       if gpus and matrix.recommend(cuda, torch_version) is not None
-                       else "no release has the same CUDA and cuDNN majors")
+                if gpus and matrix.recommend(cuda, torch_version, platform=platform) is not None:
+                    why = ("no release with those CUDA and cuDNN majors has kernels for it (--gpu none ignores "
+                           "the GPU)" + rm.tegra_route(matrix, gpus, platform))
+                elif matrix.recommend(cuda, torch_version) is not None:
+                    why = (f"PyPI has no {platform} wheel of the lines that fit (its {platform} wheels: "
+                           f"{rm.lines_with_wheel(matrix, platform)})")
+                else:
+                    why = "no release has the same CUDA and cuDNN majors"
                 click.echo(f"ortdoctor matrix: no onnxruntime-gpu build in the matrix fits {asked}: {why}. Run "
                            "`ortdoctor matrix` to see every line.", err=True)
             sys.exit(exitcodes.FAIL)
         return
 
-    click.echo(rm.matrix_json(matrix) if as_json else rm.render_table(matrix), nl=False)
+    table_gpu = gpu_cc if wheel_platform else None
+    click.echo(rm.matrix_json(matrix) if as_json else rm.render_table(matrix, wheel_platform, table_gpu), nl=False)
 
 
 def _this_platform() -> str:

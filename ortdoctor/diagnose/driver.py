@@ -256,7 +256,7 @@ def build_for_major(ctx: Ctx, major: int) -> tuple[PackageStep, ...]:
                 return (step("uninstall", "-y", "onnxruntime-gpu"), step("install", *FEED_PREREQS),
                         step("install", "--no-cache-dir", f"onnxruntime-gpu=={ort.version}", "--index-url",
                              feed.index_url))
-    rec = ctx.matrix.recommend(str(major), None)
+    rec = ctx.matrix.recommend(str(major), None, platform=ctx.wheel_platform, glibc=ctx.glibc)
     if rec is None or not rec.steps:
         return ()
     return (step("uninstall", "-y", "onnxruntime-gpu"), *rec.steps)

@@ -21,7 +21,7 @@ from ortdoctor.decide.kernels import parse_compute_capability
 from ortdoctor.decide.loader_view import (
     loader_visible,
 )
-from ortdoctor.decide.matrix.model import python_line, wheel_platform
+from ortdoctor.decide.matrix.model import python_line
 from ortdoctor.diagnose.context import Ctx, cuda_soname, ort_family
 from ortdoctor.formats.distinfo import normalize
 from ortdoctor.formats.realpath import real_path
@@ -216,14 +216,15 @@ def _recommendation(ctx: Ctx) -> Recommendation | None:
     # inspected Python (a fix pip cannot install converges nowhere).
     gpus = tuple(dict.fromkeys(cc for d in env.driver.devices
                                if (cc := parse_compute_capability(d.compute_capability)) is not None))
-    platform = wheel_platform(env.python.platform, env.python.machine)
+    platform, glibc = ctx.wheel_platform, ctx.glibc
     python = env.python.version
     rec = None
     for want_gpus in ((gpus, ()) if gpus else ((),)):
-        rec = ctx.matrix.recommend(cuda, torch, python=python, gpus=want_gpus, platform=platform, driver_cuda=cuda)
+        rec = ctx.matrix.recommend(cuda, torch, python=python, gpus=want_gpus, platform=platform, driver_cuda=cuda,
+                                   glibc=glibc)
         if rec is None and torch is not None and cuda is not None:
             rec = ctx.matrix.recommend(cuda, None, python=python, gpus=want_gpus, platform=platform,
-                                       driver_cuda=cuda)
+                                       driver_cuda=cuda, glibc=glibc)
         if rec is not None:
             break
     return rec
