@@ -184,3 +184,246 @@ def test_validation_refuses_a_bad_wheel_platform(tmp_path: Path) -> None:
     assert "unknown wheel platform" in _invalid(tmp_path, unknown)
     assert "releases[0].wheel_platforms.linux_aarch64" in _invalid(tmp_path, wrong_arch)
     assert set(WHEEL_PLATFORMS) == {"linux_x86_64", "linux_aarch64", "win_amd64"}
+
+
+# -- the glibc check ----------------------------------------------------------------------------------------
+def _diag(env: Any) -> list[Any]:
+    from ortdoctor.diagnose.checklist import diagnose
+    from tests.test_diagnose import full_plan
+
+    return diagnose(env, full_plan(), MATRIX)
+
+
+def _one(found: list[Any], fid: str) -> Any:
+    hits = [f for f in found if f.id == fid]
+    assert len(hits) == 1, [f.id for f in found]
+    return hits[0]
+
+
+def _none(found: list[Any], fid: str) -> None:
+    assert fid not in [f.id for f in found]
+
+
+def test_glibc_below_the_installed_wheels_floor() -> None:
+    from tests.test_diagnose import healthy_env, python_info
+
+    newest = MATRIX.releases[0]
+    need = newest.glibc_needed("linux_x86_64")
+    assert need is not None
+    old = f"glibc {need[0]}.{need[1] - 1}"
+    f = _one(_diag(healthy_env(python=python_info(libc=old))), "glibc-below-wheel-floor")
+    assert f.severity == "error"
+    assert f"needs glibc {need[0]}.{need[1]}" in f.detail
+    # the fix pins the newest line the old glibc loads, never the installed one's
+    pinned = [a for s in f.steps for a in s.args if "onnxruntime-gpu" in a]
+    assert pinned
+    line = next(r for r in MATRIX.releases if r.has_wheel("linux_x86_64", (need[0], need[1] - 1))
+                and r.cuda_major == newest.cuda_major)
+    assert any(f"=={line.versions[-1]}" in a for a in pinned), pinned
+    _none(_diag(healthy_env(python=python_info(libc=f"glibc {need[0]}.{need[1]}"))), "glibc-below-wheel-floor")
+    _none(_diag(healthy_env(python=python_info(libc="musl"))), "glibc-below-wheel-floor")
+
+
+def test_aarch64_glibc_too_old_for_every_wheel() -> None:
+    from ortdoctor.core.facts import OrtInfo
+    from tests.test_diagnose import driver_ok, healthy_env, python_info
+
+    py = python_info(platform="linux-aarch64", machine="aarch64", libc="glibc 2.31")
+    f = _one(_diag(healthy_env(python=py, ort=OrtInfo(installed=False), driver=driver_ok())),
+             "glibc-below-wheel-floor")
+    assert "need glibc 2.34 or newer; this system has glibc 2.31" in f.detail
+    assert not f.steps  # nothing on PyPI installs here
+    # and no onnxruntime-gpu pin in the install advice either
+    g = _one(_diag(healthy_env(python=py, ort=OrtInfo(installed=False), driver=driver_ok())), "ort-not-installed")
+    assert not any(a.startswith("onnxruntime-gpu") and "==" in a for s in g.steps for a in s.args
+                   if not MATRIX.releases[0].has_wheel(AARCH64, (2, 31)))
+
+
+# -- Jetson -------------------------------------------------------------------------------------------------
+def _jetson_root(tmp_path: Path, *, release: bool = True, dpkg: bool = False) -> Path:
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    tree = root / "proc" / "device-tree"
+    tree.mkdir(parents=True)
+    if release:  # the first line of Jetson Linux 36.4.3's /etc/nv_tegra_release
+        (root / "etc" / "nv_tegra_release").write_text(
+            "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8 "
+            "01:49:37 UTC 2025\n")
+    (tree / "model").write_bytes(b"NVIDIA Jetson AGX Orin Developer Kit\0")
+    (tree / "compatible").write_bytes(b"nvidia,p3737-0000+p3701-0005\0nvidia,p3701-0005\0nvidia,tegra234\0")
+    if dpkg:
+        status = root / "var" / "lib" / "dpkg"
+        status.mkdir(parents=True)
+        (status / "status").write_text(
+            "Package: libc6\nStatus: install ok installed\nVersion: 2.35-0ubuntu3.8\n\n"
+            "Package: nvidia-l4t-core\nStatus: install ok installed\nArchitecture: arm64\n"
+            "Version: 36.4.3-20250107174145\n\n")
+    return root
+
+
+def test_probe_jetson_reads_l4t_and_the_soc(tmp_path: Path) -> None:
+    from ortdoctor.probes.jetson import probe_jetson
+
+    info = probe_jetson(str(_jetson_root(tmp_path)))
+    assert info is not None
+    assert (info.l4t, info.soc, info.model) == ("36.4.3", "tegra234", "NVIDIA Jetson AGX Orin Developer Kit")
+    # a container without /etc/nv_tegra_release: the device tree, then dpkg's record of nvidia-l4t-core
+    other = probe_jetson(str(_jetson_root(tmp_path / "b", release=False, dpkg=True)))
+    assert other is not None
+    assert other.l4t == "36.4.3"
+    assert "/var/lib/dpkg/status (nvidia-l4t-core)" in other.evidence
+    assert probe_jetson(str(tmp_path / "nothing")) is None
+
+
+def test_probe_jetson_ignores_another_boards_device_tree(tmp_path: Path) -> None:
+    from ortdoctor.probes.jetson import probe_jetson
+
+    tree = tmp_path / "proc" / "device-tree"
+    tree.mkdir(parents=True)
+    (tree / "model").write_bytes(b"Raspberry Pi 5 Model B Rev 1.0\0")
+    (tree / "compatible").write_bytes(b"raspberrypi,5-model-b\0brcm,bcm2712\0")
+    assert probe_jetson(str(tmp_path)) is None
+
+
+def _orin_env(**kw: Any) -> Any:
+    from ortdoctor.core.facts import JetsonInfo
+    from tests.test_diagnose import driver_none, healthy_env, python_info
+
+    jet = JetsonInfo(l4t="36.4.3", model="NVIDIA Jetson AGX Orin Developer Kit", soc="tegra234",
+                     evidence=("/etc/nv_tegra_release",))
+    py = python_info(platform="linux-aarch64", machine="aarch64", libc="glibc 2.35")
+    base = healthy_env(python=py, driver=driver_none(libcuda=("/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1",)),
+                       jetson=jet)
+    from dataclasses import replace
+
+    return replace(base, **kw)
+
+
+def test_jetson_with_the_pypi_aarch64_wheel_gets_the_jetpack_index() -> None:
+    from tests.test_diagnose import ort_gpu
+
+    # before: "driver-missing" (no NVML) and nothing about the wheel, whose kernels Orin cannot run
+    found = _diag(_orin_env(ort=ort_gpu()))
+    _none(found, "driver-missing")
+    info = _one(found, "jetson-integrated-gpu")
+    assert info.severity == "info"
+    assert "integrated GPU sm_87" in info.detail
+    f = _one(found, "jetson-needs-jetpack-wheel")
+    assert "L4T 36.4.3, JetPack 6" in f.detail
+    assert "nothing a Tegra sm_87 runs" in f.detail
+    assert MATRIX.jetson is not None
+    url = MATRIX.jetson.feeds_for("6")[0].index_url
+    assert [(s.verb, s.args) for s in f.steps] == [("uninstall", ("-y", "onnxruntime-gpu")),
+                                                   ("install", ("onnxruntime-gpu", "--index-url", url))]
+
+
+def test_jetson_without_onnxruntime_installs_the_jetpack_build() -> None:
+    from ortdoctor.core.facts import OrtInfo
+
+    found = _diag(_orin_env(ort=OrtInfo(installed=False)))
+    f = _one(found, "ort-not-installed")
+    assert MATRIX.jetson is not None
+    url = MATRIX.jetson.feeds_for("6")[0].index_url
+    assert [(s.verb, s.args) for s in f.steps] == [("install", ("onnxruntime-gpu", "--index-url", url))]
+    _one(found, "jetson-needs-jetpack-wheel")
+    _none(found, "glibc-below-wheel-floor")
+
+
+def test_jetpack5_is_pointed_at_the_jetson_zoo() -> None:
+    from dataclasses import replace as dc_replace
+
+    from ortdoctor.core.facts import OrtInfo
+
+    env = _orin_env(ort=OrtInfo(installed=False))
+    env = dc_replace(env, jetson=dc_replace(env.jetson, l4t="35.4.1"))
+    f = _one(_diag(env), "jetson-needs-jetpack-wheel")
+    assert "JetPack 5" in (f.fix or "")
+    assert "https://elinux.org/Jetson_Zoo#ONNX_Runtime" in (f.fix or "")
+    assert not f.steps
+
+
+# -- check on the real Linux aarch64 wheel (read here on x86_64, as check reads any platform's files) ----------
+def _aarch64_env(fs_root: Path, libc: str = "glibc 2.39") -> Any:
+    from dataclasses import replace as dc_replace
+
+    from ortdoctor.probes.environment import collect_environment
+    from ortdoctor.probes.ort import add_kernels
+    from tests.support import testenvs
+
+    site = str(testenvs.ensure("ort-gpu-aarch64"))
+    env = collect_environment(sys_path=[site], site_dirs=[site], query_driver=False, fs_root=str(fs_root),
+                              environ={"PATH": "/usr/bin"}, plugins=False)
+    python = dc_replace(env.python, platform="linux-aarch64", machine="aarch64", libc=libc)
+    return dc_replace(env, python=python, ort=add_kernels(env.ort))
+
+
+def _check(env: Any) -> list[Any]:
+    from ortdoctor.decide.resolve import resolve
+    from ortdoctor.diagnose.checklist import diagnose
+
+    return diagnose(env, resolve(env, MATRIX), MATRIX)
+
+
+@pytest.mark.realwheels
+def test_real_aarch64_wheel_on_gb10_gives_its_rows(tmp_path: Path) -> None:
+    from dataclasses import replace as dc_replace
+
+    from ortdoctor.core.facts import Device
+    from ortdoctor.diagnose.package import recommended_install
+    from tests.test_diagnose import driver_ok
+
+    env = _aarch64_env(tmp_path)
+    ort = env.ort
+    assert ort.is_gpu_build
+    assert ort.cuda_provider is not None
+    assert ort.cuda_provider.machine == "aarch64"
+    match = MATRIX.release_for(ort.version or "")
+    assert match is not None
+    assert match.exact
+    # the provider's own fatbin is the matrix's linux_aarch64 row of the line
+    row = match.release.kernels_for(AARCH64)
+    assert row is not None
+    assert ort.kernels is not None
+    assert ort.kernels.archs == row.archs
+    gb10 = Device(0, "NVIDIA GB10", uuid="GPU-gb10", compute_capability="12.1", memory_total_mib=122502,
+                  memory_free_mib=120000, compute_mode="default")
+    env = dc_replace(env, driver=driver_ok(devices=(gb10,), libcuda=("/usr/lib/aarch64-linux-gnu/libcuda.so.1",)))
+    found = _check(env)
+    _none(found, "gpu-arch-unsupported")
+    _none(found, "glibc-below-wheel-floor")
+    _none(found, "jetson-needs-jetpack-wheel")
+    # what check would install here: an aarch64 wheel of a line PyPI has for this platform
+    command = recommended_install(env, MATRIX)
+    pinned = command.split("onnxruntime-gpu[cuda,cudnn]==")[1].split("'")[0]
+    assert pinned in [v for r in MATRIX.releases if r.has_wheel(AARCH64, (2, 39)) for v in r.versions]
+    for finding in found:  # no fix pins a line without an aarch64 wheel
+        for s in finding.steps:
+            for arg in s.args:
+                if arg.startswith("onnxruntime-gpu") and "==" in arg and "--index-url" not in s.args:
+                    version = arg.split("==")[1]
+                    line = MATRIX.release_for(version)
+                    assert line is not None
+                    assert line.release.has_wheel(AARCH64), (finding.id, arg)
+
+
+@pytest.mark.realwheels
+def test_real_aarch64_wheel_on_an_old_glibc(tmp_path: Path) -> None:
+    f = _one(_check(_aarch64_env(tmp_path, libc="glibc 2.31")), "glibc-below-wheel-floor")
+    assert "linux_aarch64 wheel is manylinux_2_34_aarch64: it needs glibc 2.34" in f.detail
+    assert not f.steps  # no PyPI aarch64 wheel loads on glibc 2.31
+
+
+@pytest.mark.realwheels
+def test_real_aarch64_wheel_on_a_jetson_orin(tmp_path: Path) -> None:
+    env = _aarch64_env(_jetson_root(tmp_path), libc="glibc 2.35")
+    assert env.jetson is not None
+    assert env.jetson.soc == "tegra234"
+    found = _check(env)
+    _none(found, "driver-missing")
+    _one(found, "jetson-integrated-gpu")
+    f = _one(found, "jetson-needs-jetpack-wheel")
+    assert env.ort.cuda_provider is not None
+    assert f"read from {env.ort.cuda_provider.path}" in f.detail
+    assert "nothing a Tegra sm_87 runs" in f.detail
+    assert MATRIX.jetson is not None
+    assert MATRIX.jetson.feeds_for("6")[0].index_url in (f.fix or "")

@@ -24,6 +24,7 @@ from ortdoctor.diagnose.context import (
     Ctx,
     vtuple,
 )
+from ortdoctor.diagnose.platforms import jetson_summary
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ def driver_absent(env: Any) -> bool:
     if drv.error_kind in (DriverError.LIB_RM_VERSION_MISMATCH, DriverError.NO_PERMISSION, DriverError.GPU_IS_LOST,
                           DriverError.OTHER):
         return False
+    if getattr(env, "jetson", None) is not None:
+        return False  # a Jetson's integrated GPU has no NVML, and that is no missing driver
     return not (env.python.wsl and not any(p.startswith("/usr/lib/wsl/") for p in drv.libcuda))
 
 
@@ -67,6 +70,8 @@ def check_driver(ctx: Ctx) -> list[Finding]:
                          "&& sudo modprobe nvidia nvidia_uvm")]
         if kind in (DriverError.NO_PERMISSION, DriverError.GPU_IS_LOST, DriverError.OTHER):
             return [make("driver-error", f"NVML: {drv.error or kind.value}" + hints)]
+        if env.jetson is not None:
+            return [_jetson_gpu(ctx)]
         # No driver library, or the kernel module is not loaded.
         if py.wsl and not any(p.startswith("/usr/lib/wsl/") for p in drv.libcuda):
             seen = ", ".join(drv.libcuda) or "no libcuda.so.1"
@@ -242,6 +247,19 @@ def _check_driver_version(ctx: Ctx) -> list[Finding]:
     alt = build_for_major(ctx, drv_major) if drv_major is not None else ()
     fix = upgrade + (f"\nor keep this driver and install a build for CUDA {drv_major}: {ctx.run(*alt)}" if alt else "")
     return [make("driver-too-old", detail, fix)]
+
+
+def _jetson_gpu(ctx: Ctx) -> Finding:
+    """A Jetson, where NVML is absent by design: what is known of its GPU instead of "no driver"."""
+    drv = ctx.env.driver
+    cuda = ctx.env.system.ldconfig.get("libcuda.so.1", ())
+    found = tuple(dict.fromkeys((*drv.libcuda, *cuda)))
+    detail = (f"This is {jetson_summary(ctx)}. NVML is not part of Jetson Linux ({drv.error or 'not loadable'}), "
+              "so no driver version or GPU list is read; libcuda.so.1 "
+              + ("found at " + ", ".join(found) if found else "not found") + ".")
+    if found:
+        return make("jetson-integrated-gpu", detail, "")
+    return make("jetson-integrated-gpu", detail, severity="warning")
 
 
 def build_for_major(ctx: Ctx, major: int) -> tuple[PackageStep, ...]:

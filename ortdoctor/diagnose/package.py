@@ -23,6 +23,7 @@ from ortdoctor.decide.loader_view import (
 )
 from ortdoctor.decide.matrix.model import python_line
 from ortdoctor.diagnose.context import Ctx, cuda_soname, ort_family
+from ortdoctor.diagnose.platforms import jetson_install_steps
 from ortdoctor.formats.distinfo import normalize
 from ortdoctor.formats.realpath import real_path
 
@@ -240,23 +241,26 @@ def _user_install(ctx: Ctx, family: Sequence[OrtDistribution]) -> bool:
 def _install_steps(ctx: Ctx, *, user: bool = False) -> tuple[PackageStep, ...]:
     """What to install on this machine: a build for the driver's (or torch's) CUDA major, pinned; the
     newest build with its CUDA and cuDNN wheels when nothing says which CUDA the machine has."""
-    rec = _recommendation(ctx)
-    steps = rec.steps if rec is not None and rec.steps else (
-        gpu_install(ctx.matrix, _newest_gpu(ctx.matrix, ctx.env.python.version)),)
+    # a Jetson's GPU runs only the JetPack builds: never a PyPI pin there
+    rec = _recommendation(ctx) if ctx.env.jetson is None else None
+    steps = jetson_install_steps(ctx) or (rec.steps if rec is not None and rec.steps else (
+        gpu_install(ctx.matrix, _newest_gpu(ctx.matrix, ctx.env.python.version, ctx.wheel_platform, ctx.glibc)),))
     if not user:
         return steps
     return tuple(PackageStep(s.verb, ("--user", *s.args), s.python) if s.verb == "install" else s for s in steps)
 
 
-def _newest_gpu(matrix: Matrix, python: str | None = None) -> str | None:
+def _newest_gpu(matrix: Matrix, python: str | None = None, platform: str = "linux_x86_64",
+                glibc: tuple[int, int] | None = None) -> str | None:
     """The newest onnxruntime-gpu release that is not known to be bad and has wheels for ``python`` where
-    known (pinned: today's answer stays today's answer when the fix is pasted next month)."""
+    known, for ``platform`` and one ``glibc`` loads (pinned: today's answer stays today's answer when the fix
+    is pasted next month)."""
     line = python_line(python)
     for release in matrix.releases:
         good = [v for v in release.versions if release.bad(v) is None]
         if line is not None and release.python and line not in release.python:
             continue
-        if release.pypi and good:
+        if release.has_wheel(platform, glibc) and good:
             return max(good, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))
     return None
 
