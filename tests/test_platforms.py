@@ -427,3 +427,43 @@ def test_real_aarch64_wheel_on_a_jetson_orin(tmp_path: Path) -> None:
     assert "nothing a Tegra sm_87 runs" in f.detail
     assert MATRIX.jetson is not None
     assert MATRIX.jetson.feeds_for("6")[0].index_url in (f.fix or "")
+
+
+# -- Windows: the DLLs each line's providers import -------------------------------------------------------------
+def test_windows_imports_are_the_wheels_import_tables() -> None:
+    import json
+
+    facts = json.loads((Path(__file__).resolve().parents[1] / "scripts" / "data" / "wheel_facts.json").read_text())
+    read = {e["wheel"]: e for e in facts if e["wheel"].endswith("win_amd64.whl") and "imports" in
+            (e.get("cuda_provider") or {})}
+    lines = [r for r in MATRIX.releases if r.windows_needed]
+    assert lines
+    for r in lines:
+        entry = read[r.windows_source]
+        imports = {d.lower() for d in entry["cuda_provider"]["imports"]}
+        assert {d.lower() for d in r.windows_needed} <= imports, r.line
+        # every CUDA/cuDNN/TensorRT DLL the TensorRT provider imports is a DLL the matrix can name
+        known = {(lib.windows_dll or "").lower() for m in MATRIX.cuda_majors.values() for lib in m.libraries}
+        known |= {(lib.windows_dll or "").lower() for m in MATRIX.cudnn_majors.values() for lib in m.libraries}
+        assert MATRIX.tensorrt is not None
+        known |= {(lib.windows_dll or "").lower() for m in MATRIX.tensorrt.majors.values() for lib in m.libraries}
+        assert {d.lower() for d in r.windows_tensorrt_needed} <= known, r.line
+
+
+def test_windows_provider_needs_come_from_the_windows_wheel() -> None:
+    from dataclasses import replace as dc_replace
+
+    from ortdoctor.decide.resolve import provider_needs
+    from tests.test_diagnose import healthy_env, ort_gpu, python_info
+
+    newest = MATRIX.releases[0]
+    version = newest.versions[-1]
+    ort = ort_gpu(cuda_provider=None, version=version)
+    linux = healthy_env(ort=ort)
+    windows = dc_replace(linux, python=python_info(os="windows", platform="win-amd64", machine="AMD64", libc=None))
+    # before: None on Windows (every library taken as the matrix's default load kind, cudart required)
+    assert provider_needs(windows, MATRIX, newest.cuda_major) == newest.windows_needed
+    assert provider_needs(linux, MATRIX, newest.cuda_major) == newest.provider_needed
+    cudart = next(lib for lib in MATRIX.cuda_majors[newest.cuda_major].libraries if lib.name == "cudart")
+    if cudart.windows_dll not in newest.windows_needed:  # 1.27 on: no cudart DLL in the Windows import table
+        assert cudart.soname in newest.provider_needed

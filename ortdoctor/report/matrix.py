@@ -173,6 +173,8 @@ def render_release(matrix: Matrix, match: ReleaseMatch) -> str:
             out.append(f"  extra [{name}]: {', '.join(reqs)}")
     if r.provider_needed:
         out.append(f"  CUDA provider DT_NEEDED: {', '.join(r.provider_needed)}")
+    if r.windows_needed:
+        out.append(f"  CUDA provider imports (win_amd64): {', '.join(r.windows_needed)}")
     if r.pybind_needed_cuda:
         out.append(f"  pybind module DT_NEEDED: {', '.join(r.pybind_needed_cuda)} (import needs them)")
     out += _tensorrt_lines(matrix, r)

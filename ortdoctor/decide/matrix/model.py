@@ -195,6 +195,12 @@ class Release:
     # The PyPI wheels of every version of the line: wheel platform -> the platform tag of its file name
     # ("linux_aarch64": "manylinux_2_34_aarch64"). Empty: not recorded (every platform is assumed).
     wheel_platforms: dict[str, str] = field(default_factory=dict)
+    # The win_amd64 wheel's import tables (read with formats/pe.py): the CUDA and cuDNN DLLs its CUDA provider
+    # and its TensorRT provider import (Windows links differently: 1.27 on import no cudart64_13.dll), and the
+    # wheel read; empty where no Windows wheel was read.
+    windows_needed: tuple[str, ...] = ()
+    windows_tensorrt_needed: tuple[str, ...] = ()
+    windows_source: str = ""
 
     @property
     def cuda_major(self) -> int:

@@ -432,7 +432,8 @@ class _Validator:
         allowed = ("line", "versions", "cuda", "cudnn_major", "cudnn", "source", "source_ref", "python",
                    "torch", "feeds", "provider_needed", "pybind_needed_cuda", "extras", "archs",
                    "ptx_isa", "archs_source", "isolated", "platform_archs", "known_bad", "notes", "wheels", "requires",
-                   "tensorrt_needed", "pypi", "wheel_platforms")
+                   "tensorrt_needed", "pypi", "wheel_platforms", "windows_needed", "windows_tensorrt_needed",
+                   "windows_source")
         self.unknown_keys(obj, allowed, key)
         line = self.string(self.req(obj, "line", key), f"{key}.line")
         if not re.fullmatch(r"\d+\.\d+", line):
@@ -502,7 +503,20 @@ class _Validator:
             tensorrt_needed=self.strings(obj.get("tensorrt_needed"), f"{key}.tensorrt_needed"),
             pypi=self.boolean(obj.get("pypi", True), f"{key}.pypi"),
             wheel_platforms=self.wheel_platforms(obj.get("wheel_platforms"), f"{key}.wheel_platforms"),
+            **self.windows_imports(obj, key),
         )
+
+    def windows_imports(self, obj: dict[Any, Any], key: str) -> dict[str, Any]:
+        needed = self.strings(obj.get("windows_needed"), f"{key}.windows_needed")
+        trt = self.strings(obj.get("windows_tensorrt_needed"), f"{key}.windows_tensorrt_needed")
+        source = self.string(obj.get("windows_source", ""), f"{key}.windows_source")
+        for name, values in (("windows_needed", needed), ("windows_tensorrt_needed", trt)):
+            for i, dll in enumerate(values):
+                if not dll.lower().endswith(".dll"):
+                    raise self.fail(f"{key}.{name}[{i}]", f"expected a DLL name, got {dll!r}")
+        if (needed or trt) and not source.endswith("win_amd64.whl"):
+            raise self.fail(f"{key}.windows_source", "name the win_amd64 .whl whose import tables were read")
+        return {"windows_needed": needed, "windows_tensorrt_needed": trt, "windows_source": source}
 
     # -- tensorrt ----------------------------------------------------------------------------------
     def tensorrt(self, value: Any, releases: tuple[Release, ...]) -> TensorrtFacts:
@@ -655,6 +669,15 @@ class _Validator:
                 if m and int(m.group(2)) != r.cuda_major:
                     raise self.fail(f"{key}.provider_needed[{j}]",
                                     f"{soname} belongs to CUDA {m.group(2)}, but the release says CUDA {r.cuda}")
+            # every CUDA/cuDNN DLL the Windows provider imports is a row of the line's majors: a DLL name the
+            # matrix lacks would be neither searched for nor preloaded on Windows
+            dlls = {(lib.windows_dll or "").lower() for lib in [
+                *(cuda_majors[r.cuda_major].libraries if r.cuda_major in cuda_majors else ()),
+                *(cudnn_majors[r.cudnn_major].libraries if r.cudnn_major in cudnn_majors else ())]}
+            for j, dll in enumerate(r.windows_needed):
+                if dll.lower() not in dlls:
+                    raise self.fail(f"{key}.windows_needed[{j}]",
+                                    f"{dll} is no windows_dll of CUDA {r.cuda_major} or cuDNN {r.cudnn_major}")
             if r.source == "wheel" and r.source_ref not in r.wheels.values() and r.wheels:
                 raise self.fail(f"{key}.source_ref", "names a wheel that `wheels` does not list")
         for i, t in enumerate(torch):
