@@ -467,3 +467,16 @@ def test_windows_provider_needs_come_from_the_windows_wheel() -> None:
     cudart = next(lib for lib in MATRIX.cuda_majors[newest.cuda_major].libraries if lib.name == "cudart")
     if cudart.windows_dll not in newest.windows_needed:  # 1.27 on: no cudart DLL in the Windows import table
         assert cudart.soname in newest.provider_needed
+
+
+def test_explain_no_wheel_names_the_aarch64_wheels_and_the_jetson_route() -> None:
+    from ortdoctor.diagnose.classify import classify
+
+    text = (Path(__file__).resolve().parent / "data" / "errors" / "mode17_no_wheel.txt").read_text()
+    match = next(m for m in classify(text) if m.finding_id == "platform-no-cuda")
+    # before: "published for Linux x86_64 and Windows x64 only", and a source build for DGX Spark
+    assert "x86_64 and Windows x64 only" not in match.fix
+    lines = _lines_with(AARCH64)
+    assert f"Linux aarch64 ({lines[-1]}-{lines[0]}, glibc 2.34 or newer" in match.fix
+    assert MATRIX.jetson is not None
+    assert MATRIX.jetson.feeds_for("6")[0].index_url in match.fix

@@ -159,12 +159,13 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         id="platform-no-cuda",
         severity="error",
         title="this platform has no CUDA build of onnxruntime",
-        cause="onnxruntime-gpu is published on PyPI for Linux x86_64, Windows x64 and, from 1.29, Linux aarch64 "
-        "(manylinux_2_34: glibc 2.34 or newer; kernels for sm_89, sm_90, sm_120 and sm_121, not for Jetson); "
-        "macOS and other platforms have no CUDA execution provider at all.",
+        cause="onnxruntime-gpu is published on PyPI for Linux x86_64, Windows x64 and, for the recent lines, "
+        "Linux aarch64 (wheels that need a newer glibc and carry kernels for a few GPU generations, none for "
+        "Jetson: `ortdoctor matrix --platform linux_aarch64`); macOS and other platforms have no CUDA "
+        "execution provider at all.",
         evidence="The operating system and machine of this Python.",
-        fix="Run on Linux or Windows with an NVIDIA GPU; on Linux aarch64 install onnxruntime-gpu 1.29 or newer "
-        "from PyPI (glibc 2.34 or newer), on a Jetson the JetPack wheels (`jetson-needs-jetpack-wheel`).",
+        fix="Run on Linux or Windows with an NVIDIA GPU; on Linux aarch64 install a line with an aarch64 wheel "
+        "(`ortdoctor matrix --platform linux_aarch64`), on a Jetson the JetPack build (`jetson-needs-jetpack-wheel`).",
         modes=(17,),
         docs=(_ORT_ISSUES + "20503",),
     ),

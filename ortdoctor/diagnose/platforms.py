@@ -5,12 +5,17 @@ from __future__ import annotations
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Finding, PackageStep
+from ortdoctor.core.shell import posix_join
 from ortdoctor.decide.fixes import step
 from ortdoctor.decide.kernels import coverage, describe_archs
 from ortdoctor.diagnose.context import Ctx, ort_family
 from ortdoctor.diagnose.kernels import build_kernels
 
-__all__ = ["check_glibc", "check_jetson", "jetson_install_steps", "jetson_summary"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortdoctor.decide.matrix.model import Matrix
+
+__all__ = ["check_glibc", "check_jetson", "jetson_install_steps", "jetson_routes", "jetson_summary", "wheel_platforms_text"]
 
 
 def _v(version: tuple[int, int]) -> str:
@@ -135,3 +140,37 @@ def check_jetson(ctx: Ctx) -> list[Finding]:
     what = f"JetPack {jetpack}" if jetpack else "your JetPack release (L4T unknown)"
     return [make("jetson-needs-jetpack-wheel", detail,
                  f"Install the onnxruntime-gpu build for {what} and your Python: {where}.")]
+
+
+def wheel_platforms_text(matrix: Matrix) -> str:
+    """Which platforms PyPI's onnxruntime-gpu has wheels for, from the matrix: ``Linux x86_64 (1.11-1.31),
+    Windows x64 (1.11-1.31) and Linux aarch64 (1.29-1.31, glibc 2.34 or newer; kernels for sm_89, ...)``."""
+    names = {"linux_x86_64": "Linux x86_64", "win_amd64": "Windows x64", "linux_aarch64": "Linux aarch64"}
+    parts = []
+    for platform, name in names.items():
+        lines = [r for r in matrix.releases if r.pypi and platform in r.wheel_platforms]
+        if not lines:
+            continue
+        span = lines[0].line if len(lines) == 1 else f"{lines[-1].line}-{lines[0].line}"
+        extra = ""
+        if platform == "linux_aarch64":
+            floor = lines[0].glibc_needed(platform)
+            kernels = lines[0].kernels_for(platform)
+            extra = (f", glibc {_v(floor)} or newer" if floor else "") + (
+                f"; kernels for {', '.join(a for a in kernels.archs if a.startswith('sm_'))}" if kernels else "")
+        parts.append(f"{name} ({span}{extra})")
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
+
+
+def jetson_routes(matrix: Matrix) -> str:
+    """Where a Jetson's builds come from, per JetPack, from the matrix: the pip command for an index, the page
+    for a wheel to download."""
+    facts = matrix.jetson
+    if facts is None:
+        return ""
+    by_target: dict[str, list[str]] = {}
+    for feed in facts.feeds:
+        target = (posix_join(["pip", "install", "onnxruntime-gpu", "--index-url", feed.index_url]) if feed.pip_index
+                  else f"the wheel for your release from {feed.index_url}")
+        by_target.setdefault(target, []).append(feed.jetpack)
+    return "; ".join(f"JetPack {' and '.join(majors)}: {target}" for target, majors in by_target.items())
