@@ -480,3 +480,22 @@ def test_explain_no_wheel_names_the_aarch64_wheels_and_the_jetson_route() -> Non
     assert f"Linux aarch64 ({lines[-1]}-{lines[0]}, glibc 2.34 or newer" in match.fix
     assert MATRIX.jetson is not None
     assert MATRIX.jetson.feeds_for("6")[0].index_url in match.fix
+
+
+def test_the_report_json_carries_the_jetson() -> None:
+    import json
+
+    import jsonschema
+
+    from ortdoctor.report.json_report import _system
+    from tests.test_diagnose import healthy_env
+
+    schema = json.loads((Path(__file__).resolve().parents[1] / "ortdoctor" / "report" / "check.schema.json")
+                        .read_text(encoding="utf-8"))["properties"]["system"]
+    data = _system(_orin_env())
+    assert data["jetson"] == {"l4t": "36.4.3", "model": "NVIDIA Jetson AGX Orin Developer Kit", "soc": "tegra234",
+                              "evidence": ["/etc/nv_tegra_release"]}
+    jsonschema.validate(data, schema)
+    other = _system(healthy_env())
+    assert other["jetson"] is None
+    jsonschema.validate(other, schema)
