@@ -54,8 +54,11 @@ def test_wheel_platforms_agree_with_the_wheels_read() -> None:
                                                                else "linux_x86_64")
             floor = glibc_floor(tag)
             recorded = r.wheel_platforms[platform]
+            strictest = glibc_floor(recorded)
             if len(r.versions) > 1 and tag != recorded:  # the strictest patch stands for the line
-                assert glibc_floor(recorded) >= floor if floor else True, (r.line, wheel)  # type: ignore[operator]
+                assert floor is not None
+                assert strictest is not None
+                assert strictest >= floor, (r.line, wheel)
             else:
                 assert tag == recorded, (r.line, wheel)
 
@@ -106,7 +109,9 @@ def test_glibc_below_the_floor_skips_the_wheel() -> None:
     rec = MATRIX.recommend("13", None, glibc=(2, 27))
     assert rec is not None
     assert rec.release.line == want.line
-    assert rec.release.glibc_needed("linux_x86_64") <= (2, 27)  # type: ignore[operator]
+    need = rec.release.glibc_needed("linux_x86_64")
+    assert need is not None
+    assert need <= (2, 27)
     newest13 = next(r for r in MATRIX.releases if r.cuda_major == 13 and r.pypi)
     assert newest13.glibc_needed("linux_x86_64") is not None
 
@@ -499,3 +504,19 @@ def test_the_report_json_carries_the_jetson() -> None:
     other = _system(healthy_env())
     assert other["jetson"] is None
     jsonschema.validate(other, schema)
+
+
+def test_matrix_auto_on_a_jetson_uses_its_integrated_gpu(runner: CliRunner, monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    from ortdoctor.core.facts import DriverInfo
+    from ortdoctor.probes import driver, jetson
+
+    root = _jetson_root(tmp_path)
+    real_probe = jetson.probe_jetson
+    monkeypatch.setattr(driver, "probe_driver", lambda *a, **k: DriverInfo(available=False, error="no NVML"))
+    monkeypatch.setattr(jetson, "probe_jetson", lambda fs_root="/": real_probe(str(root)))
+    result = runner.invoke(cli, ["matrix", "--cuda", "13", "--platform", AARCH64])
+    # before: no GPU seen (no NVML), so the PyPI aarch64 wheel, which has no kernels for Orin
+    assert result.exit_code == 1, result.output
+    assert "sm_87 (detected: Jetson tegra234)" in result.output
+    assert "pip install" not in result.output
