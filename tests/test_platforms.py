@@ -341,10 +341,15 @@ def test_jetpack5_is_pointed_at_the_jetson_zoo() -> None:
 
     env = _orin_env(ort=OrtInfo(installed=False))
     env = dc_replace(env, jetson=dc_replace(env.jetson, l4t="35.4.1"))
-    f = _one(_diag(env), "jetson-needs-jetpack-wheel")
+    found = _diag(env)
+    f = _one(found, "jetson-needs-jetpack-wheel")
     assert "JetPack 5" in (f.fix or "")
     assert "https://elinux.org/Jetson_Zoo#ONNX_Runtime" in (f.fix or "")
     assert not f.steps
+    # nor does the install advice pin a PyPI wheel: it names the page
+    g = _one(found, "ort-not-installed")
+    assert not g.steps
+    assert "https://elinux.org/Jetson_Zoo#ONNX_Runtime" in (g.fix or "")
 
 
 # -- check on the real Linux aarch64 wheel (read here on x86_64, as check reads any platform's files) ----------

@@ -23,7 +23,7 @@ from ortdoctor.decide.loader_view import (
 )
 from ortdoctor.decide.matrix.model import python_line
 from ortdoctor.diagnose.context import Ctx, cuda_soname, ort_family
-from ortdoctor.diagnose.platforms import jetson_install_steps
+from ortdoctor.diagnose.platforms import jetson_install_steps, jetson_routes
 from ortdoctor.formats.distinfo import normalize
 from ortdoctor.formats.realpath import real_path
 
@@ -241,10 +241,14 @@ def _user_install(ctx: Ctx, family: Sequence[OrtDistribution]) -> bool:
 def _install_steps(ctx: Ctx, *, user: bool = False) -> tuple[PackageStep, ...]:
     """What to install on this machine: a build for the driver's (or torch's) CUDA major, pinned; the
     newest build with its CUDA and cuDNN wheels when nothing says which CUDA the machine has."""
-    # a Jetson's GPU runs only the JetPack builds: never a PyPI pin there
-    rec = _recommendation(ctx) if ctx.env.jetson is None else None
-    steps = jetson_install_steps(ctx) or (rec.steps if rec is not None and rec.steps else (
-        gpu_install(ctx.matrix, _newest_gpu(ctx.matrix, ctx.env.python.version, ctx.wheel_platform, ctx.glibc)),))
+    if ctx.env.jetson is not None:
+        # a Jetson's GPU runs only the JetPack builds: never a PyPI pin there (and no step where the JetPack
+        # build is a wheel to download from a page: the fix's prose names it)
+        steps = jetson_install_steps(ctx)
+    else:
+        rec = _recommendation(ctx)
+        steps = rec.steps if rec is not None and rec.steps else (
+            gpu_install(ctx.matrix, _newest_gpu(ctx.matrix, ctx.env.python.version, ctx.wheel_platform, ctx.glibc)),)
     if not user:
         return steps
     return tuple(PackageStep(s.verb, ("--user", *s.args), s.python) if s.verb == "install" else s for s in steps)
@@ -268,7 +272,12 @@ def _newest_gpu(matrix: Matrix, python: str | None = None, platform: str = "linu
 def _with_alternative(ctx: Ctx, steps: tuple[PackageStep, ...], *,
                       keep: bool = False) -> tuple[str, tuple[Command, ...]]:
     """The command lines, plus (as a note) the newest build for the same CUDA on its feed where there is one."""
-    rec = None if keep else _recommendation(ctx)
+    if ctx.env.jetson is not None and not keep and not any(s.verb == "install" for s in steps):
+        routes = jetson_routes(ctx.matrix)
+        lead = "then install" if steps else "Install"
+        note = f"{lead} the JetPack build of onnxruntime-gpu for your release ({routes})" if routes else None
+        return ctx.installer.fix(steps, note)
+    rec = None if keep or ctx.env.jetson is not None else _recommendation(ctx)
     alternative = rec.alternative_steps if rec is not None else ()
     note = f"or the newest build for this CUDA: {ctx.run(*alternative)}" if alternative else None
     return ctx.installer.fix(steps, note)
