@@ -8,6 +8,10 @@ import click
 
 from ortdoctor.core import exitcodes
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortdoctor.decide.matrix.model import Matrix
+
 
 def _fail(message: str, code: int = exitcodes.USAGE) -> None:
     click.echo(f"ortdoctor matrix: {message}", err=True)
@@ -79,7 +83,7 @@ def command(ort: str | None, cuda: str | None, torch_version: str | None, gpu: s
             _fail(f"torch {torch_version} is older than every torch line in the matrix (known: {known})",
                   exitcodes.FAIL)
         gpus, driver_cuda, where = ((gpu_cc,), None, "--gpu") if gpu_cc else (
-            _detected_gpus() if gpu.strip().lower() == "auto" else ((), None, ""))
+            _detected_gpus(matrix) if gpu.strip().lower() == "auto" else ((), None, ""))
         platform = wheel_platform or _this_platform()
         rec = matrix.recommend(cuda, torch_version, gpus=gpus, platform=platform, driver_cuda=driver_cuda)
         gpu_text = ", ".join(f"sm_{g[0]}{g[1]}" for g in gpus) + (f" ({where})" if where else "")
@@ -95,15 +99,21 @@ def command(ort: str | None, cuda: str | None, torch_version: str | None, gpu: s
                                             f"kernels for {gpu_text} in the {platform} wheel" if gpus else "")
                                  if x)
             if not as_json:
-                why = ("no release with those CUDA and cuDNN majors has kernels for it (--gpu none ignores the GPU)"
-                       if gpus and matrix.recommend(cuda, torch_version) is not None
-                       else "no release has the same CUDA and cuDNN majors")
+                if gpus and matrix.recommend(cuda, torch_version, platform=platform) is not None:
+                    why = ("no release with those CUDA and cuDNN majors has kernels for it (--gpu none ignores "
+                           "the GPU)" + rm.tegra_route(matrix, gpus, platform))
+                elif matrix.recommend(cuda, torch_version) is not None:
+                    why = (f"PyPI has no {platform} wheel of the lines that fit (its {platform} wheels: "
+                           f"{rm.lines_with_wheel(matrix, platform)})")
+                else:
+                    why = "no release has the same CUDA and cuDNN majors"
                 click.echo(f"ortdoctor matrix: no onnxruntime-gpu build in the matrix fits {asked}: {why}. Run "
                            "`ortdoctor matrix` to see every line.", err=True)
             sys.exit(exitcodes.FAIL)
         return
 
-    click.echo(rm.matrix_json(matrix) if as_json else rm.render_table(matrix), nl=False)
+    table_gpu = gpu_cc if wheel_platform else None
+    click.echo(rm.matrix_json(matrix) if as_json else rm.render_table(matrix, wheel_platform, table_gpu), nl=False)
 
 
 def _this_platform() -> str:
@@ -117,18 +127,23 @@ def _this_platform() -> str:
     return name if name in (LINUX_X86_64, *ARCH_PLATFORMS) else LINUX_X86_64
 
 
-def _detected_gpus() -> tuple[tuple[tuple[int, int], ...], str | None, str]:
+def _detected_gpus(matrix: Matrix) -> tuple[tuple[tuple[int, int], ...], str | None, str]:
     """The compute capabilities of the GPUs CUDA can see here (NVML, after CUDA_VISIBLE_DEVICES), the
-    driver's CUDA version, and how they were found; nothing when there is no usable driver."""
+    driver's CUDA version, and how they were found; on a Jetson (no NVML) its SoC's integrated GPU; nothing
+    when there is no usable driver."""
     import os
 
     from ortdoctor.decide.devices import map_devices
     from ortdoctor.decide.kernels import parse_compute_capability
     from ortdoctor.probes.driver import probe_driver
+    from ortdoctor.probes.jetson import probe_jetson
 
     drv = probe_driver()
     if not drv.available:
-        return (), None, ""
+        jet = probe_jetson() if sys.platform.startswith("linux") else None
+        cc = matrix.jetson.socs.get(jet.soc) if jet is not None and jet.soc and matrix.jetson else None
+        tegra = parse_compute_capability(cc) if cc else None
+        return ((tegra,), None, f"detected: Jetson {jet.soc}") if tegra and jet else ((), None, "")
     dmap = map_devices(drv, device_order=os.environ.get("CUDA_DEVICE_ORDER"))
     ccs = [parse_compute_capability(c.device.compute_capability) for c in dmap.devices if c.device is not None]
     found = tuple(dict.fromkeys(cc for cc in ccs if cc is not None))

@@ -176,13 +176,58 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         id="platform-no-cuda",
         severity="error",
         title="this platform has no CUDA build of onnxruntime",
-        cause="onnxruntime-gpu is published for Linux x86_64 and Windows x64 (and CUDA 13 aarch64 on a "
-        "separate feed); macOS and other platforms have no CUDA execution provider at all.",
+        cause="onnxruntime-gpu is published on PyPI for Linux x86_64, Windows x64 and, for the recent lines, "
+        "Linux aarch64 (wheels that need a newer glibc and carry kernels for a few GPU generations, none for "
+        "Jetson: `ortdoctor matrix --platform linux_aarch64`); macOS and other platforms have no CUDA "
+        "execution provider at all.",
         evidence="The operating system and machine of this Python.",
-        fix="Run on Linux or Windows with an NVIDIA GPU; on aarch64 use the vendor (Jetson) or "
-        "onnxruntime-cuda-13 feed wheels.",
+        fix="Run on Linux or Windows with an NVIDIA GPU; on Linux aarch64 install a line with an aarch64 wheel "
+        "(`ortdoctor matrix --platform linux_aarch64`), on a Jetson the JetPack build (`jetson-needs-jetpack-wheel`).",
         modes=(17,),
         docs=(_ORT_ISSUES + "20503",),
+    ),
+    CatalogEntry(
+        id="glibc-below-wheel-floor",
+        severity="error",
+        title="this system's glibc is older than the onnxruntime-gpu wheel needs",
+        cause="A manylinux wheel names the oldest glibc it runs on in its file name (manylinux_2_34_aarch64: glibc "
+        "2.34). On an older glibc pip finds no wheel (`No matching distribution found for onnxruntime-gpu`), and a "
+        "wheel copied in anyway fails to import (`GLIBC_2.34 not found`). PyPI's aarch64 onnxruntime-gpu wheels "
+        "need glibc 2.34 (Ubuntu 22.04 or newer), the x86_64 wheels from 1.29 glibc 2.28.",
+        evidence="The C library's version (`os.confstr('CS_GNU_LIBC_VERSION')`) against the manylinux tag of the "
+        "installed line's wheel for this platform (the matrix's `wheel_platforms`, read from PyPI's file names).",
+        fix="Install the newest line whose wheel this glibc loads (the finding names it), or move to a "
+        "distribution or container with a newer glibc (Ubuntu 22.04 has 2.35).",
+        docs=("https://peps.python.org/pep-0600/", "https://pypi.org/project/onnxruntime-gpu/#files"),
+    ),
+    CatalogEntry(
+        id="jetson-needs-jetpack-wheel",
+        severity="error",
+        title="this Jetson's GPU needs a JetPack build of onnxruntime-gpu",
+        cause="A Jetson's integrated GPU (Orin sm_87, Xavier sm_72) runs only kernels built for exactly its own "
+        "compute capability. PyPI's Linux aarch64 onnxruntime-gpu wheels carry kernels for sm_89, sm_90a, sm_120a "
+        "and sm_121a (DGX Spark, Grace Hopper), none for a Tegra GPU, and no older line has an aarch64 wheel: "
+        "`pip install onnxruntime-gpu` finds nothing that runs, or a wheel that fails with `no kernel image is "
+        "available for execution on the device`.",
+        evidence="Jetson Linux's release (`/etc/nv_tegra_release`, the `nvidia-l4t-core` package), the SoC from "
+        "`/proc/device-tree/compatible`, and the installed CUDA provider's kernel architectures.",
+        fix="Install the build for your JetPack: JetPack 6: pip install onnxruntime-gpu --index-url "
+        "https://pypi.jetson-ai-lab.io/jp6/cu126; JetPack 4 and 5: the wheel for your release from "
+        "https://elinux.org/Jetson_Zoo#ONNX_Runtime.",
+        docs=(_ORT_ISSUES + "20503", "https://github.com/dusty-nv/jetson-containers/issues/1283"),
+    ),
+    CatalogEntry(
+        id="jetson-integrated-gpu",
+        severity="info",
+        title="a Jetson: its integrated GPU has no NVML",
+        cause="Jetson Linux (L4T) drives the GPU of the Tegra SoC itself; it ships no NVML, so there is no driver "
+        "version or GPU list to read, and that is not a missing driver. The CUDA driver, libcuda.so.1, comes "
+        "with the L4T packages (in a container: with `--runtime nvidia`).",
+        evidence="`/etc/nv_tegra_release`, `/proc/device-tree/model` and `compatible`, libcuda.so.1 in the "
+        "loader's cache.",
+        fix="Nothing to fix for the GPU itself; in a container, start it with `--runtime nvidia` (the NVIDIA "
+        "Container Toolkit) so that libcuda.so.1 and the GPU's device nodes are there.",
+        docs=("https://developer.nvidia.com/embedded/jetpack-archive",),
     ),
     # ---------------------------------------------------------------------------------- libraries
     CatalogEntry(

@@ -337,6 +337,16 @@ class DriverInfo:
 # The whole environment
 # --------------------------------------------------------------------------------------------------
 @record
+class JetsonInfo:
+    """An NVIDIA Jetson (Tegra SoC, integrated GPU) as Jetson Linux (L4T) describes itself."""
+
+    l4t: str | None  # the Jetson Linux release: "36.4.3" (/etc/nv_tegra_release, else nvidia-l4t-core's version)
+    model: str | None  # /proc/device-tree/model: "NVIDIA Jetson AGX Orin Developer Kit"
+    soc: str | None  # the SoC from /proc/device-tree/compatible: "tegra234"
+    evidence: tuple[str, ...] = ()  # the files that said so
+
+
+@record
 class Environment:
     python: PythonInfo
     ort: OrtInfo
@@ -348,6 +358,7 @@ class Environment:
     mapped: tuple[str, ...] = ()
     tensorrt: TensorrtInfo = field(default_factory=TensorrtInfo)
     plugins: PluginEpInfo = field(default_factory=PluginEpInfo)
+    jetson: JetsonInfo | None = None  # None: not a Jetson (or nothing says so)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -181,9 +181,10 @@ def resolve(
 # --------------------------------------------------------------------------------------------------
 def provider_needs(env: Environment, matrix: Matrix, cuda_major: int) -> tuple[str, ...] | None:
     """What the installed CUDA provider loads before it runs: its real ``DT_NEEDED`` (or PE imports) when
-    the file was read; else, for an exactly known PyPI release on Linux built for ``cuda_major`` (not a
-    feed build of another major), the ``DT_NEEDED`` the matrix recorded from that release's wheel; else
-    None (the matrix's load kinds decide).
+    the file was read; else, for an exactly known PyPI release built for ``cuda_major`` (not a feed build
+    of another major), what the matrix recorded from that release's wheel: the Linux wheel's ``DT_NEEDED``,
+    on Windows the win_amd64 wheel's import table (``windows_needed``); else None (the matrix's load kinds
+    decide).
 
     Every CUDA or cuDNN library in it is *required*: the provider cannot be loaded without it, whatever the
     library is (1.20's provider lists the cuDNN 9 sub-libraries, which libcudnn would otherwise map on
@@ -191,13 +192,14 @@ def provider_needs(env: Environment, matrix: Matrix, cuda_major: int) -> tuple[s
     prov = env.ort.cuda_provider
     if prov is not None:
         return tuple(prov.needed) if hasattr(prov, "needed") else tuple(prov.imports)
-    if env.python.os == "windows" or not env.ort.version:
+    if not env.ort.version:
         return None
     match = matrix.release_for(env.ort.version)
-    if (match is None or not match.exact or not match.release.provider_needed
-            or match.release.cuda_major != cuda_major):
+    windows = env.python.os == "windows"
+    needed = (match.release.windows_needed if windows else match.release.provider_needed) if match else ()
+    if match is None or not match.exact or not needed or match.release.cuda_major != cuda_major:
         return None
-    return match.release.provider_needed
+    return needed
 
 
 def _add_unlisted_needs(w: _Work, matrix: Matrix) -> None:

@@ -33,6 +33,7 @@ from ortdoctor.diagnose.libraries import check_libraries, check_torch_copies
 from ortdoctor.diagnose.merge import merge_device_smokes, merge_plan_findings, merge_smoke
 from ortdoctor.diagnose.neighbours import check_siblings, check_torch
 from ortdoctor.diagnose.package import check_import, check_package, check_platform, check_release
+from ortdoctor.diagnose.platforms import check_glibc, check_jetson
 from ortdoctor.diagnose.smoke import classify_smoke
 from ortdoctor.diagnose.tensorrt import (
     check_cuda_plugin_ep,
@@ -84,6 +85,8 @@ def diagnose(
 
     found: list[Finding] = check_readable(ctx)
     found += check_platform(ctx)
+    found += check_glibc(ctx)
+    found += check_jetson(ctx)
     found += check_package(ctx)
     if gpu_build:
         found += check_release(ctx)

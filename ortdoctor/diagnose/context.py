@@ -16,6 +16,7 @@ from ortdoctor.core.patterns import lazy
 from ortdoctor.core.record import record
 from ortdoctor.core.shell import Command
 from ortdoctor.decide.fixes import Installer, search_path
+from ortdoctor.decide.matrix.model import parse_glibc, wheel_platform
 from ortdoctor.decide.names import major_of
 from ortdoctor.formats.distinfo import normalize
 
@@ -71,6 +72,16 @@ class Ctx:
     def run(self, *steps: PackageStep) -> str:
         """The package steps as the one command line a fix prints."""
         return self.installer.commands(steps)
+
+    @property
+    def wheel_platform(self) -> str:
+        """The PyPI wheel platform of the inspected Python (``linux_aarch64``): the wheels a pin may name."""
+        return wheel_platform(self.env.python.platform, self.env.python.machine)
+
+    @property
+    def glibc(self) -> tuple[int, int] | None:
+        """The C library's glibc version, which a wheel's manylinux floor must not exceed; None elsewhere."""
+        return parse_glibc(self.env.python.libc)
 
 
 def vtuple(version: str) -> tuple[int, ...]:

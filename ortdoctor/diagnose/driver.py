@@ -26,6 +26,7 @@ from ortdoctor.diagnose.context import (
     Ctx,
     vtuple,
 )
+from ortdoctor.diagnose.platforms import jetson_summary
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ def driver_absent(env: Any) -> bool:
     if drv.error_kind in (DriverError.LIB_RM_VERSION_MISMATCH, DriverError.NO_PERMISSION, DriverError.GPU_IS_LOST,
                           DriverError.OTHER):
         return False
+    if getattr(env, "jetson", None) is not None:
+        return False  # a Jetson's integrated GPU has no NVML, and that is no missing driver
     return not (env.python.wsl and not any(p.startswith("/usr/lib/wsl/") for p in drv.libcuda))
 
 
@@ -69,6 +72,8 @@ def check_driver(ctx: Ctx) -> list[Finding]:
                          "&& sudo modprobe nvidia nvidia_uvm")]
         if kind in (DriverError.NO_PERMISSION, DriverError.GPU_IS_LOST, DriverError.OTHER):
             return [make("driver-error", f"NVML: {drv.error or kind.value}" + hints)]
+        if env.jetson is not None:
+            return [_jetson_gpu(ctx)]
         # No driver library, or the kernel module is not loaded.
         if py.wsl and not any(p.startswith("/usr/lib/wsl/") for p in drv.libcuda):
             seen = ", ".join(drv.libcuda) or "no libcuda.so.1"
@@ -246,6 +251,19 @@ def _check_driver_version(ctx: Ctx) -> list[Finding]:
     return [make("driver-too-old", detail, fix)]
 
 
+def _jetson_gpu(ctx: Ctx) -> Finding:
+    """A Jetson, where NVML is absent by design: what is known of its GPU instead of "no driver"."""
+    drv = ctx.env.driver
+    cuda = ctx.env.system.ldconfig.get("libcuda.so.1", ())
+    found = tuple(dict.fromkeys((*drv.libcuda, *cuda)))
+    detail = (f"This is {jetson_summary(ctx)}. NVML is not part of Jetson Linux ({drv.error or 'not loadable'}), "
+              "so no driver version or GPU list is read; libcuda.so.1 "
+              + ("found at " + ", ".join(found) if found else "not found") + ".")
+    if found:
+        return make("jetson-integrated-gpu", detail, "")
+    return make("jetson-integrated-gpu", detail, severity="warning")
+
+
 def build_for_major(ctx: Ctx, major: int) -> tuple[PackageStep, ...]:
     """The steps that install an onnxruntime-gpu built for CUDA ``major``: the same version from the feed
     that has it for that major, else the matrix's recommendation; () when none exists."""
@@ -258,7 +276,7 @@ def build_for_major(ctx: Ctx, major: int) -> tuple[PackageStep, ...]:
                 return (step("uninstall", "-y", ORT_GPU), step("install", *FEED_PREREQS),
                         step("install", "--no-cache-dir", f"onnxruntime-gpu=={ort.version}", "--index-url",
                              feed.index_url))
-    rec = ctx.matrix.recommend(str(major), None)
+    rec = ctx.matrix.recommend(str(major), None, platform=ctx.wheel_platform, glibc=ctx.glibc)
     if rec is None or not rec.steps:
         return ()
     return (step("uninstall", "-y", ORT_GPU), *rec.steps)

@@ -190,8 +190,8 @@ def _candidates(ctx: Ctx, cc: tuple[int, int]) -> list[KernelRelease]:
     """The matrix's PyPI releases with kernels for ``cc`` on this platform, best first: those this driver
     runs, then the installed build's CUDA major, then native code, then the newest."""
     drv = ctx.env.driver
-    platform = wheel_platform(ctx.env.python.platform, ctx.env.python.machine)
-    found = ctx.matrix.kernel_releases(cc, platform=platform, driver_cuda=drv.cuda_version)
+    found = ctx.matrix.kernel_releases(cc, platform=ctx.wheel_platform, driver_cuda=drv.cuda_version,
+                                       glibc=ctx.glibc)
     drv_major = major_of(drv.cuda_version)
 
     def rank(k: KernelRelease) -> tuple[bool, bool, bool]:

@@ -22,8 +22,9 @@ from ortdoctor.decide.kernels import parse_compute_capability
 from ortdoctor.decide.loader_view import (
     loader_visible,
 )
-from ortdoctor.decide.matrix.model import python_line, wheel_platform
+from ortdoctor.decide.matrix.model import python_line
 from ortdoctor.diagnose.context import Ctx, cuda_soname, ort_family
+from ortdoctor.diagnose.platforms import jetson_install_steps, jetson_routes
 from ortdoctor.formats.distinfo import normalize
 from ortdoctor.formats.realpath import real_path
 
@@ -217,14 +218,15 @@ def _recommendation(ctx: Ctx) -> Recommendation | None:
     # inspected Python (a fix pip cannot install converges nowhere).
     gpus = tuple(dict.fromkeys(cc for d in env.driver.devices
                                if (cc := parse_compute_capability(d.compute_capability)) is not None))
-    platform = wheel_platform(env.python.platform, env.python.machine)
+    platform, glibc = ctx.wheel_platform, ctx.glibc
     python = env.python.version
     rec = None
     for want_gpus in ((gpus, ()) if gpus else ((),)):
-        rec = ctx.matrix.recommend(cuda, torch, python=python, gpus=want_gpus, platform=platform, driver_cuda=cuda)
+        rec = ctx.matrix.recommend(cuda, torch, python=python, gpus=want_gpus, platform=platform, driver_cuda=cuda,
+                                   glibc=glibc)
         if rec is None and torch is not None and cuda is not None:
             rec = ctx.matrix.recommend(cuda, None, python=python, gpus=want_gpus, platform=platform,
-                                       driver_cuda=cuda)
+                                       driver_cuda=cuda, glibc=glibc)
         if rec is not None:
             break
     return rec
@@ -240,23 +242,30 @@ def _user_install(ctx: Ctx, family: Sequence[OrtDistribution]) -> bool:
 def _install_steps(ctx: Ctx, *, user: bool = False) -> tuple[PackageStep, ...]:
     """What to install on this machine: a build for the driver's (or torch's) CUDA major, pinned; the
     newest build with its CUDA and cuDNN wheels when nothing says which CUDA the machine has."""
-    rec = _recommendation(ctx)
-    steps = rec.steps if rec is not None and rec.steps else (
-        gpu_install(ctx.matrix, _newest_gpu(ctx.matrix, ctx.env.python.version)),)
+    if ctx.env.jetson is not None:
+        # a Jetson's GPU runs only the JetPack builds: never a PyPI pin there (and no step where the JetPack
+        # build is a wheel to download from a page: the fix's prose names it)
+        steps = jetson_install_steps(ctx)
+    else:
+        rec = _recommendation(ctx)
+        steps = rec.steps if rec is not None and rec.steps else (
+            gpu_install(ctx.matrix, _newest_gpu(ctx.matrix, ctx.env.python.version, ctx.wheel_platform, ctx.glibc)),)
     if not user:
         return steps
     return tuple(PackageStep(s.verb, ("--user", *s.args), s.python) if s.verb == "install" else s for s in steps)
 
 
-def _newest_gpu(matrix: Matrix, python: str | None = None) -> str | None:
+def _newest_gpu(matrix: Matrix, python: str | None = None, platform: str = "linux_x86_64",
+                glibc: tuple[int, int] | None = None) -> str | None:
     """The newest onnxruntime-gpu release that is not known to be bad and has wheels for ``python`` where
-    known (pinned: today's answer stays today's answer when the fix is pasted next month)."""
+    known, for ``platform`` and one ``glibc`` loads (pinned: today's answer stays today's answer when the fix
+    is pasted next month)."""
     line = python_line(python)
     for release in matrix.releases:
         good = [v for v in release.versions if release.bad(v) is None]
         if line is not None and release.python and line not in release.python:
             continue
-        if release.pypi and good:
+        if release.has_wheel(platform, glibc) and good:
             return max(good, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))
     return None
 
@@ -264,7 +273,12 @@ def _newest_gpu(matrix: Matrix, python: str | None = None) -> str | None:
 def _with_alternative(ctx: Ctx, steps: tuple[PackageStep, ...], *,
                       keep: bool = False) -> tuple[str, tuple[Command, ...]]:
     """The command lines, plus (as a note) the newest build for the same CUDA on its feed where there is one."""
-    rec = None if keep else _recommendation(ctx)
+    if ctx.env.jetson is not None and not keep and not any(s.verb == "install" for s in steps):
+        routes = jetson_routes(ctx.matrix)
+        lead = "then install" if steps else "Install"
+        note = f"{lead} the JetPack build of onnxruntime-gpu for your release ({routes})" if routes else None
+        return ctx.installer.fix(steps, note)
+    rec = None if keep or ctx.env.jetson is not None else _recommendation(ctx)
     alternative = rec.alternative_steps if rec is not None else ()
     note = f"or the newest build for this CUDA: {ctx.run(*alternative)}" if alternative else None
     return ctx.installer.fix(steps, note)

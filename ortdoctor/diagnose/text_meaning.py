@@ -19,6 +19,7 @@ from ortdoctor.core.record import record, replace
 from ortdoctor.decide import gpu_names, kernels, packages, tensorrt_versions
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.diagnose import fixes
+from ortdoctor.diagnose.platforms import jetson_routes, wheel_platforms_text
 from ortdoctor.diagnose.stack import Stack
 from ortdoctor.diagnose.text_evidence import Evidence, TextEvidence
 from ortdoctor.diagnose.text_observe import Hit, Scanner
@@ -888,10 +889,23 @@ class Decider:
     def _b_no_wheel(self, hit: Hit) -> Match:
         return self._m(
             "platform-no-cuda", hit, "pip found no onnxruntime wheel for this platform.",
-            fix="PyPI's onnxruntime-gpu is published for Linux x86_64 and Windows x64 only. On a Jetson use the "
-                "Jetson Zoo wheel for your JetPack version; on other aarch64 machines (DGX Spark/GB10, Graviton) "
-                "build onnxruntime from source with --use_cuda (and --cmake_extra_defines "
-                "CMAKE_CUDA_ARCHITECTURES=<cc> for the GPU); elsewhere use a supported OS and Python version.")
+            fix=self._no_wheel_fix())
+
+    def _no_wheel_fix(self) -> str:
+        """Where onnxruntime-gpu wheels exist, from the matrix's wheel platforms and Jetson routes."""
+        source = ("build onnxruntime from source with --use_cuda (and --cmake_extra_defines "
+                  "CMAKE_CUDA_ARCHITECTURES=<cc> for the GPU)")
+        if self.matrix is None:
+            return f"Use a platform PyPI has onnxruntime-gpu wheels for, or {source}."
+        fix = (f"PyPI's onnxruntime-gpu has wheels for {wheel_platforms_text(self.matrix)}; check the platform, "
+               f"the Python version and, on Linux, the glibc against them. Anywhere else, {source}.")
+        if self.stack.known and not self.stack.python:
+            return fix
+        # Python's way after its label: a text that does not show its binding may be Java's or Rust's
+        jetson = jetson_routes(self.matrix)
+        return (fix + " Python: python -m pip debug --verbose lists the tags pip accepts"
+                + (f"; on a Jetson (its GPU is in none of PyPI's wheels) install the JetPack build: {jetson}"
+                   if jetson else "") + ".")
 
     def _b_cudnn_unavailable(self, hit: Hit) -> Match | None:
         major = self.ctx.cudnn_major or 9

@@ -18,6 +18,7 @@ from ortdoctor.formats.distinfo import DistIndex
 from ortdoctor.formats.procmaps import mapped_paths
 from ortdoctor.probes.driver import probe_driver
 from ortdoctor.probes.interpreter import Interpreter
+from ortdoctor.probes.jetson import probe_jetson
 from ortdoctor.probes.nvidia_wheels import probe_nvidia_wheels
 from ortdoctor.probes.ort import add_kernels, probe_ort
 from ortdoctor.probes.platform import probe_python
@@ -136,9 +137,11 @@ def collect_environment(
     else:
         driver = DriverInfo(available=False, error="not queried", cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
                             nvidia_visible_devices=env.get("NVIDIA_VISIBLE_DEVICES"))
-    if driver.devices:
+    jetson = probe_jetson(fs_root) if python.os == "linux" else None
+    if driver.devices or jetson is not None:
         # The kernel architectures matter only against GPUs: read once NVML has listed some (after the
-        # smoke child started); the preload path (no driver query) and GPU-less hosts never pay for them.
+        # smoke child started), or on a Jetson, whose integrated GPU NVML does not list; the preload path (no
+        # driver query) and GPU-less hosts never pay for them.
         ort = add_kernels(ort)
     return Environment(
         python=python,
@@ -150,4 +153,5 @@ def collect_environment(
         mapped=_mapped(maps_path),
         tensorrt=probe_tensorrt(index=index, system=system, fs_root=fs_root, os_name=python.os),
         plugins=probe_plugin_eps(index=index, ort=ort) if plugins else PluginEpInfo(),
+        jetson=jetson,
     )

@@ -93,6 +93,7 @@ def _system(env: Environment) -> dict[str, Any]:
     if isinstance(cache, dict):
         data["ldconfig"] = {k: v for k, v in cache.items() if k.lower().startswith(_GPU_SONAME_PREFIXES)}
         data["ldconfig_entries"] = len(cache)
+    data["jetson"] = to_jsonable(env.jetson)  # L4T release, board, SoC; null off a Jetson
     return data
 
 

@@ -8,7 +8,15 @@ from typing import Any
 from ortdoctor.core.facts import to_jsonable
 from ortdoctor.core.shell import posix_join
 from ortdoctor.decide.kernels import describe_archs
-from ortdoctor.decide.matrix.model import Feed, LibSpec, Matrix, Recommendation, Release, ReleaseMatch
+from ortdoctor.decide.matrix.model import (
+    Feed,
+    LibSpec,
+    Matrix,
+    Recommendation,
+    Release,
+    ReleaseMatch,
+    glibc_floor,
+)
 
 __all__ = [
     "matrix_json", "recommendation_json", "release_json", "render_recommendation", "render_release",
@@ -24,6 +32,38 @@ def _feeds_short(release: Release) -> str:
     return "; ".join(parts) or "-"
 
 
+def wheels_short(release: Release) -> str:
+    """The PyPI wheels of a line: ``linux_x86_64 (glibc 2.28), linux_aarch64 (glibc 2.34), win_amd64``."""
+    parts = []
+    for platform, tag in release.wheel_platforms.items():
+        floor = glibc_floor(tag)
+        parts.append(f"{platform} (glibc {floor[0]}.{floor[1]})" if floor else platform)
+    return ", ".join(parts) or ("-" if not release.pypi else "not recorded")
+
+
+def lines_with_wheel(matrix: Matrix, platform: str) -> str:
+    """The release lines PyPI has a wheel of for ``platform``, as a span: ``1.29-1.31``, or ``none``."""
+    lines = [r.line for r in matrix.releases if r.pypi and r.wheel_platforms and r.has_wheel(platform)]
+    if not lines:
+        return "none"
+    return lines[0] if len(lines) == 1 else f"{lines[-1]}-{lines[0]}"
+
+
+def tegra_route(matrix: Matrix, gpus: tuple[tuple[int, int], ...], platform: str) -> str:
+    """For a Jetson (Tegra) GPU on aarch64: where its wheels come from, as a sentence ("" otherwise)."""
+    jetson = matrix.jetson
+    if jetson is None or platform != "linux_aarch64":
+        return ""
+    tegra = {f"{cc[0]}.{cc[1]}" for cc in gpus} & set(jetson.socs.values())
+    if not tegra:
+        return ""
+    by_url: dict[str, list[str]] = {}
+    for f in jetson.feeds:
+        by_url.setdefault(f.index_url, []).append(f.jetpack)
+    routes = "; ".join(f"JetPack {', '.join(majors)}: {url}" for url, majors in by_url.items())
+    return f". A Jetson GPU runs the JetPack builds instead ({routes})"
+
+
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
@@ -32,10 +72,15 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line, rule, *body])
 
 
-def render_table(matrix: Matrix) -> str:
-    """Every release line, one row each, then the driver minimums and the torch variants."""
+def render_table(matrix: Matrix, platform: str | None = None, gpu: tuple[int, int] | None = None) -> str:
+    """Every release line, one row each, then the driver minimums and the torch variants. With ``platform``
+    only the lines PyPI has a wheel of for it (and with ``gpu``, whose wheel there runs on it)."""
     rows = []
-    for r in matrix.releases:
+    shown = [r for r in matrix.releases if platform is None or (r.pypi and r.has_wheel(platform))]
+    if gpu is not None and platform is not None:
+        runs = {k.release.line for k in matrix.kernel_releases(gpu, platform=platform)}
+        shown = [r for r in shown if r.line in runs]
+    for r in shown:
         bad = ", ".join(f"{kb.version}" + (f" ({kb.affects})" if kb.affects else "") for kb in r.known_bad)
         rows.append([
             r.line,
@@ -47,7 +92,15 @@ def render_table(matrix: Matrix) -> str:
             r.source,
             bad or "-",
         ])
-    out = [f"onnxruntime-gpu compatibility matrix ({matrix.path})", "",
+    head = [f"onnxruntime-gpu compatibility matrix ({matrix.path})", ""]
+    if platform is not None:
+        gpu_text = f" that runs on sm_{gpu[0]}{gpu[1]}" if gpu is not None else ""
+        head = [f"onnxruntime-gpu compatibility matrix ({matrix.path}): the lines with a PyPI {platform} "
+                f"wheel{gpu_text}", ""]
+        if not shown:
+            route = tegra_route(matrix, (gpu,), platform) if gpu is not None else ""
+            head += [f"PyPI has no onnxruntime-gpu {platform} wheel{gpu_text}{route}.", ""]
+    out = [*head,
            _table(["line", "versions", "CUDA", "cuDNN", "other builds", "torch", "source", "known bad"], rows),
            "", "Minimum NVIDIA driver per CUDA major:"]
     drows = []
@@ -106,6 +159,8 @@ def render_release(matrix: Matrix, match: ReleaseMatch) -> str:
             out.append(f"                also read: {wheel} ({version})")
     if r.python:
         out.append(f"  Python:       {', '.join(r.python)}")
+    if r.wheel_platforms:
+        out.append(f"  PyPI wheels:  {wheels_short(r)}")
     if r.torch:
         out.append(f"  torch:        {r.torch} (CUDA/cuDNN majors agree)")
     for feed in r.feeds:
@@ -118,6 +173,8 @@ def render_release(matrix: Matrix, match: ReleaseMatch) -> str:
             out.append(f"  extra [{name}]: {', '.join(reqs)}")
     if r.provider_needed:
         out.append(f"  CUDA provider DT_NEEDED: {', '.join(r.provider_needed)}")
+    if r.windows_needed:
+        out.append(f"  CUDA provider imports (win_amd64): {', '.join(r.windows_needed)}")
     if r.pybind_needed_cuda:
         out.append(f"  pybind module DT_NEEDED: {', '.join(r.pybind_needed_cuda)} (import needs them)")
     out += _tensorrt_lines(matrix, r)

@@ -49,6 +49,9 @@ ENVS: dict[str, tuple[list[str], bool]] = {
     # onnxruntime-gpu 1.20.2 (CUDA 12, cuDNN 9): its CUDA provider lists the cuDNN 9 sub-libraries in
     # DT_NEEDED, the one line that does (the convergence grid installs the same wheel).
     "ort-gpu-1.20": (["onnxruntime-gpu==1.20.2"], False),
+    # the Linux aarch64 wheel of onnxruntime-gpu (manylinux_2_34), installed here as a tree to read: an
+    # x86_64 machine cannot run it, but check reads its files as it reads any other platform's.
+    "ort-gpu-aarch64": (["--platform=manylinux_2_34_aarch64", f"onnxruntime-gpu=={ORT_GPU_VERSION}"], False),
 }
 
 #: The one download cache of the real wheels, shared with the convergence grid
@@ -99,6 +102,8 @@ def _not_installed(target: Path, requirements: list[str]) -> list[str]:
     found = {p.name.lower() for p in target.rglob("*.dist-info")}
     out = []
     for req in requirements:
+        if req.startswith("-"):  # an option (--platform=...), not a requirement
+            continue
         name, _, version = req.partition("==")
         if f"{name.replace('-', '_').lower()}-{version}.dist-info" not in found:
             out.append(req)

@@ -25,6 +25,8 @@ __all__ = [
     "CudaMajor",
     "CudnnMajor",
     "Feed",
+    "JetsonFacts",
+    "JetsonFeed",
     "KernelRelease",
     "KnownBad",
     "LibSpec",
@@ -42,8 +44,10 @@ __all__ = [
     "TorchMatch",
     "TorchRelease",
     "TorchVariant",
+    "glibc_floor",
     "line_key",
     "parse_cuda_request",
+    "parse_glibc",
     "parse_torch_request",
     "parse_version",
     "python_line",
@@ -140,6 +144,11 @@ class KnownBad:
 LINUX_X86_64 = "linux_x86_64"
 #: The other wheel platforms a row may record architectures for (``platform_archs``).
 ARCH_PLATFORMS = ("win_amd64", "linux_aarch64")
+#: Every wheel platform a row may record PyPI wheels for (``wheel_platforms``).
+WHEEL_PLATFORMS = (LINUX_X86_64, "linux_aarch64", "win_amd64")
+#: The platforms the alternative feeds' builds are offered on: the matrix records only their Linux x86_64
+#: and Windows builds.
+FEED_PLATFORMS = (LINUX_X86_64, "win_amd64")
 
 
 @record
@@ -183,10 +192,39 @@ class Release:
     requires: tuple[str, ...] = ()  # plain Requires-Dist names of the wheel: "flatbuffers", "numpy", ...
     tensorrt_needed: tuple[str, ...] = ()  # CUDA/TensorRT sonames of libonnxruntime_providers_tensorrt.so
     pypi: bool = True  # False: the PyPI onnxruntime-gpu package never had this line for Linux x86_64
+    # The PyPI wheels of every version of the line: wheel platform -> the platform tag of its file name
+    # ("linux_aarch64": "manylinux_2_34_aarch64"). Empty: not recorded (every platform is assumed).
+    wheel_platforms: dict[str, str] = field(default_factory=dict)
+    # The win_amd64 wheel's import tables (read with formats/pe.py): the CUDA and cuDNN DLLs its CUDA provider
+    # and its TensorRT provider import (Windows links differently: 1.27 on import no cudart64_13.dll), and the
+    # wheel read; empty where no Windows wheel was read.
+    windows_needed: tuple[str, ...] = ()
+    windows_tensorrt_needed: tuple[str, ...] = ()
+    windows_source: str = ""
 
     @property
     def cuda_major(self) -> int:
         return int(self.cuda.split(".")[0])
+
+    def has_wheel(self, platform: str, glibc: tuple[int, int] | None = None) -> bool:
+        """PyPI has this line's wheel for ``platform`` (``wheel_platform()`` spelling), one a C library of
+        version ``glibc`` (when given) can load: its manylinux floor is at or below it. A row that records
+        no platforms is taken to have wheels everywhere, as before the matrix recorded them."""
+        if not self.pypi:
+            return False
+        if not self.wheel_platforms:
+            return True
+        tag = self.wheel_platforms.get(platform)
+        if tag is None:
+            return False
+        floor = glibc_floor(tag)
+        return glibc is None or floor is None or floor <= glibc
+
+    def glibc_needed(self, platform: str) -> tuple[int, int] | None:
+        """The glibc the line's wheel for ``platform`` needs (its manylinux floor); None: no such wheel, not
+        recorded, or not a manylinux wheel."""
+        tag = self.wheel_platforms.get(platform)
+        return glibc_floor(tag) if tag else None
 
     def bad(self, version: str) -> KnownBad | None:
         """The known-bad entry of one patch version of this line, if any."""
@@ -199,6 +237,38 @@ class Release:
             source = self.archs_source or self.source_ref
             return PlatformArchs(self.archs, self.ptx_isa, source, self.isolated) if self.archs else None
         return self.platform_archs.get(platform)
+
+
+@record
+class JetsonFeed:
+    """Where onnxruntime-gpu wheels for one JetPack major come from (PyPI's aarch64 wheels lack Tegra GPUs)."""
+
+    jetpack: str  # "6": the JetPack major
+    index_url: str  # a pip index, or a page listing wheels to download
+    cuda: str = ""  # the CUDA of the index's builds: "12.6"
+    note: str = ""
+    source: str = ""
+    pip_index: bool = True  # False: a page to download a wheel from, not something `--index-url` takes
+
+
+@record
+class JetsonFacts:
+    """The matrix's ``platforms.jetson`` section: telling a Jetson apart, and where its wheels come from."""
+
+    l4t_jetpack: dict[str, str]  # Jetson Linux (L4T) major -> JetPack major: {"36": "6"}
+    socs: dict[str, str]  # device-tree SoC -> compute capability: {"tegra234": "8.7"}
+    feeds: tuple[JetsonFeed, ...] = ()
+    source: str = ""
+    notes: tuple[str, ...] = ()
+
+    def jetpack_of(self, l4t: str | None) -> str | None:
+        """The JetPack major of an L4T release ("36.4.3" -> "6"); None when unknown."""
+        return self.l4t_jetpack.get((l4t or "").split(".")[0]) if l4t else None
+
+    def feeds_for(self, jetpack: str | None) -> tuple[JetsonFeed, ...]:
+        """The feeds for a JetPack major, else every feed (the person picks the one for their JetPack)."""
+        hits = tuple(f for f in self.feeds if f.jetpack == jetpack)
+        return hits or self.feeds
 
 
 @record
@@ -359,6 +429,8 @@ class Matrix:
     tensorrt: TensorrtFacts | None = None  # the `tensorrt` section (None in a matrix file without one)
     packages: dict[str, PackageRow] = field(default_factory=dict)  # name -> what PyPI has
     numpy_below_2: dict[str, str | None] = field(default_factory=dict)  # Python "3.12" -> newest numpy<2
+    platforms_source: str = ""  # where the releases' wheel_platforms were read
+    jetson: JetsonFacts | None = None  # the `platforms.jetson` section (None in a matrix file without one)
 
     # -- packages ------------------------------------------------------------------------------
     def versions_of(self, name: str) -> tuple[str, ...]:
@@ -504,7 +576,8 @@ class Matrix:
     # -- recommendation --------------------------------------------------------------------------
     def recommend(self, cuda: str | None, torch: str | None, *, python: str | None = None,
                   gpu: tuple[int, int] | None = None, gpus: Sequence[tuple[int, int]] = (),
-                  platform: str = LINUX_X86_64, driver_cuda: str | None = None) -> Recommendation | None:
+                  platform: str = LINUX_X86_64, driver_cuda: str | None = None,
+                  glibc: tuple[int, int] | None = None) -> Recommendation | None:
         """Which onnxruntime-gpu to install with this CUDA major(.minor) and/or torch version.
 
         The newest build (PyPI default or alternative feed) whose CUDA major matches, whose cuDNN
@@ -514,8 +587,10 @@ class Matrix:
         ``platform`` are known not to run on it: first the builds with native code for it, then those
         whose PTX ``driver_cuda`` can JIT, and only then builds whose kernels the matrix does not know
         (feed builds; the reason says so); no alternative feed build is offered then. ``gpus``: every
-        GPU the build must serve (a host with several generations); ``gpu`` is one more. None when
-        nothing fits.
+        GPU the build must serve (a host with several generations); ``gpu`` is one more. Only a line PyPI
+        has a wheel of for ``platform`` (one whose manylinux floor ``glibc``, the C library's version, meets),
+        and feed builds only on Linux x86_64 and Windows (the matrix does not know the feeds' other wheels).
+        None when nothing fits.
         """
         want_cuda = parse_cuda_request(cuda) if cuda else None
         if cuda and want_cuda is None:
@@ -547,27 +622,33 @@ class Matrix:
             for tier in tiers:
                 for use_feeds in (False, True):
                     for release in self.releases:
-                        if not release.pypi:
+                        if not release.has_wheel(platform, glibc):
+                            continue
+                        if use_feeds and platform not in FEED_PLATFORMS:
                             continue
                         if release.python and not _pythons(release, torch_rel, python):
                             continue  # no Python has wheels of both (or none for the interpreter asked about)
                         for feed in release.feeds if use_feeds else (None,):
                             rec = self._fit(release, feed, want_cuda, torch_rel, variant, kernels, tier, python)
                             if rec is not None:
+                                if rec.alternative and platform not in FEED_PLATFORMS:
+                                    rec = replace(rec, alternative="", alternative_steps=())
                                 if torch_note:
                                     rec = replace(rec, reason=f"{rec.reason} Note: {torch_note}.")
                                 return rec
         return None
 
     def kernel_releases(self, gpu: tuple[int, int], *, platform: str = LINUX_X86_64,
-                        driver_cuda: str | None = None) -> tuple[KernelRelease, ...]:
-        """Every PyPI release line, newest first, whose wheel for ``platform`` is known to carry kernels
-        that run on a GPU of compute capability ``gpu`` (PTX counts when ``driver_cuda`` can JIT it),
-        each with its newest patch that is not known to be bad and the pip command that installs it."""
+                        driver_cuda: str | None = None,
+                        glibc: tuple[int, int] | None = None) -> tuple[KernelRelease, ...]:
+        """Every PyPI release line, newest first, whose wheel for ``platform`` (one ``glibc`` can load) is
+        known to carry kernels that run on a GPU of compute capability ``gpu`` (PTX counts when
+        ``driver_cuda`` can JIT it), each with its newest patch that is not known to be bad and the pip
+        command that installs it."""
         out: list[KernelRelease] = []
         for release in self.releases:
             cov = _KernelWish((gpu,), platform, driver_cuda).coverage(release)
-            if not release.pypi or cov is None or not cov.runs:
+            if not release.has_wheel(platform, glibc) or cov is None or not cov.runs:
                 continue
             version = _pick_version(release, None)
             if version is not None:
@@ -665,6 +746,33 @@ def wheel_platform(platform: str | None, machine: str | None = None) -> str:
         arch = text.split("_", 1)[1] if "_" in text else (machine or "").lower()
         return "linux_aarch64" if arch in ("aarch64", "arm64") else f"linux_{arch or 'x86_64'}"
     return text
+
+
+def glibc_floor(tag: str) -> tuple[int, int] | None:
+    """The oldest glibc a wheel's platform tag lets pip install it on: the lowest floor of its tags
+    (``manylinux_2_27_x86_64.manylinux_2_28_x86_64`` -> (2, 27); ``manylinux2014`` is 2.17, ``manylinux2010``
+    2.12, ``manylinux1`` 2.5, PEP 600); None for a tag that is not manylinux (``win_amd64``)."""
+    floors: list[tuple[int, int]] = []
+    for part in tag.split("."):
+        if part.startswith("manylinux_"):
+            bits = part.split("_")
+            if len(bits) >= 4 and bits[1].isdigit() and bits[2].isdigit():
+                floors.append((int(bits[1]), int(bits[2])))
+        else:
+            legacy = {"manylinux2014": (2, 17), "manylinux2010": (2, 12), "manylinux1": (2, 5)}
+            floors.extend(v for k, v in legacy.items() if part.startswith(k + "_"))
+    return min(floors) if floors else None
+
+
+def parse_glibc(libc: str | None) -> tuple[int, int] | None:
+    """The glibc version of ``os.confstr("CS_GNU_LIBC_VERSION")`` (``"glibc 2.36"`` -> (2, 36)); None for
+    another C library (musl) or none."""
+    name, _, version = (libc or "").partition(" ")
+    bits = version.split(".")
+    if name != "glibc" or len(bits) < 2 or not bits[0].isdigit():
+        return None
+    digits = len(bits[1]) - len(bits[1].lstrip("0123456789"))  # "2.17-326", "2.35+": the leading digits
+    return int(bits[0]), int(bits[1][:digits] or "0")
 
 
 class PlainVersion:

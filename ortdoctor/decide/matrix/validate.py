@@ -17,9 +17,12 @@ from packaging.version import InvalidVersion, Version
 from ortdoctor.decide.kernels import parse_target
 from ortdoctor.decide.matrix.model import (
     ARCH_PLATFORMS,
+    WHEEL_PLATFORMS,
     CudaMajor,
     CudnnMajor,
     Feed,
+    JetsonFacts,
+    JetsonFeed,
     KnownBad,
     LibSpec,
     Matrix,
@@ -33,6 +36,7 @@ from ortdoctor.decide.matrix.model import (
     TensorrtPip,
     TorchRelease,
     TorchVariant,
+    glibc_floor,
     line_key,
     parse_cuda_request,
 )
@@ -114,7 +118,7 @@ class _Validator:
             raise self.fail("", "the file is empty")
         top = self.mapping(data, "(top level)")
         self.unknown_keys(top, ("schema", "feeds", "cuda_majors", "cudnn_majors", "torch", "packages", "tensorrt",
-                                "releases"), "")
+                                "platforms", "releases"), "")
         schema = self.integer(self.req(top, "schema", ""), "schema")
         if schema != 1:
             raise self.fail("schema", f"unsupported schema version {schema} (this ortdoctor reads 1)")
@@ -128,10 +132,67 @@ class _Validator:
         packages, numpy_below_2 = self.packages(top.get("packages") or {})
         self.check_consistency(releases, cuda_majors, cudnn_majors, torch)
         tensorrt = self.tensorrt(top["tensorrt"], releases) if top.get("tensorrt") is not None else None
+        platforms_source, jetson = self.platforms(top.get("platforms") or {})
         ordered = tuple(sorted(releases, key=lambda r: line_key(Version(r.line)), reverse=True))
         return Matrix(path=self.file, releases=ordered, cuda_majors=cuda_majors, cudnn_majors=cudnn_majors,
                       torch=torch, feeds=feeds, schema=schema, packages=packages, numpy_below_2=numpy_below_2,
-                      tensorrt=tensorrt)
+                      tensorrt=tensorrt, platforms_source=platforms_source, jetson=jetson)
+
+    def platforms(self, value: Any) -> tuple[str, JetsonFacts | None]:
+        key = "platforms"
+        obj = self.mapping(value, key)
+        self.unknown_keys(obj, ("source", "jetson"), key)
+        source = self.string(obj.get("source", ""), f"{key}.source")
+        if obj.get("jetson") is None:
+            return source, None
+        where = f"{key}.jetson"
+        jet = self.mapping(obj["jetson"], where)
+        self.unknown_keys(jet, ("l4t_jetpack", "socs", "feeds", "source", "notes"), where)
+        l4t = {str(self.integer(k, f"{where}.l4t_jetpack.{k}")): self.string(v, f"{where}.l4t_jetpack.{k}")
+               for k, v in self.mapping(self.req(jet, "l4t_jetpack", where), f"{where}.l4t_jetpack").items()}
+        socs = {}
+        for k, v in self.mapping(self.req(jet, "socs", where), f"{where}.socs").items():
+            cc = self.string(v, f"{where}.socs.{k}")
+            if not re.fullmatch(r"\d+\.\d+", cc):
+                raise self.fail(f"{where}.socs.{k}", f"expected a compute capability such as '8.7', got {cc!r}")
+            socs[self.string(k, f"{where}.socs")] = cc
+        return source, JetsonFacts(
+            l4t_jetpack=l4t, socs=socs,
+            feeds=self.each(jet.get("feeds") or [], f"{where}.feeds", self.jetson_feed),
+            source=self.string(jet.get("source", ""), f"{where}.source"),
+            notes=self.strings(jet.get("notes"), f"{where}.notes"),
+        )
+
+    def jetson_feed(self, value: Any, key: str) -> JetsonFeed:
+        obj = self.mapping(value, key)
+        self.unknown_keys(obj, ("jetpack", "index_url", "cuda", "note", "source", "pip_index"), key)
+        url = self.string(self.req(obj, "index_url", key), f"{key}.index_url")
+        if not url.startswith("https://"):
+            raise self.fail(f"{key}.index_url", f"expected an https:// URL, got {url!r}")
+        source = self.string(self.req(obj, "source", key), f"{key}.source")
+        if not source.startswith("https://"):
+            raise self.fail(f"{key}.source", "give the URL that says so")
+        return JetsonFeed(
+            jetpack=str(self.integer(self.req(obj, "jetpack", key), f"{key}.jetpack")),
+            index_url=url, cuda=self.string(obj.get("cuda", ""), f"{key}.cuda"),
+            note=self.string(obj.get("note", ""), f"{key}.note"), source=source,
+            pip_index=self.boolean(obj.get("pip_index", True), f"{key}.pip_index"),
+        )
+
+    def wheel_platforms(self, value: Any, key: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name, tag in self.mapping(value or {}, key).items():
+            where = f"{key}.{name}"
+            if name not in WHEEL_PLATFORMS:
+                raise self.fail(where, f"unknown wheel platform (allowed: {', '.join(WHEEL_PLATFORMS)})")
+            text = self.string(tag, where)
+            arch = "amd64" if name == "win_amd64" else str(name).split("_", 1)[1]
+            if not all(part.endswith(arch) for part in text.split(".")) or (
+                    name.startswith("linux") and glibc_floor(text) is None):
+                raise self.fail(where, f"expected the platform tag of the {name} wheel's file name (such as "
+                                       f"manylinux_2_28_x86_64 or win_amd64), got {text!r}")
+            out[str(name)] = text
+        return out
 
     def packages(self, value: Any) -> tuple[dict[str, PackageRow], dict[str, str | None]]:
         key = "packages"
@@ -371,7 +432,8 @@ class _Validator:
         allowed = ("line", "versions", "cuda", "cudnn_major", "cudnn", "source", "source_ref", "python",
                    "torch", "feeds", "provider_needed", "pybind_needed_cuda", "extras", "archs",
                    "ptx_isa", "archs_source", "isolated", "platform_archs", "known_bad", "notes", "wheels", "requires",
-                   "tensorrt_needed", "pypi")
+                   "tensorrt_needed", "pypi", "wheel_platforms", "windows_needed", "windows_tensorrt_needed",
+                   "windows_source")
         self.unknown_keys(obj, allowed, key)
         line = self.string(self.req(obj, "line", key), f"{key}.line")
         if not re.fullmatch(r"\d+\.\d+", line):
@@ -440,7 +502,21 @@ class _Validator:
             requires=self.strings(obj.get("requires"), f"{key}.requires"),
             tensorrt_needed=self.strings(obj.get("tensorrt_needed"), f"{key}.tensorrt_needed"),
             pypi=self.boolean(obj.get("pypi", True), f"{key}.pypi"),
+            wheel_platforms=self.wheel_platforms(obj.get("wheel_platforms"), f"{key}.wheel_platforms"),
+            **self.windows_imports(obj, key),
         )
+
+    def windows_imports(self, obj: dict[Any, Any], key: str) -> dict[str, Any]:
+        needed = self.strings(obj.get("windows_needed"), f"{key}.windows_needed")
+        trt = self.strings(obj.get("windows_tensorrt_needed"), f"{key}.windows_tensorrt_needed")
+        source = self.string(obj.get("windows_source", ""), f"{key}.windows_source")
+        for name, values in (("windows_needed", needed), ("windows_tensorrt_needed", trt)):
+            for i, dll in enumerate(values):
+                if not dll.lower().endswith(".dll"):
+                    raise self.fail(f"{key}.{name}[{i}]", f"expected a DLL name, got {dll!r}")
+        if (needed or trt) and not source.endswith("win_amd64.whl"):
+            raise self.fail(f"{key}.windows_source", "name the win_amd64 .whl whose import tables were read")
+        return {"windows_needed": needed, "windows_tensorrt_needed": trt, "windows_source": source}
 
     # -- tensorrt ----------------------------------------------------------------------------------
     def tensorrt(self, value: Any, releases: tuple[Release, ...]) -> TensorrtFacts:
@@ -593,6 +669,15 @@ class _Validator:
                 if m and int(m.group(2)) != r.cuda_major:
                     raise self.fail(f"{key}.provider_needed[{j}]",
                                     f"{soname} belongs to CUDA {m.group(2)}, but the release says CUDA {r.cuda}")
+            # every CUDA/cuDNN DLL the Windows provider imports is a row of the line's majors: a DLL name the
+            # matrix lacks would be neither searched for nor preloaded on Windows
+            dlls = {(lib.windows_dll or "").lower() for lib in [
+                *(cuda_majors[r.cuda_major].libraries if r.cuda_major in cuda_majors else ()),
+                *(cudnn_majors[r.cudnn_major].libraries if r.cudnn_major in cudnn_majors else ())]}
+            for j, dll in enumerate(r.windows_needed):
+                if dll.lower() not in dlls:
+                    raise self.fail(f"{key}.windows_needed[{j}]",
+                                    f"{dll} is no windows_dll of CUDA {r.cuda_major} or cuDNN {r.cudnn_major}")
             if r.source == "wheel" and r.source_ref not in r.wheels.values() and r.wheels:
                 raise self.fail(f"{key}.source_ref", "names a wheel that `wheels` does not list")
         for i, t in enumerate(torch):
