@@ -330,9 +330,16 @@ def _previous_key(key: str, keys: tuple[str, ...]) -> str:
     return keys[i - 1] if i else "line"
 
 
+def _same_build(older: dict[str, Any], facts: dict[str, Any]) -> bool:
+    """The older row's build has the same CUDA and cuDNN majors as the wheel's."""
+    same_cuda = str(older["cuda"]).split(".")[0] == facts["cuda"].split(".")[0]
+    return same_cuda and bool(older.get("cudnn_major") == facts["cudnn_major"])
+
+
 def new_row(release: Release, older: dict[str, Any] | None) -> str:
-    """The text of a new line's row. torch is the next older row's when that row has the same CUDA and
-    cuDNN majors (the specifier is about those majors); feeds, notes and known_bad are left to a person."""
+    """The text of a new line's row. When the next older row has the same CUDA and cuDNN majors, its torch
+    (a specifier about those majors) and its feeds (the other CUDA majors' builds, which each line has had
+    on the same feeds: the review names them) carry over; notes and known_bad are left to a person."""
     facts = wheel_facts(release)
     row: dict[str, Any] = {"line": release.line, "versions": [release.version]}
     for key in ("cuda", "cudnn_major", "cudnn", "source", "source_ref"):
@@ -342,9 +349,12 @@ def new_row(release: Release, older: dict[str, Any] | None) -> str:
         if key in facts:
             row[key] = facts[key]
     row["notes"] = []
-    if older and older.get("torch") and str(older["cuda"]).split(".")[0] == facts["cuda"].split(".")[0] \
-            and older.get("cudnn_major") == facts["cudnn_major"]:
-        row["torch"] = older["torch"]
+    if older is not None and _same_build(older, facts):
+        for key in ("torch", "feeds"):
+            if older.get(key):
+                row[key] = older[key]
+                if key == "feeds":  # a feed's own version list names the older line's versions
+                    row[key] = [{k: v for k, v in feed.items() if k != "versions"} for feed in older[key]]
     return _dump([row]) + "\n"
 
 
@@ -473,7 +483,10 @@ def review(matrix: str, release: Release) -> list[str]:
         out.append(f"no {GPU} {release.version} wheel read for {', '.join(missing)}")
     if not row.get("torch"):
         out.append("torch: no row with the same CUDA and cuDNN majors to take it from; write the specifier")
-    if not row.get("feeds"):
+    if row.get("feeds"):
+        out.append("feeds: carried over from the line before; check each feed has this release's build "
+                   "(" + ", ".join(str(f.get("index_url")) for f in row["feeds"]) + ")")
+    else:
         out.append("feeds: builds for other CUDA majors (the CUDA 12 feed) are not on PyPI; add them when published")
     out.append("notes and known_bad: the release notes (a changed [cuda] extra, a provider that links less, ...)")
     out.append("tensorrt.builds: the TensorRT version the TensorRT EP was built with (release notes)")

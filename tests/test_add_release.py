@@ -7,6 +7,7 @@ after every release without an edit.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import shutil
 import subprocess
@@ -19,12 +20,10 @@ import yaml
 from ortdoctor.decide.matrix.load import load_matrix, snapshot_bytes
 from ortdoctor.decide.matrix.model import Matrix
 from tests.support.release_wheels import CUDA_NEEDED, TENSORRT_NEEDED, build_release
+from tests.support.releases import NEWEST, SHIPPED, next_line
 
 REPO = Path(__file__).resolve().parent.parent
-SHIPPED = load_matrix(REPO / "compat_matrix.yaml")
-NEWEST = SHIPPED.releases[0]
-MAJOR, MINOR = (int(x) for x in NEWEST.line.split("."))
-LINE = f"{MAJOR}.{MINOR + 1}"  # a line the matrix does not know yet
+LINE = next_line()  # a line the matrix does not know yet
 DATA = ("compat_matrix.yaml", "scripts/data/package_table.yaml", "scripts/data/wheel_facts.json")
 
 
@@ -95,7 +94,8 @@ def test_a_new_line_is_one_command_and_a_data_diff(
     assert arm.archs == ("sm_75", "sm_80")
     assert row.torch == NEWEST.torch  # same CUDA and cuDNN majors as the line before
     assert row.notes == ()
-    assert row.feeds == ()
+    # the feeds (other CUDA majors' builds) carry over for the same majors, for every version of the line
+    assert row.feeds == tuple(dataclasses.replace(f, versions=()) for f in NEWEST.feeds)
     assert row.known_bad == ()
     assert (root / "snapshot.marshal").read_bytes() == snapshot_bytes(root / "compat_matrix.yaml")
 
@@ -145,8 +145,11 @@ def test_the_new_line_is_recommended_and_resolved(added: tuple[Path, Path, subpr
     assert rec is not None
     assert rec.version == version
     assert f"onnxruntime-gpu[cuda,cudnn]=={version}" in rec.command
-    # the newest the matrix knew before is still what CUDA 12 and a Windows Blackwell user get, unchanged
-    assert matrix.recommend("12", None) == SHIPPED.recommend("12", None)
+    # a CUDA 12 user still gets the newest CUDA 12 wheel PyPI has (the new line's CUDA 12 build is on a feed)
+    rec12, shipped12 = matrix.recommend("12", None), SHIPPED.recommend("12", None)
+    assert rec12 is not None
+    assert shipped12 is not None
+    assert (rec12.version, rec12.feed) == (shipped12.version, shipped12.feed)
     # kernels: the built wheel carries sm_75/sm_86 SASS and compute_86 PTX for Linux x86_64
     assert [k.release.line for k in matrix.kernel_releases((8, 6))][:1] == [LINE]
     # the libraries to preload are the matrix's rows for its CUDA/cuDNN majors

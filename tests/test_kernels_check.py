@@ -25,6 +25,7 @@ from ortdoctor.formats.fatbin import FatbinInfo, KernelImage
 from ortdoctor.probes.environment import collect_environment
 from ortdoctor.probes.ort import isolated_targets, probe_ort, read_kernels
 from tests.support import fake_nvml, testenvs
+from tests.support.releases import newest_version
 from tests.support.report_schema import validate
 from tests.test_diagnose import driver_ok, full_plan, healthy_env, ort_gpu, python_info
 
@@ -159,9 +160,9 @@ def test_old_releases_ptx_is_reported_as_jit_coverage() -> None:
         assert "CUDA_CACHE_MAXSIZE" in note.detail
     h200 = get(findings(env_with(gpu("H200"), kernels=None, version="1.20.2", cuda="12.2")), "gpu-arch-ptx-jit")
     assert h200 is not None
-    # native code for sm_90 exists from 1.21 on; 1.31.1 is the newest that this CUDA 13 driver runs
-    assert "For native code on sm_90: /venv/bin/python -m pip install 'onnxruntime-gpu[cuda,cudnn]==1.31.1'" \
-        in (h200.fix or "")
+    # native code for sm_90 exists from 1.21 on; the newest CUDA 13 release is what this CUDA 13 driver runs
+    assert ("For native code on sm_90: /venv/bin/python -m pip install "
+            f"'onnxruntime-gpu[cuda,cudnn]=={newest_version(13, carrying='sm_90a')}'") in (h200.fix or "")
     # V100 has native code in 1.20.2
     assert get(findings(env_with(gpu("V100"), kernels=None, version="1.20.2", cuda="12.2")), "gpu-arch-ptx-jit") is None
 
@@ -391,7 +392,7 @@ def test_matrix_recommends_a_wheel_with_kernels_for_the_gpu_given() -> None:
     win = json.loads(matrix_cli("--cuda", "13", "--gpu", "9.0", "--platform", "win_amd64", "--json").stdout)
     assert win["recommendation"]["version"] == "1.28.0"
     assert json.loads(matrix_cli("--cuda", "13", "--gpu", "9.0", "--json").stdout)["recommendation"]["version"] \
-        == "1.31.1"
+        == newest_version(13, carrying="sm_90a")
 
 
 def test_matrix_ort_lists_the_architectures_read_from_the_wheels() -> None:
@@ -433,7 +434,7 @@ def test_matrix_uses_the_detected_gpus(nvml_dir: Path) -> None:
         "recommendation"]["version"] == "1.28.0"
     # --gpu none: the GPU is not asked about
     plain = json.loads(matrix_cli("--cuda", "13", "--gpu", "none", "--json", nvml=nvml_dir, spec=b200).stdout)
-    assert plain["recommendation"]["version"] == "1.31.1"
+    assert plain["recommendation"]["version"] == newest_version(13)
     assert "gpus" not in plain["query"]
 
 
@@ -447,4 +448,4 @@ def test_the_install_command_for_a_cpu_build_has_kernels_for_the_gpu() -> None:
         if version:
             assert f"onnxruntime-gpu[cuda,cudnn]=={version}'" in (f.fix or "")
         else:
-            assert "'onnxruntime-gpu[cuda,cudnn]==1.31.1'" in (f.fix or "")
+            assert f"'onnxruntime-gpu[cuda,cudnn]=={newest_version(13, carrying='sm_90a')}'" in (f.fix or "")
