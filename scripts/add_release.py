@@ -149,6 +149,16 @@ def from_directory(version: str, directory: Path) -> Release:
 
 def from_pypi(version: str, keep: Path) -> Release:
     """The file lists from PyPI's index, then each platform's wheel downloaded into ``keep``."""
+    # a fresh answer from PyPI: the collector's cache keeps the index of the day it was first asked, before
+    # this release existed
+    pypi_remote._CACHE = Path(tempfile.mkdtemp(prefix="ortdoctor-index-"))
+    try:
+        return _from_pypi(version, keep)
+    finally:
+        shutil.rmtree(pypi_remote._CACHE, ignore_errors=True)
+
+
+def _from_pypi(version: str, keep: Path) -> Release:
     files = {name: [f["filename"] for f in collect._files_by_version(name).get(version, [])] for name in (GPU, CPU)}
     if not files[GPU]:
         raise SystemExit(f"PyPI has no {GPU} {version}")
@@ -453,7 +463,9 @@ def add_to_table(text: str, release: Release) -> str:
 
 def apply(release: Release, paths: Paths) -> list[str]:
     """Write every file; return what a person should review. Nothing is written for an invalid matrix."""
-    matrix = add_row(paths.matrix.read_text(encoding="utf-8"), release)
+    before = paths.matrix.read_text(encoding="utf-8")
+    new_line = not any(f"{a}.{b}" == release.line for (a, b), _, _ in _rows(before))
+    matrix = add_row(before, release)
     table = add_to_table(paths.table.read_text(encoding="utf-8"), release)
     with tempfile.TemporaryDirectory(prefix="ortdoctor-release-") as tmp:
         Path(tmp, "package_table.yaml").write_text(table, encoding="utf-8")
@@ -471,10 +483,10 @@ def apply(release: Release, paths: Paths) -> list[str]:
     paths.matrix.write_text(matrix, encoding="utf-8")
     survey.write(done, paths.wheel_facts)
     paths.snapshot_file().write_bytes(snapshot)
-    return review(matrix, release)
+    return review(matrix, release, new_line=new_line)
 
 
-def review(matrix: str, release: Release) -> list[str]:
+def review(matrix: str, release: Release, *, new_line: bool) -> list[str]:
     row = next(_load(matrix[s:e])[0] for line, s, e in _rows(matrix)
                if f"{line[0]}.{line[1]}" == release.line)
     out = [f"the {release.line} row of compat_matrix.yaml (git diff): every fact is read from the wheels above"]
@@ -483,10 +495,10 @@ def review(matrix: str, release: Release) -> list[str]:
         out.append(f"no {GPU} {release.version} wheel read for {', '.join(missing)}")
     if not row.get("torch"):
         out.append("torch: no row with the same CUDA and cuDNN majors to take it from; write the specifier")
-    if row.get("feeds"):
+    if row.get("feeds") and new_line:
         out.append("feeds: carried over from the line before; check each feed has this release's build "
                    "(" + ", ".join(str(f.get("index_url")) for f in row["feeds"]) + ")")
-    else:
+    elif not row.get("feeds"):
         out.append("feeds: builds for other CUDA majors (the CUDA 12 feed) are not on PyPI; add them when published")
     out.append("notes and known_bad: the release notes (a changed [cuda] extra, a provider that links less, ...)")
     out.append("tensorrt.builds: the TensorRT version the TensorRT EP was built with (release notes)")
