@@ -6,8 +6,10 @@ here for the newest line, its newest good patch, or the newest release that carr
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ortdoctor.decide.matrix.load import default_matrix_path, load_matrix
-from ortdoctor.decide.matrix.model import LINUX_X86_64, Release
+from ortdoctor.decide.matrix.model import LINUX_X86_64, Matrix, Release
 
 SHIPPED = load_matrix(default_matrix_path())
 NEWEST = SHIPPED.releases[0]  # releases are newest first (tests/test_matrix.py checks it)
@@ -25,10 +27,11 @@ def newest_good(release: Release) -> str:
 NEWEST_VERSION = newest_good(NEWEST)
 
 
-def newest_version(cuda_major: int, *, carrying: str | None = None, platform: str = LINUX_X86_64) -> str:
+def newest_version(cuda_major: int, *, carrying: str | None = None, platform: str = LINUX_X86_64,
+                   matrix: Matrix = SHIPPED) -> str:
     """The newest good PyPI release built for ``cuda_major`` (whose ``platform`` wheel carries the kernel
     target ``carrying``, e.g. ``"sm_90a"``, when given)."""
-    for release in SHIPPED.releases:
+    for release in matrix.releases:
         if not release.pypi or release.cuda_major != cuda_major:
             continue
         kernels = release.kernels_for(platform)
@@ -42,6 +45,15 @@ def newest_version(cuda_major: int, *, carrying: str | None = None, platform: st
 def lines_carrying(target: str, platform: str = LINUX_X86_64) -> list[str]:
     """Every line (newest first) whose ``platform`` wheel carries the kernel target ``target``."""
     return [r.line for r in SHIPPED.releases if (k := r.kernels_for(platform)) is not None and target in k.archs]
+
+
+def as_of(line: str) -> Matrix:
+    """The shipped matrix as it was when ``line`` was the newest: the stable world of a logic test that
+    reasons about particular releases (which one first carries sm_100a, ...). Newer lines are left out, so a
+    release that changes the answer changes it in the data tests, not here."""
+    key = tuple(int(x) for x in line.split("."))
+    return replace(SHIPPED, releases=tuple(r for r in SHIPPED.releases
+                                           if tuple(int(x) for x in r.line.split(".")) <= key))
 
 
 def next_line(ahead: int = 1) -> str:
