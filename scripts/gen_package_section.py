@@ -77,8 +77,10 @@ def _numpy(table: dict[str, Any]) -> dict[str, str | None]:
     return dict(sorted(out.items(), key=lambda kv: tuple(int(x) for x in kv[0].split("."))))
 
 
-def render() -> str:
-    table = yaml.safe_load(TABLE.read_text(encoding="utf-8"))
+def render(table_path: Path = TABLE) -> str:
+    """The ``packages:`` section, as text, for the package table at ``table_path``."""
+    # libyaml's loader where PyYAML has it: the table is ~240 KB, seconds for the pure-Python one
+    table = yaml.load(table_path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     doc = {"packages": {
         "source": f"PyPI's PEP 691 index, collected {table['collected']} by {table['generated_by']} "
                   "(scripts/data/package_table.yaml)",
@@ -89,7 +91,9 @@ def render() -> str:
     return BEGIN + body + END
 
 
-def _replace(text: str, section: str) -> str:
+def replace_section(text: str, section: str) -> str:
+    """``text`` (a matrix file) with its ``packages:`` section replaced by ``section`` (or inserted before
+    ``releases:``); every other byte is kept."""
     if BEGIN in text:
         head, rest = text.split(BEGIN, 1)
         return head + section + rest.split(END, 1)[1]
@@ -99,7 +103,7 @@ def _replace(text: str, section: str) -> str:
 
 def main(argv: list[str]) -> int:
     text = MATRIX.read_text(encoding="utf-8")
-    new = _replace(text, render())
+    new = replace_section(text, render())
     if "--check" in argv:
         if new != text:
             print(f"{MATRIX}: the packages section is out of date: run python scripts/gen_package_section.py",

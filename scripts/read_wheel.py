@@ -90,6 +90,17 @@ def _plain_requires(metadata: str) -> list[str]:
             if line.startswith("Requires-Dist:") and "extra ==" not in line]
 
 
+def _metadata_field(metadata: str, name: str) -> str | None:
+    """One header field of METADATA (``Requires-Python``); None when absent. The headers end at the first
+    blank line, where the description begins."""
+    for line in metadata.splitlines():
+        if not line.strip():
+            break
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
 def _strings_cuda(path: Path) -> list[str]:
     """CUDA sonames named in the file's bytes: what a library dlopens instead of linking."""
     found: set[str] = set()
@@ -187,6 +198,7 @@ def read_wheel(wheel: Path) -> dict[str, Any]:
         facts["build_info"] = build
         meta = _member(names, r"\.dist-info/METADATA$")
         text = zf.read(meta).decode() if meta else ""
+        facts["requires_python"] = _metadata_field(text, "Requires-Python")
         facts["requires_plain"] = _plain_requires(text)
         facts["extras"] = _extras(text)
         provider = _member(names, r"^onnxruntime/capi/libonnxruntime_providers_cuda\.so$")

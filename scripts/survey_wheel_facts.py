@@ -87,9 +87,14 @@ def _pip_download(version: str, platform: str, dest: Path) -> tuple[Path, list[s
     wheels = sorted(dest.glob("*.whl"))
     if len(wheels) != 1:
         raise RuntimeError(f"pip download gave {len(wheels)} wheels for {version} {platform}")
-    shown = ["pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", python_for(version),
-             *(x for tag in PLATFORMS[platform] for x in ("--platform", tag)), f"onnxruntime-gpu=={version}"]
-    return wheels[0], shown
+    return wheels[0], pip_command(version, platform)
+
+
+def pip_command(version: str, platform: str) -> list[str]:
+    """The ``pip download`` command that fetches the wheel read for ``version`` and ``platform``, as a record's
+    ``source`` shows it."""
+    return ["pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", python_for(version),
+            *(x for tag in PLATFORMS[platform] for x in ("--platform", tag)), f"onnxruntime-gpu=={version}"]
 
 
 def _sha256(path: Path) -> str:
@@ -171,6 +176,25 @@ def read(wheel: Path, platform: str, command: list[str]) -> dict[str, Any]:
     return facts
 
 
+def merge(done: list[dict[str, Any]], facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """``done`` with ``facts`` in place of any earlier entry for the same version and platform, sorted."""
+    key = (facts["version"], facts["platform"])
+    out = [d for d in done if (d["version"], d["platform"]) != key] + [facts]
+    out.sort(key=lambda d: (tuple(int(x) for x in d["version"].split(".")), d["platform"]))
+    return out
+
+
+def load(path: Path = OUT) -> list[dict[str, Any]]:
+    """The recorded facts (none when the file does not exist yet)."""
+    done: list[dict[str, Any]] = json.loads(path.read_text()) if path.exists() else []
+    return done
+
+
+def write(done: list[dict[str, Any]], path: Path = OUT) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(done, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("versions", nargs="*", help=f"releases to (re)read; default: {' '.join(RELEASES)}")
@@ -179,13 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     versions = args.versions or list(RELEASES)
     platforms = args.platform or ["linux_x86_64", "win_amd64"]
-    done: list[dict[str, Any]] = json.loads(OUT.read_text()) if OUT.exists() else []
+    done = load()
     for version in versions:
         for platform in platforms:
             key = (version, platform)
             if not args.versions and any((d["version"], d["platform"]) == key for d in done):
                 continue
-            done = [d for d in done if (d["version"], d["platform"]) != key]
             tmp = Path(tempfile.mkdtemp(prefix="ortdoctor-dl-"))
             try:
                 wheel, command = _pip_download(version, platform, tmp)
@@ -194,10 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                 facts = {"version": version, "platform": platform, "error": f"{type(exc).__name__}: {exc}"}
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
-            done.append(facts)
-            done.sort(key=lambda d: (tuple(int(x) for x in d["version"].split(".")), d["platform"]))
-            OUT.parent.mkdir(parents=True, exist_ok=True)
-            OUT.write_text(json.dumps(done, indent=1) + "\n")
+            done = merge(done, facts)
+            write(done)
             fb = (facts.get("cuda_provider") or {}).get("fatbin", {})
             print(version, platform, facts.get("error") or f"sass={fb.get('sass')} ptx={fb.get('ptx')} "
                   f"isa={fb.get('ptx_isa')}", flush=True)

@@ -27,14 +27,14 @@ from ortdoctor.decide.kernels import (
     ptx_isa_cuda,
     sm_name,
 )
-from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import MatrixError, PlatformArchs, wheel_platform
 from ortdoctor.decide.matrix.validate import validate
 from tests.support.fatbins import fatbin_containers, library, make_pe
+from tests.support.releases import SHIPPED, as_of, lines_carrying, newest_version
 
 REPO = Path(__file__).resolve().parents[1]
 
-MATRIX = load_matrix(None)
+MATRIX = as_of("1.31")  # the logic below reasons about the releases up to 1.31
 
 B200, B300, V100, H200, RTX5090, GB10, ORIN, T4, A100, P100, GTX1080 = (
     (10, 0), (10, 3), (7, 0), (9, 0), (12, 0), (12, 1), (8, 7), (7, 5), (8, 0), (6, 0), (6, 1))
@@ -209,13 +209,17 @@ def test_kernel_releases_for_b200() -> None:
 
 def test_kernel_releases_are_per_platform() -> None:
     assert MATRIX.kernel_releases(ORIN, platform="linux_aarch64") == ()
+    # the aarch64 wheels (1.29 on) carry sm_121a
+    gb10 = [k.release.line for k in SHIPPED.kernel_releases(GB10, platform="linux_aarch64")]
+    assert gb10 == lines_carrying("sm_121a", "linux_aarch64")
+    assert gb10[-3:] == ["1.31", "1.30", "1.29"]
     assert [k.release.line for k in MATRIX.kernel_releases(GB10, platform="linux_aarch64")] == ["1.31", "1.30", "1.29"]
 
 
 def test_recommend_never_picks_a_wheel_without_kernels_for_the_gpu() -> None:
     plain = MATRIX.recommend("13", None)
     assert plain is not None
-    assert plain.version == "1.31.1"
+    assert plain.version == newest_version(13, matrix=MATRIX)
     assert plain.kernels is None
     b200 = MATRIX.recommend("13", None, gpu=B200, driver_cuda="13.0")
     assert b200 is not None
@@ -224,7 +228,7 @@ def test_recommend_never_picks_a_wheel_without_kernels_for_the_gpu() -> None:
     assert b200.alternative == ""  # a feed build's kernels are unknown: never offered for a GPU
     h200 = MATRIX.recommend("13", None, gpu=H200)
     assert h200 is not None
-    assert h200.version == "1.31.1"
+    assert h200.version == newest_version(13, carrying="sm_90a", matrix=MATRIX)
     # CUDA 12 on an RTX 5090: no CUDA 12 wheel has sm_120 SASS; 1.26's PTX is JIT-compiled
     rtx = MATRIX.recommend("12", None, gpu=RTX5090, driver_cuda="12.8")
     assert rtx is not None
@@ -254,7 +258,7 @@ def test_builds_with_unknown_kernels_come_last_and_say_so() -> None:
                                           for r in MATRIX.releases))
     rec = bare.recommend("13", None, gpu=H200)
     assert rec is not None
-    assert rec.version == "1.31.1"
+    assert rec.version == newest_version(13, matrix=MATRIX)
     assert rec.kernels is None
     assert "does not record which GPUs this build has kernels for" in rec.reason
     # a CUDA 13 build has no kernels below sm_75, whatever the matrix knows
@@ -287,7 +291,7 @@ def test_windows_1_29_to_1_31_have_sm_90a_in_hopper_only_kernels() -> None:
         assert k is not None
         assert coverage(H200, k.archs, ptx_isa=k.ptx_isa, isolated=k.isolated).verdict == "isolated"
     assert MATRIX.kernel_releases(H200, platform="win_amd64")[0].version == "1.28.0"
-    assert MATRIX.kernel_releases(H200)[0].version == "1.31.1"
+    assert MATRIX.kernel_releases(H200)[0].version == newest_version(13, carrying="sm_90a", matrix=MATRIX)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -19,17 +19,18 @@ from typing import Any
 import pytest
 
 from ortdoctor.core.facts import Device, Environment, Finding, ProviderKernels
-from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.diagnose.checklist import diagnose
 from ortdoctor.formats.fatbin import FatbinInfo, KernelImage
 from ortdoctor.probes.environment import collect_environment
 from ortdoctor.probes.ort import isolated_targets, probe_ort, read_kernels
 from tests.support import fake_nvml, testenvs
+from tests.support.releases import as_of, newest_version
 from tests.support.report_schema import validate
 from tests.test_diagnose import driver_ok, full_plan, healthy_env, ort_gpu, python_info
 
 ROOT = Path(__file__).resolve().parents[1]
-MATRIX = load_matrix(None)
+MATRIX = as_of("1.31")  # the diagnoses below reason about the releases up to 1.31; the CLI runs read the data
+B200_WHEEL = newest_version(13, carrying="sm_100a")  # the newest CUDA 13 wheel with native code for a B200
 PROVIDER = "/site/onnxruntime/capi/libonnxruntime_providers_cuda.so"
 # what the real 1.31.1 provider carries (read from the wheel: tests below check it)
 KERNELS_1_31 = ProviderKernels(PROVIDER, ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a"), None, 609)
@@ -159,9 +160,9 @@ def test_old_releases_ptx_is_reported_as_jit_coverage() -> None:
         assert "CUDA_CACHE_MAXSIZE" in note.detail
     h200 = get(findings(env_with(gpu("H200"), kernels=None, version="1.20.2", cuda="12.2")), "gpu-arch-ptx-jit")
     assert h200 is not None
-    # native code for sm_90 exists from 1.21 on; 1.31.1 is the newest that this CUDA 13 driver runs
-    assert "For native code on sm_90: /venv/bin/python -m pip install 'onnxruntime-gpu[cuda,cudnn]==1.31.1'" \
-        in (h200.fix or "")
+    # native code for sm_90 exists from 1.21 on; the newest CUDA 13 release is what this CUDA 13 driver runs
+    assert ("For native code on sm_90: /venv/bin/python -m pip install "
+            f"'onnxruntime-gpu[cuda,cudnn]=={newest_version(13, carrying='sm_90a', matrix=MATRIX)}'") in (h200.fix or "")
     # V100 has native code in 1.20.2
     assert get(findings(env_with(gpu("V100"), kernels=None, version="1.20.2", cuda="12.2")), "gpu-arch-ptx-jit") is None
 
@@ -312,7 +313,7 @@ def finding(report: dict[str, Any], fid: str) -> dict[str, Any]:
 
 
 @pytest.mark.realwheels
-@pytest.mark.parametrize(("key", "sm", "fix"), [("B200", "sm_100", "==1.28.0"), ("V100", "sm_70", "==1.26.0"),
+@pytest.mark.parametrize(("key", "sm", "fix"), [("B200", "sm_100", f"=={B200_WHEEL}"), ("V100", "sm_70", "==1.26.0"),
                                                 ("GB10", "sm_121", "==1.28.0"), ("Orin", "sm_87", "==1.20.2")])
 def test_check_reports_gpus_without_kernels_before_any_session(nvml_dir: Path, key: str, sm: str, fix: str) -> None:
     _real()
@@ -380,18 +381,18 @@ def test_matrix_recommends_a_wheel_with_kernels_for_the_gpu_given() -> None:
     data = json.loads(proc.stdout)
     assert data["query"]["gpus"] == ["10.0"]
     rec = data["recommendation"]
-    assert rec["version"] == "1.28.0"
-    assert rec["command"] == "pip install 'onnxruntime-gpu[cuda,cudnn]==1.28.0'"
+    assert rec["version"] == B200_WHEEL
+    assert rec["command"] == f"pip install 'onnxruntime-gpu[cuda,cudnn]=={B200_WHEEL}'"
     assert rec["kernels"]["verdict"] == "sass"
     assert rec["kernels"]["sass"] == ["sm_100a"]
     text = matrix_cli("--cuda", "13", "--gpu", "10.0")
-    assert "For CUDA 13, GPU sm_100 (--gpu): onnxruntime-gpu 1.28.0" in text.stdout
+    assert f"For CUDA 13, GPU sm_100 (--gpu): onnxruntime-gpu {B200_WHEEL}" in text.stdout
     assert "carries native code for sm_100 (sm_100a)" in text.stdout
     # the Windows wheels of 1.29-1.31 carry sm_90a only in Hopper-only kernels
     win = json.loads(matrix_cli("--cuda", "13", "--gpu", "9.0", "--platform", "win_amd64", "--json").stdout)
     assert win["recommendation"]["version"] == "1.28.0"
     assert json.loads(matrix_cli("--cuda", "13", "--gpu", "9.0", "--json").stdout)["recommendation"]["version"] \
-        == "1.31.1"
+        == newest_version(13, carrying="sm_90a")
 
 
 def test_matrix_ort_lists_the_architectures_read_from_the_wheels() -> None:
@@ -424,16 +425,16 @@ def test_matrix_uses_the_detected_gpus(nvml_dir: Path) -> None:
     b200 = "driver=580.159.04;cuda=13000;dev=NVIDIA B200,10.0,183359,180000,GPU-b200-0,0"
     rec = json.loads(matrix_cli("--cuda", "13", "--json", nvml=nvml_dir, spec=b200).stdout)
     assert rec["query"]["gpus"] == ["10.0"]
-    assert rec["recommendation"]["version"] == "1.28.0"
+    assert rec["recommendation"]["version"] == B200_WHEEL
     text = matrix_cli("--cuda", "13", nvml=nvml_dir, spec=b200).stdout
     assert "GPU sm_100 (detected)" in text
     # a B200 and an H200 on one host: the wheel must serve both
     both = b200 + ";dev=NVIDIA H200,9.0,143771,140000,GPU-h200-1,0"
     assert json.loads(matrix_cli("--cuda", "13", "--json", nvml=nvml_dir, spec=both).stdout)[
-        "recommendation"]["version"] == "1.28.0"
+        "recommendation"]["version"] == B200_WHEEL
     # --gpu none: the GPU is not asked about
     plain = json.loads(matrix_cli("--cuda", "13", "--gpu", "none", "--json", nvml=nvml_dir, spec=b200).stdout)
-    assert plain["recommendation"]["version"] == "1.31.1"
+    assert plain["recommendation"]["version"] == newest_version(13)
     assert "gpus" not in plain["query"]
 
 
@@ -447,4 +448,4 @@ def test_the_install_command_for_a_cpu_build_has_kernels_for_the_gpu() -> None:
         if version:
             assert f"onnxruntime-gpu[cuda,cudnn]=={version}'" in (f.fix or "")
         else:
-            assert "'onnxruntime-gpu[cuda,cudnn]==1.31.1'" in (f.fix or "")
+            assert f"'onnxruntime-gpu[cuda,cudnn]=={newest_version(13, carrying='sm_90a', matrix=MATRIX)}'" in (f.fix or "")

@@ -13,6 +13,7 @@ from packaging.version import Version
 
 from ortdoctor.decide.matrix.load import default_matrix_path, load_matrix
 from ortdoctor.decide.matrix.model import Matrix, MatrixError, Release, parse_cuda_request
+from tests.support.releases import NEWEST, NEWEST_VERSION, newest_version, next_line
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +34,11 @@ def _line(matrix: Matrix, line: str) -> Release:
 # ------------------------------------------------------------------------------------------------
 # Invariants over the shipped file
 # ------------------------------------------------------------------------------------------------
-def test_every_line_from_1_0_to_1_31_is_present(matrix: Matrix) -> None:
+def test_every_line_from_1_0_to_the_newest_is_present(matrix: Matrix) -> None:
     lines = {r.line for r in matrix.releases}
-    assert lines == {f"1.{i}" for i in range(32)}
+    newest_minor = int(NEWEST.line.split(".")[1])
+    assert newest_minor >= 31
+    assert lines == {f"1.{i}" for i in range(newest_minor + 1)}
 
 
 def test_releases_are_newest_first(matrix: Matrix) -> None:
@@ -330,12 +333,12 @@ def test_lookup_unknown_patch_uses_the_line(matrix: Matrix) -> None:
 
 
 def test_lookup_newer_than_the_matrix_is_unverified(matrix: Matrix) -> None:
-    for version in ("1.32.0", "1.40.1", "2.0.0"):
+    for version in (f"{next_line()}.0", f"{next_line(9)}.1", "2.0.0"):
         m = matrix.release_for(version)
         assert m is not None
         assert m.unverified
         assert not m.exact
-        assert m.release.line == "1.31"
+        assert m.release.line == NEWEST.line
         assert "unverified" in m.note
 
 
@@ -349,19 +352,19 @@ def test_lookup_older_than_every_line_is_none(matrix: Matrix) -> None:
 
 
 def test_lookup_local_and_pre_releases(matrix: Matrix) -> None:
-    m = matrix.release_for("1.31.1+cu126")
+    m = matrix.release_for(f"{NEWEST_VERSION}+cu126")
     assert m is not None
-    assert m.release.line == "1.31"
+    assert m.release.line == NEWEST.line
     assert not m.unverified
     assert "local build" in m.note
-    rc = matrix.release_for("1.31.0rc1")
+    rc = matrix.release_for(f"{NEWEST.line}.0rc1")
     assert rc is not None
-    assert rc.release.line == "1.31"
+    assert rc.release.line == NEWEST.line
     assert not rc.exact
-    dev = matrix.release_for("1.32.0.dev20260101")
+    dev = matrix.release_for(f"{next_line()}.0.dev20260101")
     assert dev is not None
     assert dev.unverified
-    assert dev.release.line == "1.31"
+    assert dev.release.line == NEWEST.line
 
 
 # ------------------------------------------------------------------------------------------------
@@ -397,8 +400,8 @@ def test_recommend_feed_build_for_torch23(matrix: Matrix) -> None:
 def test_recommend_other_stacks(matrix: Matrix) -> None:
     r13 = matrix.recommend(cuda="13", torch=None)
     assert r13 is not None
-    assert r13.version == "1.31.1"
-    assert r13.command == "pip install 'onnxruntime-gpu[cuda,cudnn]==1.31.1'"
+    assert r13.version == newest_version(13)
+    assert r13.command == f"pip install 'onnxruntime-gpu[cuda,cudnn]=={r13.version}'"
     r11 = matrix.recommend(cuda="11.8", torch="2.3.1+cu118")
     assert r11 is not None
     assert r11.version == "1.18.1"
@@ -550,7 +553,7 @@ def test_error_duplicate_versions(raw: dict[str, Any], tmp_path: Path) -> None:
     data = yaml.safe_load(yaml.safe_dump(raw))
     data["releases"].append(dict(data["releases"][0]))
     err = _error(_write(tmp_path, data))
-    assert "duplicate release line 1.31" in err.message
+    assert f"duplicate release line {data['releases'][0]['line']}" in err.message
 
 
 def test_error_unknown_cuda_major(raw: dict[str, Any], tmp_path: Path) -> None:
@@ -584,9 +587,10 @@ def test_error_source_without_reference(raw: dict[str, Any], tmp_path: Path) -> 
 
 def test_error_feed_name_unknown(raw: dict[str, Any], tmp_path: Path) -> None:
     data = yaml.safe_load(yaml.safe_dump(raw))
-    data["releases"][0]["feeds"][0]["index_url"] = "cuda99"
+    i = next(i for i, r in enumerate(data["releases"]) if r.get("feeds"))
+    data["releases"][i]["feeds"][0]["index_url"] = "cuda99"
     err = _error(_write(tmp_path, data))
-    assert err.key_path == "releases[0].feeds[0].index_url"
+    assert err.key_path == f"releases[{i}].feeds[0].index_url"
     assert "cuda99" in err.message
 
 

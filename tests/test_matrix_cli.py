@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from ortdoctor.cli.main import cli
 from ortdoctor.decide.matrix.load import default_matrix_path
+from tests.support.releases import NEWEST, SHIPPED, next_line
 
 REPO = Path(__file__).resolve().parent.parent
 CUDA12_FEED = "https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-12/pypi/simple/"
@@ -77,11 +78,11 @@ def test_one_release_json(runner: CliRunner) -> None:
 
 
 def test_newer_version_json_is_unverified(runner: CliRunner) -> None:
-    result = runner.invoke(cli, ["matrix", "--ort", "1.33.0", "--json"])
+    result = runner.invoke(cli, ["matrix", "--ort", f"{next_line(2)}.0", "--json"])
     assert result.exit_code == 0
     data = json.loads(result.output)
     assert data["unverified"] is True
-    assert data["release"]["line"] == "1.31"
+    assert data["release"]["line"] == NEWEST.line
 
 
 def test_recommend_text(runner: CliRunner) -> None:
@@ -187,8 +188,8 @@ def test_full_json_shape(runner: CliRunner) -> None:
     data = json.loads(result.output)
     assert set(data) == {"matrix", "schema", "feeds", "releases", "cuda_majors", "cudnn_majors", "torch",
                          "tensorrt"}
-    assert len(data["releases"]) == 32
-    assert data["releases"][0]["line"] == "1.31"
+    assert len(data["releases"]) == len(SHIPPED.releases)
+    assert data["releases"][0]["line"] == NEWEST.line
     assert set(data["cuda_majors"]) == {"10", "11", "12", "13"}
 
 

@@ -109,6 +109,10 @@ def tensorrt_need(env: Environment, matrix: Matrix, match: ReleaseMatch | None,
     provider = env.ort.tensorrt_provider
     if provider is None:
         return None
+    if match is not None and match.unverified:
+        # a line the matrix does not have yet: the stand-in line's TensorRT facts are not this build's; its
+        # own DT_NEEDED is all there is
+        match = None
     facts = matrix.tensorrt
     built = facts.build_for(match.release.line) if facts is not None and match is not None else None
     major, sonames = _trt_needed(provider)

@@ -470,9 +470,13 @@ class Matrix:
             return ReleaseMatch(release, exact, False, note)
         newest = self.releases[0]
         if key > _line_of(newest):
+            # said plainly: the line is missing, what an installed build's files tell comes from them (the
+            # probes read its build info, DT_NEEDED and fatbin first) and only the rest stands in from the newest
             return ReleaseMatch(newest, False, True,
-                                f"{version} is newer than every line the matrix knows; the newest line, "
-                                f"{newest.line}, was used and the answer is unverified{local}")
+                                f"{version} is newer than every line the matrix knows: the {key[0]}.{key[1]} line "
+                                f"is not in the matrix yet. What an installed build's own files tell (build info, "
+                                f"DT_NEEDED, kernels) is read from them; what only the matrix keeps stands in from "
+                                f"the newest line, {newest.line}, unverified{local}")
         older = [r for r in self.releases if _line_of(r) < key]
         if not older:
             return None
