@@ -13,7 +13,7 @@ import pytest
 
 from ortdoctor.core.facts import Finding
 from ortdoctor.decide.fix_plan import driver_first, plan_fix
-from ortdoctor.decide.fixes import driver_floor, driver_gate, spec_cuda_major, step
+from ortdoctor.decide.fixes import driver_floor, driver_gate, newest_cuda, spec_cuda_major, step
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.diagnose import fixes
@@ -93,6 +93,18 @@ def test_an_unknown_driver_or_os_floor_says_nothing() -> None:
     gate = driver_gate(MATRIX, low, None, [12])
     assert gate is not None
     assert gate.none_runs
+
+
+def test_the_newest_cuda_a_driver_runs_follows_the_per_minor_floors() -> None:
+    row = MATRIX.cuda_majors[10]
+    for minor, floor in row.min_driver_by_minor_windows.items():
+        assert newest_cuda(MATRIX, floor, "windows") == minor  # exactly at a minor's floor
+    assert newest_cuda(MATRIX, row.min_driver_windows, "windows") == "10.0"
+    floor12 = driver_floor(MATRIX, 12, "linux")
+    assert floor12 is not None
+    assert newest_cuda(MATRIX, floor12, "linux") == "12.x"  # minor version compatibility from CUDA 11 on
+    assert newest_cuda(MATRIX, "300.1", "linux") is None
+    assert newest_cuda(MATRIX, floor12, None) is None
 
 
 # -- the fix planner ----------------------------------------------------------------------------------------

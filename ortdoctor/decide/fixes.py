@@ -51,6 +51,7 @@ __all__ = [
     "library_fix",
     "library_specs",
     "move_aside",
+    "newest_cuda",
     "ort_gpu_spec",
     "ortdoctor_command",
     "other_cuda_cudnn_wheels",
@@ -359,6 +360,7 @@ class DriverGate:
     os_name: str  # "linux", "windows" (whose floors were used)
     floors: tuple[tuple[int, str], ...]  # (CUDA major, its oldest driver) for every major the fix names
     runs: tuple[int, ...]  # the majors this driver runs
+    newest: str | None = None  # the newest CUDA major.minor the matrix says this driver runs ("10.1")
 
     @property
     def blocked(self) -> tuple[int, ...]:
@@ -399,4 +401,32 @@ def driver_gate(matrix: Matrix, driver: str | None, os_name: str | None,
             runs.append(major)
     if not floors or len(runs) == len(floors):
         return None
-    return DriverGate(driver, os_key or "unknown", tuple(floors), tuple(runs))
+    return DriverGate(driver, os_key or "unknown", tuple(floors), tuple(runs), newest_cuda(matrix, driver, os_key))
+
+
+def newest_cuda(matrix: Matrix, driver: str, os_name: str | None) -> str | None:
+    """The newest CUDA ``major.minor`` whose floor (``min_driver``, raised per minor by ``min_driver_by_minor``)
+    ``driver`` meets on ``os_name`` (``"12.x"``: every minor of a major with minor version compatibility);
+    None when the OS is unknown or the driver meets none."""
+    key = _driver_key(driver)
+    if key is None or os_name not in ("linux", "windows", "wsl"):
+        return None
+    windows = os_name in ("windows", "wsl")
+    best: tuple[int, int] | None = None
+    for major, row in matrix.cuda_majors.items():
+        base = row.min_driver_windows if windows else row.min_driver_linux
+        by_minor = row.min_driver_by_minor_windows if windows else row.min_driver_by_minor_linux
+        found = [(major, 0)] if (_driver_key(base) or (999,)) <= key else []
+        for version, floor in by_minor.items():
+            head, _, minor = version.partition(".")
+            if head.isdigit() and minor.isdigit() and (_driver_key(floor) or (999,)) <= key:
+                found.append((int(head), int(minor)))
+        for cand in found:
+            best = cand if best is None or cand > best else best
+    if best is None:
+        return None
+    # from CUDA 11 on, a driver that meets a major's floor runs its later minors too (minor version
+    # compatibility), unless the matrix raises the floor for a minor
+    by_minor = matrix.cuda_majors[best[0]].min_driver_by_minor_windows if windows else \
+        matrix.cuda_majors[best[0]].min_driver_by_minor_linux
+    return f"{best[0]}.x" if best[0] >= 11 and not by_minor else f"{best[0]}.{best[1]}"

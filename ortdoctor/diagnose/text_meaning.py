@@ -214,12 +214,17 @@ class Decider:
         if gate is None or drv is None:
             return match
         where = {"windows": "Windows", "linux": "Linux"}.get(gate.os_name, "Linux and Windows")
-        self.used.setdefault(match.finding_id, []).append(drv)
+        used = self.used.setdefault(match.finding_id, [])
+        if drv not in used:
+            used.append(drv)
         shown = f"the text shows driver {drv.value} (line {drv.line_no}: {drv.line!r})"
         if gate.none_runs:
             major, floor = gate.floors[0]
+            newest = (f" (it runs CUDA up to {gate.newest}: a build of CUDA {gate.newest} or older needs no update, "
+                      "where the program has one)") if gate.newest else ""
             fix = (f"Update the NVIDIA driver to >= {floor} first: {shown}, and the CUDA {major} build this fix "
-                   f"recommends needs >= {floor} ({where}); no build it names runs on that driver. Then: {match.fix}")
+                   f"recommends needs >= {floor} ({where}); no build it names runs on that driver{newest}. "
+                   f"Then: {match.fix}")
             details = {**match.details, "driver": drv.value, "driver_floor": floor}
             return replace(match, fix=fix, details=details)
         blocked = ", ".join(f"CUDA {m} needs >= {gate.floor(m)}" for m in gate.blocked)
