@@ -1139,6 +1139,10 @@ class Decider:
                            "cuda.version", "cuda.major")
         doc = _CATALOG["gpu-dropped-by-library"]
         fix = doc.fix
+        # the fix sends the GPU to the newest current CUDA major that still builds for it: that major's driver
+        # floor is checked against a driver the text shows (_for_driver)
+        keeps = [m for m in sorted(self._current(), reverse=True) if kernels.CUDA_FLOOR.get(m, (0, 0)) <= divmod(sm, 10)]
+        self._naming += keeps[:1]
         if "cuDNN" in by and self.stack.python and self.matrix is not None:
             wheel = packages.cudnn_wheel(self.matrix, 9, 12)
             if wheel:
