@@ -11,6 +11,10 @@ Pure: findings in, a :class:`FixPlan` out. The steps come from the findings them
   specs of another finding), each spec once, in the order the findings gave them.
 
 Notes (severity ``info``) are not fixed: they describe, they do not break anything.
+
+Given the driver (its version and OS), the plan also says when the driver must be updated first: every
+CUDA major its installs would bring needs a newer driver than the one shown (:func:`driver_first`, which
+``explain`` asks of the fixes it prints as well).
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from ortdoctor.core.facts import Finding, PackageStep
 from ortdoctor.core.record import record
 from ortdoctor.core.severity import severity_rank
 from ortdoctor.core.shell import Command, move_argvs
-from ortdoctor.decide.fixes import Installer
+from ortdoctor.decide.fixes import DriverGate, Installer, driver_gate, spec_cuda_major
+from ortdoctor.decide.matrix.model import Matrix
 
-__all__ = ["FixPlan", "plan_fix"]
+__all__ = ["FixPlan", "driver_first", "plan_fix"]
 
 
 @record
@@ -32,6 +37,7 @@ class FixPlan:
     fixed: tuple[Finding, ...]  # the findings whose fix is these steps (and moves)
     manual: tuple[Finding, ...]  # errors and warnings whose fix is not a package command
     moves: tuple[Command, ...] = ()  # directories pip does not manage, moved aside first (--target copies)
+    driver: DriverGate | None = None  # the driver runs not every CUDA major the installs bring (driver_first)
 
     @property
     def empty(self) -> bool:
@@ -57,8 +63,21 @@ def _split(step: PackageStep) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return options, specs
 
 
-def plan_fix(findings: Iterable[Finding], *, windows: bool = False) -> FixPlan:
-    """``windows``: a move is left to the user (``fix --yes`` runs ``mkdir``/``mv`` on POSIX only)."""
+def driver_first(matrix: Matrix, steps: Iterable[PackageStep], driver: str | None,
+                 os_name: str | None, *, cuda_majors: Iterable[int] = ()) -> DriverGate | None:
+    """The CUDA majors the install steps bring (an ``onnxruntime-gpu`` pin, NVIDIA wheels), and ``cuda_majors``
+    that a fix names in prose (a system CUDA install), checked against ``driver`` on ``os_name``: None when the
+    driver is unknown or runs them all; else which it cannot run (``none_runs``: not one of them, so updating
+    the driver comes before any of these steps)."""
+    majors = [*cuda_majors] + [m for s in steps if s.verb == "install" for spec in _split(s)[1]
+              if (m := spec_cuda_major(matrix, spec)) is not None]
+    return driver_gate(matrix, driver, os_name, majors)
+
+
+def plan_fix(findings: Iterable[Finding], *, windows: bool = False, matrix: Matrix | None = None,
+             driver: str | None = None, os_name: str | None = None) -> FixPlan:
+    """``windows``: a move is left to the user (``fix --yes`` runs ``mkdir``/``mv`` on POSIX only).
+    ``matrix``, ``driver``, ``os_name``: the driver the steps are checked against (:func:`driver_first`)."""
     # notes (info) have nothing to fix
     relevant = sorted((f for f in findings if f.severity != "info"), key=lambda f: severity_rank(f.severity))
     uninstalls: dict[str | None, tuple[list[str], list[str]]] = {}  # interpreter -> (options, names)
@@ -93,4 +112,5 @@ def plan_fix(findings: Iterable[Finding], *, windows: bool = False) -> FixPlan:
     for python, options in sorted(installs, key=lambda k: len(k[1])):
         if installs[(python, options)]:
             steps.append(PackageStep("install", (*options, *installs[(python, options)]), python))
-    return FixPlan(tuple(steps), tuple(fixed), tuple(manual), tuple(moves))
+    gate = driver_first(matrix, steps, driver, os_name) if matrix is not None else None
+    return FixPlan(tuple(steps), tuple(fixed), tuple(manual), tuple(moves), gate)

@@ -41,9 +41,28 @@ from ortdoctor.core.shell import (
 from ortdoctor.decide.matrix.model import LibSpec, Matrix, Release
 from ortdoctor.formats.distinfo import normalize
 
-__all__ = ["GPU_PACKAGE", "Installer", "check_again", "gpu_install", "library_fix", "library_specs",
-           "move_aside", "ort_gpu_spec", "ortdoctor_command", "other_cuda_cudnn_wheels", "pin_series", "quote", "search_path", "step",
-           "wrong_cuda_cudnn"]
+__all__ = [
+    "GPU_PACKAGE",
+    "DriverGate",
+    "Installer",
+    "check_again",
+    "driver_floor",
+    "driver_gate",
+    "gpu_install",
+    "library_fix",
+    "library_specs",
+    "move_aside",
+    "newest_cuda",
+    "ort_gpu_spec",
+    "ortdoctor_command",
+    "other_cuda_cudnn_wheels",
+    "pin_series",
+    "quote",
+    "search_path",
+    "spec_cuda_major",
+    "step",
+    "wrong_cuda_cudnn",
+]
 
 GPU_PACKAGE = ORT_GPU
 
@@ -300,3 +319,115 @@ def library_fix(matrix: Matrix, env: Environment, plan: Plan, wanted: Iterable[L
     if install == [spec] or any(_is_cudnn_wheel(s) for s in install):
         remove += [w.name for w in other_cuda_cudnn_wheels(env, plan.cuda_major) if w.name not in remove]
     return ((step("uninstall", "-y", *remove),) if remove else ()) + (step("install", *install),)
+
+
+# --------------------------------------------------------------------------------------------------
+# The driver a fix's CUDA major needs
+# --------------------------------------------------------------------------------------------------
+def _driver_key(version: str) -> tuple[int, ...] | None:
+    parts = version.strip().split(".")
+    return tuple(int(p) for p in parts) if parts and all(p.isdigit() for p in parts) else None
+
+
+def driver_floor(matrix: Matrix, cuda_major: int, os_name: str) -> str | None:
+    """The oldest driver that runs builds of ``cuda_major`` on ``os_name`` (``"linux"``, ``"windows"``; WSL runs
+    the Windows driver), from the matrix's ``cuda_majors[N].min_driver``; None when the matrix does not know."""
+    return matrix.min_driver(str(cuda_major), "windows" if os_name in ("windows", "wsl") else "linux")
+
+
+def spec_cuda_major(matrix: Matrix, spec: str) -> int | None:
+    """The CUDA major a requirement spec installs builds of: an ``onnxruntime-gpu`` pin by its release line (the
+    unpinned name by the newest line, what pip picks), an NVIDIA wheel by the package table's ``cuda``
+    (``nvidia-cublas-cu12``, ``nvidia-cuda-runtime~=13.0``). None for a package not tied to a CUDA major."""
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(?:(==|~=|>=)\s*([\w.*]+))?", spec)
+    if m is None:
+        return None
+    name, version = normalize(m.group(1)), m.group(3)
+    if name == GPU_PACKAGE:
+        if not matrix.releases:
+            return None
+        found = matrix.release_for(version.rstrip(".*")) if version else None
+        release = found.release if found is not None else matrix.releases[0] if not version else None
+        return release.cuda_major if release is not None else None
+    row = matrix.packages.get(name)
+    return row.cuda if row is not None else None
+
+
+@record
+class DriverGate:
+    """A driver the evidence shows, against the CUDA majors a fix would install."""
+
+    driver: str  # the driver version shown ("419.67")
+    os_name: str  # "linux", "windows" (whose floors were used)
+    floors: tuple[tuple[int, str], ...]  # (CUDA major, its oldest driver) for every major the fix names
+    runs: tuple[int, ...]  # the majors this driver runs
+    newest: str | None = None  # the newest CUDA major.minor the matrix says this driver runs ("10.1")
+
+    @property
+    def blocked(self) -> tuple[int, ...]:
+        return tuple(m for m, _ in self.floors if m not in self.runs)
+
+    @property
+    def none_runs(self) -> bool:
+        """The driver is too old for every CUDA major the fix names: updating it comes first."""
+        return bool(self.floors) and not self.runs
+
+    def floor(self, cuda_major: int) -> str | None:
+        return next((f for m, f in self.floors if m == cuda_major), None)
+
+
+def driver_gate(matrix: Matrix, driver: str | None, os_name: str | None,
+                cuda_majors: Iterable[int]) -> DriverGate | None:
+    """Which of ``cuda_majors`` (those a fix installs, in its order of preference) ``driver`` runs on
+    ``os_name``, each checked against its ``min_driver`` floor. None when the driver, the OS or every floor is
+    unknown, or when the driver runs them all (nothing to say). An unknown OS is checked against the lower of
+    the Linux and Windows floors: a driver below both runs the major nowhere."""
+    key = _driver_key(driver) if driver else None
+    if key is None or not driver:
+        return None
+    os_key = "windows" if os_name in ("windows", "wsl") else "linux" if os_name == "linux" else None
+    floors: list[tuple[int, str]] = []
+    runs: list[int] = []
+    for major in dict.fromkeys(cuda_majors):
+        if os_key is not None:
+            floor = driver_floor(matrix, major, os_key)
+        else:
+            known = [f for f in (driver_floor(matrix, major, o) for o in ("linux", "windows")) if f]
+            floor = min(known, key=lambda f: _driver_key(f) or (0,)) if known else None
+        need = _driver_key(floor) if floor else None
+        if floor is None or need is None:
+            continue
+        floors.append((major, floor))
+        if key >= need:
+            runs.append(major)
+    if not floors or len(runs) == len(floors):
+        return None
+    return DriverGate(driver, os_key or "unknown", tuple(floors), tuple(runs), newest_cuda(matrix, driver, os_key))
+
+
+def newest_cuda(matrix: Matrix, driver: str, os_name: str | None) -> str | None:
+    """The newest CUDA ``major.minor`` whose floor (``min_driver``, raised per minor by ``min_driver_by_minor``)
+    ``driver`` meets on ``os_name`` (``"12.x"``: every minor of a major with minor version compatibility);
+    None when the OS is unknown or the driver meets none."""
+    key = _driver_key(driver)
+    if key is None or os_name not in ("linux", "windows", "wsl"):
+        return None
+    windows = os_name in ("windows", "wsl")
+    best: tuple[int, int] | None = None
+    for major, row in matrix.cuda_majors.items():
+        base = row.min_driver_windows if windows else row.min_driver_linux
+        by_minor = row.min_driver_by_minor_windows if windows else row.min_driver_by_minor_linux
+        found = [(major, 0)] if (_driver_key(base) or (999,)) <= key else []
+        for version, floor in by_minor.items():
+            head, _, minor = version.partition(".")
+            if head.isdigit() and minor.isdigit() and (_driver_key(floor) or (999,)) <= key:
+                found.append((int(head), int(minor)))
+        for cand in found:
+            best = cand if best is None or cand > best else best
+    if best is None:
+        return None
+    # from CUDA 11 on, a driver that meets a major's floor runs its later minors too (minor version
+    # compatibility), unless the matrix raises the floor for a minor
+    by_minor = matrix.cuda_majors[best[0]].min_driver_by_minor_windows if windows else \
+        matrix.cuda_majors[best[0]].min_driver_by_minor_linux
+    return f"{best[0]}.x" if best[0] >= 11 and not by_minor else f"{best[0]}.{best[1]}"

@@ -41,7 +41,10 @@ _RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("python.version", ("python3", "python2", "python 3", "python: 3", "python version", "\\python3"),
      re.compile(r"[\\/][Pp]ython(3\.\d{1,2}|2\.7)[\\/](?:site|dist)-packages|[\\/][Pp]ython(3\d{1,2})[\\/]"
                 r"|\bPython(?:\s+version)?[:\s]+(3\.\d{1,2})(?:\.\d{1,3})?\b")),
-    ("driver.version", ("driver version",), re.compile(r"Driver Version:?\s*(\d{3}\.\d{1,3}(?:\.\d{1,3})?)")),
+    # nvidia-smi's header ("Driver Version: 535.54.03"), and the driver as users write it ("Nvidia driver 419.67",
+    # "driver version 470.82", "Driver: 595.71.05"); a driver version has a three-digit branch
+    ("driver.version", ("driver",),
+     re.compile(r"\bdriver(?:\s+version)?\s*[:=]?\s*[vR]?(\d{3}\.\d{1,3}(?:\.\d{1,3})?)(?![\d.]*\d)", re.IGNORECASE)),
     ("driver.cuda", ("cuda version:",), re.compile(r"CUDA Version:\s*(\d{2}\.\d)")),
     ("cuda.version", ("cuda", "nvcc", "cu1"),
      re.compile(r"(?<![\w.])(?:CUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?(?!\s*Version:)[\s:=_\\/(-]{0,3}v?"

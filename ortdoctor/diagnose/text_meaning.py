@@ -17,6 +17,8 @@ from ortdoctor.core.facts import Match
 from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import record, replace
 from ortdoctor.decide import gpu_names, kernels, packages, tensorrt_versions
+from ortdoctor.decide.fix_plan import driver_first
+from ortdoctor.decide.fixes import DriverGate, step
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.diagnose import fixes
 from ortdoctor.diagnose.platforms import jetson_routes, wheel_platforms_text
@@ -117,6 +119,8 @@ class Decider:
         self.stack = with_evidence(scanner.stack.stack(), self.ev)
         #: the evidence each decided finding used, by finding id (``explain --json`` prints it)
         self.used: dict[str, list[Evidence]] = {}
+        #: the CUDA majors the fix being built names in prose (a build "for CUDA 12", a library set), in order
+        self._naming: list[int] = []
         self.matrix = matrix
         req = self.facts.require
         version = ctx.ort_version or self.stack.ort_version
@@ -146,6 +150,9 @@ class Decider:
         return packages.current_cuda_majors(self.matrix) if self.matrix is not None else frozenset({12, 13})
 
     def _libs_fix(self, lib: _Lib, major: int | None, *, what: str) -> str:
+        for m in (major if lib.family != "cudnn" else self.ctx.cuda_major,):
+            if m is not None:
+                self._naming.append(m)
         if self.matrix is None:
             return fixes.system_libraries_fix(self.stack, what) + "."
         if lib.family == "cudnn":
@@ -161,6 +168,7 @@ class Decider:
                                         components=components)
 
     def _ort_for(self, cuda_major: int) -> str:
+        self._naming.append(cuda_major)
         if self.matrix is None:
             return f"use an onnxruntime build for CUDA {cuda_major}"
         return fixes.ort_for_cuda(self.matrix, self.stack, cuda_major)
@@ -170,8 +178,61 @@ class Decider:
         builder = getattr(self, f"_b_{hit.kind}", None)
         if builder is None:
             return None
+        self._naming = []
         found: Match | None = builder(hit)
-        return found
+        return self._for_driver(found) if found is not None else None
+
+    # -- the driver the text shows, against the CUDA majors a fix names ------------------------------------
+    def _driver(self) -> Evidence | None:
+        """The driver version the text shows (None when none, or several: two machines)."""
+        items = self.ev.about("driver.version")
+        return items[0] if len({e.value for e in items}) == 1 else None
+
+    def _driver_gate(self, majors: list[int], fix: str = "") -> DriverGate | None:
+        """The fix's CUDA majors (named in prose, and brought by the package specs it prints) against the driver
+        the text shows: the same check ``fix``'s plan makes of its steps (:func:`driver_first`)."""
+        drv = self._driver()
+        if drv is None or self.matrix is None:
+            return None
+        specs = fixes.pip_specs(fix)
+        steps = [step("install", *specs)] if specs else []
+        return driver_first(self.matrix, steps, drv.value, self.stack.os, cuda_majors=majors)
+
+    def _runnable(self, majors: list[int]) -> list[int]:
+        """Of ``majors`` (in order of preference), those the driver the text shows runs; all of them when the
+        text shows no driver or the driver runs none (then updating it comes first, :meth:`_for_driver`)."""
+        gate = self._driver_gate(majors)
+        if gate is None or gate.none_runs:
+            return majors
+        return [m for m in majors if m in gate.runs]
+
+    def _for_driver(self, match: Match) -> Match:
+        """Never a fix the driver the text shows cannot run: when every CUDA major the fix names needs a newer
+        driver, updating the driver to the floor of the build it recommends comes first, with the line that
+        shows the driver; when only some do, the fix says which."""
+        majors, self._naming = self._naming, []
+        gate = self._driver_gate(majors, match.fix)
+        drv = self._driver()
+        if gate is None or drv is None:
+            return match
+        where = {"windows": "Windows", "linux": "Linux"}.get(gate.os_name, "Linux and Windows")
+        used = self.used.setdefault(match.finding_id, [])
+        if drv not in used:
+            used.append(drv)
+        shown = f"the text shows driver {drv.value} (line {drv.line_no}: {drv.line!r})"
+        if gate.none_runs:
+            major, floor = gate.floors[0]
+            newest = (f" (it runs CUDA up to {gate.newest}: a build of CUDA {gate.newest} or older needs no update, "
+                      "where the program has one)") if gate.newest else ""
+            fix = (f"Update the NVIDIA driver to >= {floor} first: {shown}, and the CUDA {major} build this fix "
+                   f"recommends needs >= {floor} ({where}); no build it names runs on that driver{newest}. "
+                   f"Then: {match.fix}")
+            details = {**match.details, "driver": drv.value, "driver_floor": floor}
+            return replace(match, fix=fix, details=details)
+        blocked = ", ".join(f"CUDA {m} needs >= {gate.floor(m)}" for m in gate.blocked)
+        runs = " or ".join(f"CUDA {m}" for m in gate.runs)
+        fix = (match.fix.rstrip() + f" The driver runs only the {runs} option: {shown}; {blocked} ({where}).")
+        return replace(match, fix=fix, details={**match.details, "driver": drv.value})
 
     def _b_so_missing(self, hit: Hit) -> Match | None:
         return self._library(hit.subject, hit)
@@ -926,6 +987,12 @@ class Decider:
 
     # -- causes read from the text's evidence -----------------------------------------------------------
     def evidence_cause(self) -> Match | None:
+        """:meth:`_evidence_cause`, its fix checked against the driver the text shows."""
+        self._naming = []
+        found = self._evidence_cause()
+        return self._for_driver(found) if found is not None else None
+
+    def _evidence_cause(self) -> Match | None:
         """The cause the text's evidence establishes against a status error or a bare fallback: a second
         onnxruntime, a GPU newer than the CUDA runtime or dropped by the installed cuDNN/CUDA, a build whose
         required cuDNN/CUDA major is not the one the text shows installed. None when the evidence is silent
@@ -1070,7 +1137,8 @@ class Decider:
                            "driver.cuda")
         doc = _CATALOG["cuda-runtime-older-than-gpu"]
         # the oldest current CUDA major that knows the GPU: a newer major asks more of the driver than needed
-        fit = sorted(m for m in self._current() if m >= need[0])
+        # and of those, one the driver the text shows runs (when it runs any)
+        fit = self._runnable(sorted(m for m in self._current() if m >= need[0]))
         major = fit[0] if fit else max(self._current())
         fix = ("Use CUDA libraries, cuDNN and an onnxruntime build of CUDA "
                f"{need[0]}.{need[1]} or newer, all of one CUDA major: {self._ort_for(major)}. "
@@ -1087,6 +1155,10 @@ class Decider:
                            "cuda.version", "cuda.major")
         doc = _CATALOG["gpu-dropped-by-library"]
         fix = doc.fix
+        # the fix sends the GPU to the newest current CUDA major that still builds for it: that major's driver
+        # floor is checked against a driver the text shows (_for_driver)
+        keeps = [m for m in sorted(self._current(), reverse=True) if kernels.CUDA_FLOOR.get(m, (0, 0)) <= divmod(sm, 10)]
+        self._naming += keeps[:1]
         if "cuDNN" in by and self.stack.python and self.matrix is not None:
             wheel = packages.cudnn_wheel(self.matrix, 9, 12)
             if wheel:
@@ -1123,6 +1195,7 @@ class Decider:
     def _libs_set(self, cuda_major: int) -> str:
         """The whole library set of one CUDA major, for a Python stack: the wheels of every component the
         CUDA provider links (not one of them)."""
+        self._naming.append(cuda_major)
         if self.matrix is None or not self.stack.python:
             return ""
         spec = self.matrix.cuda_majors.get(cuda_major)
@@ -1194,16 +1267,32 @@ def _code_simple(fid: FindingId, what: str, why: str, fix: str) -> Callable[[Dec
 
 
 def _driver_too_old(d: Decider, hit: Hit) -> Match:
+    fix = ("Upgrade the NVIDIA driver (e.g. sudo apt-get install nvidia-driver-580), or install an onnxruntime build for "
+           "the CUDA major the driver supports (`ortdoctor matrix`; nvidia-smi shows the highest CUDA the driver "
+           "supports)" + (f". {d._summary()}." if d._summary() else "."))
+    drv = d._driver()
+    # the driver the text shows, against the current builds' CUDA majors (the floors of the matrix): which of
+    # them it runs, and the floor of the one it does not
+    gate = d._driver_gate(sorted(d._current())) if drv is not None else None
+    if drv is not None and gate is not None:
+        d.used["driver-too-old"] = [drv]
+        floors = ", ".join(f"CUDA {m} needs >= {f}" for m, f in gate.floors)
+        if gate.runs:
+            runs = max(gate.runs)
+            fix = (f"The text shows driver {drv.value} (line {drv.line_no}); {floors}: it runs CUDA {runs} builds, not "
+                   f"CUDA {' or '.join(map(str, gate.blocked))}. Install an onnxruntime build (and image) for CUDA "
+                   f"{runs}: {d._ort_for(runs)}; or update the driver to >= {gate.floor(max(gate.blocked))}.")
+        else:
+            fix = (f"Update the NVIDIA driver: the text shows driver {drv.value} (line {drv.line_no}); {floors}. "
+                   + fix)
+        d._naming = []  # the fix already chose among the majors by the driver
     return Match(
         "driver-too-old",
         "CUDA reports error 35 (cudaErrorInsufficientDriver): the driver is older than the CUDA runtime onnxruntime "
         "was built with, or there is no usable driver at all.",
         "Each CUDA major needs a minimum driver (CUDA 12: >= 525.60.13, CUDA 13: R580+ on Linux). In a container the "
         "image's CUDA can be newer than the host driver supports.",
-        "Upgrade the NVIDIA driver (e.g. sudo apt-get install nvidia-driver-580), or install an onnxruntime build for "
-        "the CUDA major the driver supports (`ortdoctor matrix`; nvidia-smi shows the highest CUDA the driver "
-        "supports)" + (f". {d._summary()}." if d._summary() else "."),
-        hit.evidence, {},
+        fix, hit.evidence, {"driver": drv.value} if drv is not None else {},
     )
 
 
