@@ -183,3 +183,75 @@ def test_renderers_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as e:
         main(["lint", "--strict", str(tmp_path / "requirements.txt")])
     assert e.value.code == 1
+
+
+def _fixes(tmp_path: Path, files: dict[str, str]) -> dict[tuple[str, int], str | None]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    report = lint_paths([str(tmp_path)])
+    assert not report.errors
+    return {(f.finding.id, f.where.line): f.replacement for f in report.findings}
+
+
+def _specifier(replacement: str) -> str:
+    return replacement.split("onnxruntime-gpu[cuda,cudnn]", 1)[1].split('"', 1)[0]
+
+
+def _installable_on_every_python(spec: str, pythons: list[str]) -> bool:
+    """Some release the specifier admits, of one CUDA major, has a wheel for each Python (the package table)."""
+    from packaging.specifiers import SpecifierSet
+
+    from ortdoctor.decide.matrix.load import load_matrix
+    matrix = load_matrix()
+    admitted = [r for v in matrix.versions_of("onnxruntime-gpu") if SpecifierSet(spec).contains(v)
+                for m in [matrix.release_for(v)] if m is not None and m.exact for r in [m.release] if r.pypi]
+    return len({r.cuda_major for r in admitted}) == 1 and all(any(p in r.python for r in admitted) for p in pythons)
+
+
+LIBRARY = """[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "lib"
+version = "1"
+requires-python = ">=3.10"
+
+[project.optional-dependencies]
+gpu = ["onnxruntime-gpu[cuda,cudnn]"]
+
+[dependency-groups]
+dev = ["onnxruntime-gpu[cuda,cudnn]"]
+"""
+
+
+def test_a_library_extra_gets_a_range_installable_on_every_declared_python(tmp_path: Path) -> None:
+    """A package's optional extra (this repository's own `gpu`) is resolved by its users' installers: the fix
+    is a range of one CUDA major that has wheels for every Python requires-python admits (3.10 has none
+    after 1.23, 3.14 none before 1.24), not the one release the lowest Python gets."""
+    fixes = _fixes(tmp_path, {"pyproject.toml": LIBRARY})
+    extra = fixes[("lint-ort-unpinned", 11)]
+    assert extra is not None
+    assert extra.startswith('gpu = ["onnxruntime-gpu[cuda,cudnn]>=')
+    assert _installable_on_every_python(_specifier(extra), ["3.10", "3.11", "3.12", "3.13", "3.14"])
+    # the development group is the project's own environment: one release, on every Python it admits,
+    # or the range where no one release covers them all
+    dev = fixes[("lint-ort-unpinned", 14)]
+    assert dev is not None
+    assert _installable_on_every_python(_specifier(dev), ["3.10", "3.11", "3.12", "3.13", "3.14"])
+
+
+def test_an_application_pins_one_release_every_declared_python_installs(tmp_path: Path) -> None:
+    app = ('[project]\nname = "app"\nversion = "1"\nrequires-python = ">=3.11,<3.14"\n'
+           'dependencies = ["onnxruntime-gpu[cuda,cudnn]>=1.20", "torch==2.5.1"]\n')
+    fixes = _fixes(tmp_path, {"pyproject.toml": app})
+    line = fixes[("lint-ort-unpinned", 5)]
+    assert line is not None
+    spec = _specifier(line)
+    assert spec.startswith("==")
+    assert _installable_on_every_python(spec, ["3.11", "3.12", "3.13"])
+    # the same requirements in a package: a range, the torch pin's CUDA 12
+    lib = '[build-system]\nrequires = ["hatchling"]\n' + app.replace('"app"', '"lib"')
+    line = _fixes(tmp_path, {"pyproject.toml": lib})[("lint-ort-unpinned", 7)]
+    assert line is not None
+    assert _specifier(line) == ">=1.21.0,<1.27"

@@ -36,6 +36,7 @@ __all__ = [
     "Pin",
     "Stack",
     "Where",
+    "admitted_pythons",
     "applies",
     "exact_version",
     "feed_major",
@@ -89,6 +90,7 @@ class Declared:
     origin: str  # "the base image nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04", "requires-python"
     where: Where
     exact: bool = True  # python: the version itself (an image), not a lower bound (requires-python)
+    admits: tuple[str, ...] = ()  # python, not exact: every minor of PYTHONS the declaration admits
 
 
 @record
@@ -98,6 +100,9 @@ class Stack:
     feeds: tuple[tuple[str, str, Where], ...] = ()  # (kind, url, where): "index-url", "extra-index-url"
     declared: tuple[Declared, ...] = ()
     locked: bool = False  # a lock file: the versions are what gets installed
+    # a distributable package's own requirements (a pyproject with a build system: its dependencies and
+    # extras): what its users' installers resolve beside their own pins, so a fix is a range, not one version
+    library: bool = False
 
 
 @record
@@ -241,6 +246,14 @@ def lowest_python(spec: str) -> str | None:
     if ss is None:
         return None
     return next((p for p in PYTHONS if ss.contains(p + ".0") or ss.contains(p + ".99")), None)
+
+
+def admitted_pythons(spec: str) -> tuple[str, ...]:
+    """Every CPython minor of :data:`PYTHONS` a requires-python specifier admits."""
+    ss = _spec(spec)
+    if ss is None:
+        return ()
+    return tuple(p for p in PYTHONS if ss.contains(p + ".0") or ss.contains(p + ".99"))
 
 
 # -- feeds ----------------------------------------------------------------------------------------

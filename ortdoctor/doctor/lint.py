@@ -27,6 +27,7 @@ from ortdoctor.decide.lint_stack import (
     Pin,
     Stack,
     Where,
+    admitted_pythons,
     applies,
     lowest_python,
     parse_pin,
@@ -466,9 +467,11 @@ def _table_pins(deps: Any, shown: str, reader: _Reader, path: Path, sources: dic
                 continue
             where = reader.where(path, shown, anchor)
             if name == "python":
-                low = lowest_python(_poetry_spec(str(version)))
+                spec = _poetry_spec(str(version))
+                low = lowest_python(spec)
                 if low:
-                    declared.append(Declared("python", low, f"Poetry's python = \"{version}\"", where, exact=False))
+                    declared.append(Declared("python", low, f"Poetry's python = \"{version}\"", where, exact=False,
+                                             admits=admitted_pythons(spec)))
                 continue
             text = name + (f"[{','.join(extras)}]" if extras else "") + _poetry_spec(str(version))
             if marker:
@@ -484,8 +487,8 @@ def _requires_python(rp: object, shown: str, reader: _Reader, path: Path) -> lis
     if not isinstance(rp, LocatedStr):
         return []
     low = lowest_python(rp)
-    return [Declared("python", low, f"requires-python \"{rp}\"", reader.where(path, shown, rp), exact=False)] \
-        if low else []
+    return [Declared("python", low, f"requires-python \"{rp}\"", reader.where(path, shown, rp), exact=False,
+                     admits=admitted_pythons(rp))] if low else []
 
 
 def _pyproject(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> list[Stack]:
@@ -546,11 +549,25 @@ def _pyproject(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> 
         groups[f"[tool.pdm.dev-dependencies] {name}"] = pins_of(values)
     if isinstance(uv.get("dev-dependencies"), list):
         groups["[tool.uv] dev-dependencies"] = pins_of(uv["dev-dependencies"])
-    stacks = [Stack(shown, tuple(base), tuple(feeds), tuple(declared))]
+    library = _is_library(doc, poetry, uv)
+    # what a package's users install: its dependencies and its extras; the development groups
+    # (PEP 735, Poetry groups, PDM and uv dev-dependencies) stay in the project's own environment
+    published = ("[project.optional-dependencies]", "[tool.poetry.extras]")
+    stacks = [Stack(shown, tuple(base), tuple(feeds), tuple(declared), library=library)]
     for label, pins in groups.items():
         if pins:
-            stacks.append(Stack(f"{shown} {label}", tuple(base + pins), tuple(feeds), tuple(declared)))
+            stacks.append(Stack(f"{shown} {label}", tuple(base + pins), tuple(feeds), tuple(declared),
+                                library=library and label.startswith(published)))
     return stacks
+
+
+def _is_library(doc: dict[str, Any], poetry: dict[str, Any], uv: dict[str, Any]) -> bool:
+    """Whether a pyproject.toml is built into a package others install (a library, a tool on PyPI): a
+    build system that is not switched off (Poetry's ``package-mode = false``, uv's ``package = false``).
+    An application's pyproject without one (``uv init``'s default) pins what it runs."""
+    if str(poetry.get("package-mode", "true")).lower() == "false" or str(uv.get("package", "")).lower() == "false":
+        return False
+    return isinstance(doc.get("build-system"), dict) or str(uv.get("package", "")).lower() == "true"
 
 
 def _config(table: Any, shown: str, reader: _Reader, path: Path) -> list[Declared]:
@@ -699,7 +716,7 @@ def lint_paths(paths: Sequence[str] = (".",), *, gpus: Sequence[str] = (), min_d
         own = [d for d in s.declared if not d.origin.startswith("[tool.ortdoctor]")]
         if shared or config:
             own += _dedupe(shared)
-        s = Stack(s.name, s.pins, s.feeds, tuple(own), s.locked)
+        s = Stack(s.name, s.pins, s.feeds, tuple(own), s.locked, s.library)
         for f in lint_stack(s, matrix):
             key = (f.finding.id, f.where.file, f.where.line, f.related)
             if key not in seen:
