@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ortdoctor.cli.main import main
 from ortdoctor.doctor.lint import lint_paths
@@ -15,6 +17,7 @@ from ortdoctor.formats.dockerfile import read_dockerfile
 from ortdoctor.formats.requirements_txt import read_requirements
 from ortdoctor.formats.toml_lines import TomlError, read_toml
 from ortdoctor.report.lint import to_github, to_sarif
+from tests.fuzz.bounds import FUZZ, within
 
 
 def _ids(tmp_path: Path, files: dict[str, str], **kw: object) -> list[tuple[str, str, int]]:
@@ -255,3 +258,79 @@ def test_an_application_pins_one_release_every_declared_python_installs(tmp_path
     line = _fixes(tmp_path, {"pyproject.toml": lib})[("lint-ort-unpinned", 7)]
     assert line is not None
     assert _specifier(line) == ">=1.21.0,<1.27"
+
+
+WORKFLOW = """name: ci
+on:
+  push:
+    branches: [main]   # a comment
+jobs:
+  gpu-tests:
+    runs-on: ${{ matrix.runner }}
+    strategy:
+      matrix:
+        runner: [ubuntu-latest, "gpu-t4-4-core"]
+        python: ["3.10",
+                 "3.12"]
+        include:
+          - runner: self-hosted
+            gpu: sm_35
+    steps:
+      - uses: actions/checkout@v4
+      - name: a script is text, not keys
+        run: |
+          echo "runs-on: [a100]"
+          - gpu: sm_50
+      - uses: ortdoctor/ortdoctor@v0.1.0
+        with:
+          gpus: "8.6"
+          min-driver: 525.60.13
+  lint:
+    runs-on: [self-hosted, linux, A100]
+    steps:
+    - run: >-
+        ortdoctor lint
+"""
+
+
+def test_workflow_reader_lines_matrix_and_action_inputs() -> None:
+    from ortdoctor.formats.github_workflow import read_workflow
+    jobs = {j.name: j for j in read_workflow(WORKFLOW)}
+    gpu = jobs["gpu-tests"]
+    assert [(label, label.line) for label in gpu.runs_on] == [("ubuntu-latest", 10), ("gpu-t4-4-core", 10),
+                                                             ("self-hosted", 14)]
+    assert dict(gpu.matrix)["gpu"] == ("sm_35",)
+    assert dict(gpu.matrix)["gpu"][0].line == 15
+    assert [(k, v, v.line) for k, v in gpu.ortdoctor_inputs] == [("gpus", "8.6", 24), ("min-driver", "525.60.13", 25)]
+    assert [(label, label.line) for label in jobs["lint"].runs_on] == [("self-hosted", 27), ("linux", 27),
+                                                                      ("A100", 27)]
+
+
+def test_gpus_and_driver_floor_from_a_github_workflow(tmp_path: Path) -> None:
+    """The machines a workflow declares hold for every file linted with it: the T4 of a runner label, the
+    matrix's sm_35 (no release has kernels for it), the Action's driver floor (CUDA 12's 525.60.13: a CUDA
+    13 pin needs 580)."""
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    got = _ids(tmp_path, {".github/workflows/ci.yml": WORKFLOW, "requirements.txt": "onnxruntime-gpu==1.31.1\n"})
+    assert got == [("lint-cuda-needs-newer-driver", "requirements.txt", 1),
+                   ("lint-gpu-arch-unsupported", "requirements.txt", 1)]
+    report = lint_paths([str(tmp_path)])
+    related = {(f.finding.id, f.related[0].file.rsplit("/", 3)[-1], f.related[0].line) for f in report.findings}
+    assert related == {("lint-cuda-needs-newer-driver", "ci.yml", 25), ("lint-gpu-arch-unsupported", "ci.yml", 15)}
+    # --min-driver replaces the workflow's floor
+    assert _ids(tmp_path, {}, min_driver="580.65.06") == [("lint-gpu-arch-unsupported", "requirements.txt", 1)]
+
+
+_WORKFLOW_PARTS = ["jobs:", "  a:", "    runs-on: [", "    runs-on: ${{ matrix.r }}", "    strategy:",
+                   "      matrix:", "        r: [x, 'y', {k: [", "        include:", "          - r: a100",
+                   "    steps:", "      - uses: o/ortdoctor@v1", "        with:", "          gpus: '8.6 sm_9'",
+                   "      - run: |", "- ", "-", "  - - [", "key: {a: b, c", "\t", "'", '"', "#", ": :", "]", "}"]
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(_WORKFLOW_PARTS) | st.text(max_size=12), max_size=40))
+def test_workflow_reader_never_raises(parts: list[str]) -> None:
+    from ortdoctor.formats.github_workflow import read_workflow
+    with within():
+        for job in read_workflow("\n".join(parts)):
+            assert all(isinstance(label.line, int) for label in job.runs_on)

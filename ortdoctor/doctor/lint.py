@@ -6,8 +6,8 @@ environment they describe becomes a :class:`~ortdoctor.decide.lint_stack.Stack`,
 :func:`ortdoctor.diagnose.lint_rules.lint_stack` judges it against the matrix.
 
 Target GPUs and a driver floor come from ``[tool.ortdoctor]`` of a pyproject.toml (``gpus = ["sm_70"]``,
-``min-driver = "535.104.05"``), a Dockerfile's ``TORCH_CUDA_ARCH_LIST``, or the caller (``--gpu``,
-``--min-driver``). A file that cannot be read is an input error of the report, never an exception.
+``min-driver = "535.104.05"``), GitHub Actions workflows (runner labels, matrix keys, the ortdoctor
+Action's inputs), a Dockerfile's ``TORCH_CUDA_ARCH_LIST``, or the caller (``--gpu``, ``--min-driver``). A file that cannot be read is an input error of the report, never an exception.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from ortdoctor.core.record import field, record
+from ortdoctor.decide.gpu_names import sm_from_text, sm_of_name
+from ortdoctor.decide.kernels import parse_compute_capability, sm_name
 from ortdoctor.decide.lint_stack import (
     CPU_FLAVOURS,
     Declared,
@@ -40,6 +42,7 @@ from ortdoctor.diagnose.lint_rules import LintFinding, image_declarations, lint_
 from ortdoctor.formats.compose import read_compose
 from ortdoctor.formats.conda_env import read_conda_env
 from ortdoctor.formats.dockerfile import read_dockerfile
+from ortdoctor.formats.github_workflow import read_workflow
 from ortdoctor.formats.regular_file import NotRegularFile, open_regular
 from ortdoctor.formats.requirements_txt import read_requirements
 from ortdoctor.formats.toml_lines import LocatedStr, TomlError, read_toml
@@ -69,6 +72,8 @@ def kind_of(path: Path) -> str | None:
     """Which reader a file name calls for: requirements, pyproject, uv.lock, poetry.lock, pylock, conda,
     dockerfile, compose; None for any other file."""
     name = path.name
+    if path.parent.name == "workflows" and path.parent.parent.name == ".github" and name.endswith((".yml", ".yaml")):
+        return "workflow"
     if name == "pyproject.toml":
         return "pyproject"
     if name == "uv.lock":
@@ -207,6 +212,8 @@ class _Reader:
             return self.conda(path, shown, text)
         if kind == "compose":
             return self.compose(path, shown, text)
+        if kind == "workflow":
+            return self.workflow(path, shown, text)
         try:
             doc = read_toml(_lock_subset(text, kind) if kind in ("uv.lock", "poetry.lock", "pylock") else text)
         except TomlError as e:
@@ -286,6 +293,39 @@ class _Reader:
                 out.append(Stack(f"{shown} (service {service.name})", (), (), tuple(declared)))
         return out
 
+    def workflow(self, path: Path, shown: str, text: str) -> list[Stack]:
+        """The machines a GitHub Actions workflow runs on: GPUs named by runner labels (``gpu-t4-4-core``,
+        ``[self-hosted, a100]``) and by matrix keys about GPUs (``gpu: [sm_86, H100]``), and the ``gpus``
+        and ``min-driver`` inputs of the ortdoctor Action. No stack of its own: what it declares holds
+        for every file linted with it, as ``[tool.ortdoctor]`` does."""
+        declared: list[Declared] = []
+        for job in read_workflow(text):
+            origin = f"{_WORKFLOW} `{job.name}`"
+            for label in job.runs_on:
+                hit = sm_of_name(label)
+                if hit is not None:
+                    declared.append(Declared("gpu", hit[0], f"{origin}: runner label {label}",
+                                             self.where(path, shown, label)))
+            for key, values in job.matrix:
+                if _GPU_KEY.search(key):
+                    for v in values:
+                        sm = _gpu_value(v)
+                        if sm is not None:
+                            declared.append(Declared("gpu", sm, f"{origin}: matrix {key} {v}",
+                                                     self.where(path, shown, v)))
+                elif _DRIVER_KEY.fullmatch(key):
+                    declared += [Declared("driver", str(v), f"{origin}: matrix {key}", self.where(path, shown, v))
+                                 for v in values if re.fullmatch(r"\d+(?:\.\d+)*", v)]
+            for key, value in job.ortdoctor_inputs:
+                where = self.where(path, shown, value)
+                if key == "gpus":
+                    declared += [Declared("gpu", g, f"{origin}: the ortdoctor Action's gpus", where)
+                                 for g in str(value).split() if _gpu_value(g) is not None]
+                elif key == "min-driver" and re.fullmatch(r"\d+(?:\.\d+)*", value):
+                    declared.append(Declared("driver", str(value), f"{origin}: the ortdoctor Action's min-driver",
+                                             where))
+        return [Stack(shown, (), (), tuple(declared))] if declared else []
+
     def conda(self, path: Path, shown: str, text: str) -> list[Stack]:
         env = read_conda_env(text)
         pins: list[Pin] = []
@@ -311,6 +351,22 @@ class _Reader:
                 continue
             declared += _conda_declared(item.text, where)
         return [Stack(shown, tuple(pins), tuple(feeds), tuple(declared))]
+
+
+_WORKFLOW = "the GitHub Actions job"
+#: where the repository's machines are declared: they hold for every stack linted with them
+_MACHINE_ORIGINS = ("[tool.ortdoctor]", _WORKFLOW)
+_GPU_KEY = re.compile(r"gpu|cuda[-_]?arch|compute[-_]?cap|\bsm\b|\barch", re.IGNORECASE)
+_DRIVER_KEY = re.compile(r"(?:min[-_]?|nvidia[-_]?)?driver(?:[-_]version)?", re.IGNORECASE)
+
+
+def _gpu_value(value: str) -> str | None:
+    """``sm_86`` for ``8.6``, ``sm_86``, ``86``, ``A10G``, ``nvidia-a10g``; None for anything else."""
+    cc = parse_compute_capability(value)
+    if cc is not None:
+        return sm_name(cc)
+    hit = sm_of_name(value)
+    return hit[0] if hit is not None else sm_from_text(value)
 
 
 _UNREAD_TABLES = {"uv.lock": ("[package.metadata",), "poetry.lock": ("[package.dependencies]", "[package.extras]"),
@@ -708,12 +764,15 @@ def lint_paths(paths: Sequence[str] = (".",), *, gpus: Sequence[str] = (), min_d
         extra.append(Declared("driver", min_driver, "--min-driver", Where("--min-driver", 0)))
     # [tool.ortdoctor] of any pyproject read holds for every stack (the repository's machines)
     config = [d for s in stacks for d in s.declared if d.kind in ("gpu", "driver")
-              and d.origin.startswith("[tool.ortdoctor]")]
+              and d.origin.startswith(_MACHINE_ORIGINS)]
+    # the oldest driver any of them declares is the floor
+    drivers = sorted((d for d in config if d.kind == "driver"), key=lambda d: _version_key(d.value))
+    config = [d for d in config if d.kind != "driver"] + drivers[:1]
     shared = extra + [d for d in config if not (d.kind == "driver" and min_driver)]
     findings: list[LintFinding] = []
     seen: set[tuple[str, str, int, tuple[Where, ...]]] = set()
     for s in stacks:
-        own = [d for d in s.declared if not d.origin.startswith("[tool.ortdoctor]")]
+        own = [d for d in s.declared if not d.origin.startswith(_MACHINE_ORIGINS)]
         if shared or config:
             own += _dedupe(shared)
         s = Stack(s.name, s.pins, s.feeds, tuple(own), s.locked, s.library)
@@ -727,10 +786,19 @@ def lint_paths(paths: Sequence[str] = (".",), *, gpus: Sequence[str] = (), min_d
                       tuple(errors + reader.errors), tuple(skipped))
 
 
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
 def _dedupe(declared: list[Declared]) -> list[Declared]:
+    def same(a: Declared, b: Declared) -> bool:
+        if a.kind == b.kind == "gpu":  # `8.6` from one place and `sm_86` from another
+            return (parse_compute_capability(a.value) or a.value) == (parse_compute_capability(b.value) or b.value)
+        return a.kind == b.kind and a.value == b.value
+
     out: list[Declared] = []
     for d in declared:
-        if not any(o.kind == d.kind and o.value == d.value for o in out):
+        if not any(same(o, d) for o in out):
             out.append(d)
     return out
 
