@@ -334,3 +334,16 @@ def test_workflow_reader_never_raises(parts: list[str]) -> None:
     with within():
         for job in read_workflow("\n".join(parts)):
             assert all(isinstance(label.line, int) for label in job.runs_on)
+
+
+def test_a_file_that_names_no_package_a_rule_reads_is_read_not_parsed(tmp_path: Path) -> None:
+    """Most files of a monorepo name no onnxruntime, torch or NVIDIA package: they are listed as read and
+    skip the parse, but an include (`-r`) or `[tool.ortdoctor]` still counts."""
+    got = _ids(tmp_path, {"requirements.txt": "requests==2.31.0\n-r gpu/requirements-gpu.txt\n",
+                          "gpu/requirements-gpu.txt": "onnxruntime\nonnxruntime-gpu==1.20.2\n",
+                          "svc/requirements.txt": "numpy>=1.26\n",
+                          "pyproject.toml": '[project]\nname = "x"\n[tool.ortdoctor]\nmin-driver = "470.57.02"\n'})
+    assert ("lint-ort-cpu-and-gpu", "requirements-gpu.txt", 1) in got
+    assert ("lint-cuda-needs-newer-driver", "requirements-gpu.txt", 2) in got
+    report = lint_paths([str(tmp_path)])
+    assert len(report.files) == 4

@@ -43,6 +43,7 @@ __all__ = [
     "image_majors",
     "lowest_python",
     "matching_versions",
+    "names_relevant",
     "ort_builds",
     "parse_pin",
     "release_match",
@@ -123,6 +124,13 @@ def relevant(name: str) -> bool:
     NVIDIA wheels and the packages whose metadata requires onnxruntime."""
     return (name == GPU_PACKAGE or name in CPU_FLAVOURS or name == "torch" or name.startswith("nvidia-")
             or name in dependents())
+
+
+def names_relevant(text: str) -> bool:
+    """Whether a requirement string names a package a rule reads: the check before building its place and
+    parsing it (most requirements of a file are not)."""
+    m = _NAME.match(text)
+    return m is not None and relevant(canonicalize_name(m.group(1)))
 
 
 @lru_cache(maxsize=16384)

@@ -18,7 +18,8 @@ What each rule compares (one stack at a time, so a CPU requirements file beside 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Finding
@@ -72,8 +73,21 @@ def _at(where: Where) -> str:
     return f"{where.file}:{where.line}" if where.line else "the command line"
 
 
+@lru_cache(maxsize=4096)
 def _vkey(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", v)[:4])
+
+
+_ORDERED: dict[int, tuple[Matrix, tuple[str, ...]]] = {}
+
+
+def _oldest_first(matrix: Matrix) -> tuple[str, ...]:
+    """The matrix's onnxruntime-gpu versions, oldest first: sorted once per matrix, not per fix (a monorepo
+    asks for hundreds)."""
+    hit = _ORDERED.get(id(matrix))
+    if hit is None or hit[0] is not matrix:
+        hit = _ORDERED[id(matrix)] = (matrix, tuple(sorted(matrix.versions_of(GPU_PACKAGE), key=_vkey)))
+    return hit[1]
 
 
 def _match(matrix: Matrix, version: str) -> ReleaseMatch | None:
@@ -103,12 +117,31 @@ def _python_ok(matrix: Matrix, version: str, python: str) -> bool:
     return release is None or not release.python or python in release.python
 
 
+# a monorepo asks the same few questions hundreds of times: (matrix, question) -> answer
+_ANSWERS: dict[tuple[object, ...], str | None] = {}
+
+
+def _remembered(key: tuple[object, ...], compute: Callable[[], str | None]) -> str | None:
+    if key not in _ANSWERS:
+        if len(_ANSWERS) > 4096:
+            _ANSWERS.clear()
+        _ANSWERS[key] = compute()
+    return _ANSWERS[key]
+
+
 def _pick(matrix: Matrix, *, cuda: int | None = None, cudnn: int | None = None, python: str | None = None,
           driver: str | None = None, gpus: Sequence[tuple[int, int]] = (), pythons: Sequence[str] = (),
           within: Sequence[str] | None = None) -> str | None:
     """The newest onnxruntime-gpu on PyPI (not known to be bad) whose wheel fits every given constraint:
     ``pythons``: a wheel for each of them; ``within``: one of these versions."""
-    for v in sorted(matrix.versions_of(GPU_PACKAGE), key=_vkey, reverse=True):
+    among = frozenset(within) if within is not None else None
+    key = ("pick", id(matrix), cuda, cudnn, python, driver, tuple(gpus), tuple(pythons), among)
+    return _remembered(key, lambda: _pick_now(matrix, cuda, cudnn, python, driver, gpus, pythons, among))
+
+
+def _pick_now(matrix: Matrix, cuda: int | None, cudnn: int | None, python: str | None, driver: str | None,
+              gpus: Sequence[tuple[int, int]], pythons: Sequence[str], within: frozenset[str] | None) -> str | None:
+    for v in reversed(_oldest_first(matrix)):
         match = _match(matrix, v)
         if match is None or not match.exact or (within is not None and v not in within):
             continue
@@ -136,6 +169,13 @@ def _fits(matrix: Matrix, r: Release, *, cuda: int | None, cudnn: int | None, dr
 def _span(matrix: Matrix, pin: Pin, *, cuda: int | None = None, cudnn: int | None = None,
           driver: str | None = None, gpus: Sequence[tuple[int, int]] = (), pythons: Sequence[str] = (),
           within: Sequence[str] | None = None) -> str | None:
+    among = frozenset(within) if within is not None else None
+    key = ("span", id(matrix), pin.extras, cuda, cudnn, driver, tuple(gpus), tuple(pythons), among)
+    return _remembered(key, lambda: _span_now(matrix, pin.extras, cuda, cudnn, driver, gpus, pythons, among))
+
+
+def _span_now(matrix: Matrix, extras: tuple[str, ...], cuda: int | None, cudnn: int | None, driver: str | None,
+              gpus: Sequence[tuple[int, int]], pythons: Sequence[str], within: frozenset[str] | None) -> str | None:
     """A version range of onnxruntime-gpu that stays on one CUDA and cuDNN major: every PyPI release in it
     meets the constraints, and together they have a wheel for each of ``pythons``. The newest such run of
     releases, as ``>=FIRST,<NEXT`` where NEXT is the release line that leaves the run (another major, a
@@ -143,13 +183,13 @@ def _span(matrix: Matrix, pin: Pin, *, cuda: int | None = None, cudnn: int | Non
     CUDA is not known yet). A known-bad release inside is excluded with ``!=``. None when no run covers
     every Python."""
     rows: list[tuple[str, Release, bool]] = []
-    for v in sorted(matrix.versions_of(GPU_PACKAGE), key=_vkey):
+    for v in _oldest_first(matrix):
         match = _match(matrix, v)
         if match is None or not match.exact or not match.release.pypi:
             continue
         r = match.release
         ok = (within is None or v in within) and _fits(matrix, r, cuda=cuda, cudnn=cudnn, driver=driver,
-                                                         gpus=gpus, extras=pin.extras)
+                                                         gpus=gpus, extras=extras)
         rows.append((v, r, ok))
     runs: list[tuple[list[tuple[str, Release]], Release | None]] = []
     current: list[tuple[str, Release]] = []

@@ -32,6 +32,7 @@ from ortdoctor.decide.lint_stack import (
     admitted_pythons,
     applies,
     lowest_python,
+    names_relevant,
     parse_pin,
     relevant,
 )
@@ -44,7 +45,7 @@ from ortdoctor.formats.conda_env import read_conda_env
 from ortdoctor.formats.dockerfile import read_dockerfile
 from ortdoctor.formats.github_workflow import read_workflow
 from ortdoctor.formats.regular_file import NotRegularFile, open_regular
-from ortdoctor.formats.requirements_txt import read_requirements
+from ortdoctor.formats.requirements_txt import ReqFile, read_requirements
 from ortdoctor.formats.toml_lines import LocatedStr, TomlError, read_toml
 
 __all__ = ["LintReport", "kind_of", "lint_paths"]
@@ -147,6 +148,7 @@ class _Reader:
     def __init__(self) -> None:
         self.texts: dict[str, str | None] = {}  # by the path as opened
         self.lines: dict[str, list[str]] = {}
+        self.parsed: dict[str, ReqFile] = {}
         self.errors: list[str] = []
         self.read_order: list[str] = []
 
@@ -180,10 +182,15 @@ class _Reader:
         real = Path(os.path.realpath(path))
         if text is None or depth > _MAX_INCLUDE_DEPTH or real in seen:
             return [], []
-        parsed = read_requirements(text)
+        # a requirements file a Dockerfile or another file includes is read once, parsed once
+        parsed = self.parsed.get(os.fspath(path))
+        if parsed is None:
+            parsed = self.parsed[os.fspath(path)] = read_requirements(text)
         pins: list[Pin] = []
         feeds = [(f.kind, f.url, Where(shown, f.line, self.line(path, f.line))) for f in parsed.feeds]
         for r in parsed.requirements:
+            if not names_relevant(r.text):
+                continue
             pin = parse_pin(r.text, Where(shown, r.line, self.line(path, r.line)))
             if pin is not None:
                 pins.append(pin)
@@ -201,11 +208,16 @@ class _Reader:
     # -- stacks per kind ----------------------------------------------------------------------
     def stacks(self, path: Path, shown: str, kind: str) -> list[Stack]:
         if kind == "requirements":
+            text = self.text(path, shown)
+            if text is not None and not _may_matter(text, kind):
+                return [Stack(shown, ())]
             pins, feeds = self.requirements(path, shown)
             return [Stack(shown, tuple(pins), tuple(feeds))]
         text = self.text(path, shown)
         if text is None:
             return []
+        if not _may_matter(text, kind):
+            return [Stack(shown, ())]
         if kind == "dockerfile":
             return self.dockerfile(path, shown, text)
         if kind == "conda":
@@ -215,7 +227,10 @@ class _Reader:
         if kind == "workflow":
             return self.workflow(path, shown, text)
         try:
-            doc = read_toml(_lock_subset(text, kind) if kind in ("uv.lock", "poetry.lock", "pylock") else text)
+            if kind == "pyproject":
+                doc = _read_pyproject(text)
+            else:
+                doc = read_toml(_lock_subset(text, kind) if kind in ("uv.lock", "poetry.lock", "pylock") else text)
         except TomlError as e:
             self.errors.append(f"{shown}: {e}")
             return []
@@ -353,6 +368,34 @@ class _Reader:
         return [Stack(shown, tuple(pins), tuple(feeds), tuple(declared))]
 
 
+def _relevant_tokens() -> tuple[str, ...]:
+    """The package names a rule reads, lower case, in each spelling of their separators."""
+    out: set[str] = set()
+    for name in ("onnxruntime", "torch", "nvidia", "ort-nightly", *dependents()):
+        parts = re.split(r"[-_.]", name.lower())
+        out |= {sep.join(parts) for sep in "-_."}
+    return tuple(sorted(out))
+
+
+_TOKENS: list[tuple[str, ...]] = []
+_INCLUDES = re.compile(r"(?:^|\s)(?:-[rc]|--requirement|--constraint)", re.MULTILINE)
+
+
+def _may_matter(text: str, kind: str) -> bool:
+    """Whether a file can hold anything a rule reads: a package name a rule reads, an include (a
+    requirements file), ``[tool.ortdoctor]`` (a pyproject). Most files of a monorepo name none, and skip
+    the parse. Dockerfiles, conda and Compose files always count (a base image says enough alone)."""
+    if kind not in ("requirements", "pyproject", "uv.lock", "poetry.lock", "pylock"):
+        return True
+    if not _TOKENS:
+        _TOKENS.append(_relevant_tokens())
+    lowered = text.lower()  # substring tests: an alternation of names with IGNORECASE is 50 times slower
+    if any(token in lowered for token in _TOKENS[0]):
+        return True
+    return (kind == "requirements" and _INCLUDES.search(text) is not None) or (kind == "pyproject"
+                                                                               and "ortdoctor" in text)
+
+
 _WORKFLOW = "the GitHub Actions job"
 #: where the repository's machines are declared: they hold for every stack linted with them
 _MACHINE_ORIGINS = ("[tool.ortdoctor]", _WORKFLOW)
@@ -371,7 +414,34 @@ def _gpu_value(value: str) -> str | None:
 
 _UNREAD_TABLES = {"uv.lock": ("[package.metadata",), "poetry.lock": ("[package.dependencies]", "[package.extras]"),
                   "pylock": ("[[packages.wheels]]", "[packages.sdist]")}
-_BLOCK_NAME = re.compile(r'^name = "([^"]+)"', re.MULTILINE)
+_BLOCK_NAME = re.compile(r'name = "([^"]+)"')
+_ROOT_SOURCE = re.compile(r"source = \{ *(editable|virtual|directory) *=")
+
+
+# the tables of a pyproject.toml a rule reads; the rest ([tool.ruff], [tool.mypy], [tool.pytest...], often
+# most of the file) is blanked before parsing, its lines kept so every line number stays
+_PYPROJECT_TABLES = re.compile(r"^\[\[?\s*(?:project|build-system|dependency-groups|tool\.(?:poetry|uv|pdm|ortdoctor))"
+                               r"\s*[\].]")
+_HEADER = re.compile(r"^\[\[?\s*[A-Za-z0-9_\"'-][^\]]*\]\]?\s*(?:#.*)?$")
+
+
+def _read_pyproject(text: str) -> dict[str, Any]:
+    lines = text.split("\n")
+    keep = True
+    out: list[str] = []
+    blanked = False
+    for line in lines:
+        if line.startswith("[") and _HEADER.match(line):
+            keep = _PYPROJECT_TABLES.match(line) is not None
+        out.append(line if keep else "")
+        blanked = blanked or not keep
+    if not blanked:
+        return read_toml(text)
+    try:
+        return read_toml("\n".join(out))
+    except TomlError:
+        # a line inside a multi-line string or array taken for a header: the whole file, as written
+        return read_toml(text)
 
 
 def _lock_subset(text: str, kind: str) -> str:
@@ -386,7 +456,7 @@ def _lock_subset(text: str, kind: str) -> str:
     blocks = [(a, b) for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
     names = []
     for a, b in blocks:
-        m = _BLOCK_NAME.search("\n".join(lines[a:min(b, a + 4)]))
+        m = next((m for m in map(_BLOCK_NAME.match, lines[a + 1:min(b, a + 4)]) if m is not None), None)
         names.append(canonicalize_name(m.group(1)) if m else "")
     if kind == "uv.lock":
         flavours = {n for n in names if n == "onnxruntime-gpu" or n in CPU_FLAVOURS or n in dependents()}
@@ -396,8 +466,7 @@ def _lock_subset(text: str, kind: str) -> str:
     for i in range(starts[0]):
         keep[i] = True
     for (a, b), name in zip(blocks, names, strict=True):
-        body = "\n".join(lines[a:b])
-        root = kind == "uv.lock" and re.search(r"^source = \{ *(editable|virtual|directory) *=", body, re.MULTILINE)
+        root = kind == "uv.lock" and any(_ROOT_SOURCE.match(line) for line in lines[a:b])
         if relevant(name) or root:
             inside = False
             skipped_table = False
@@ -415,7 +484,7 @@ def _lock_subset(text: str, kind: str) -> str:
                     inside = False
                 else:
                     keep[i] = not inside
-    return "\n".join(line if k else "" for line, k in zip(lines, keep, strict=True))
+    return "\n".join([line if k else "" for line, k in zip(lines, keep, strict=True)])
 
 
 def _constrained(pins: list[Pin], constraints: list[Pin]) -> list[Pin]:
@@ -507,6 +576,8 @@ def _table_pins(deps: Any, shown: str, reader: _Reader, path: Path, sources: dic
     if not isinstance(deps, dict):
         return pins, declared
     for name, value in deps.items():
+        if name != "python" and not names_relevant(name):
+            continue
         entries = value if isinstance(value, list) else [value]
         for entry in entries:
             if isinstance(entry, LocatedStr):
@@ -573,6 +644,8 @@ def _pyproject(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> 
     def pins_of(values: Any) -> list[Pin]:
         out: list[Pin] = []
         for v in _strings(values):
+            if not names_relevant(v):
+                continue
             pin = parse_pin(v, reader.where(path, shown, v))
             if pin is not None:
                 out.append(Pin(pin.name, pin.spec, pin.extras, pin.marker, pin.where, pin.requirement,
