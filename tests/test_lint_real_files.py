@@ -99,3 +99,17 @@ def test_the_fix_is_what_upstream_did_next(monkeypatch: pytest.MonkeyPatch) -> N
     lines = [line.split(" #", 1)[0].strip() for line in upstream.splitlines()]
     for line in finding.replacement.splitlines():
         assert line.strip() in lines
+
+
+def test_a_conda_pip_section_and_a_pylock_from_real_repositories(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The formats the other cases lack: a conda environment file whose `pip:` section installs
+    onnxruntime-gpu (bioimage-io), a PEP 751 pylock.toml (maia3: torch and its NVIDIA wheels, no onnxruntime;
+    read whole and healthy)."""
+    report = _run("bioimage-io__core-bioimage-io-python@d75806ce042f", monkeypatch)
+    (finding,) = report.findings  # type: ignore[attr-defined]
+    assert (finding.finding.id, finding.where.line) == ("lint-ort-unpinned", 48)
+    assert finding.where.text.strip() == "- onnxruntime-gpu"
+    report = _run("CSSLab__maia3@4885538e04fc", monkeypatch)
+    assert report.files == ("pylock.toml",)  # type: ignore[attr-defined]
+    assert report.stacks == 1  # type: ignore[attr-defined]
+    assert not report.findings  # type: ignore[attr-defined]
