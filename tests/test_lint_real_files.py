@@ -113,3 +113,18 @@ def test_a_conda_pip_section_and_a_pylock_from_real_repositories(monkeypatch: py
     assert report.files == ("pylock.toml",)  # type: ignore[attr-defined]
     assert report.stacks == 1  # type: ignore[attr-defined]
     assert not report.findings  # type: ignore[attr-defined]
+
+
+def test_step_audio_before_and_after_its_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step-Audio 2b04762 pinned onnxruntime-gpu==1.17.0 (CUDA 11 on PyPI) beside torch 2.3.1 (CUDA 12); after
+    issue #48 its next change (c7f4b33) added a Dockerfile that reinstalls 1.17.0 from the onnxruntime CUDA 12
+    feed. lint finds the pin in both requirements files and nothing in the image that repairs it."""
+    for case in ("stepfun-ai__Step-Audio@2b0476240873", "stepfun-ai__Step-Audio@c7f4b3334a21"):
+        (finding,) = _run(case, monkeypatch).findings  # type: ignore[attr-defined]
+        assert (finding.finding.id, finding.where.file, finding.where.line) == (
+            "lint-ort-cuda-mismatch", "requirements.txt", 7)
+        assert "onnxruntime-cuda-12" in (finding.replacement or "")
+    monkeypatch.chdir(DATA / "stepfun-ai__Step-Audio@c7f4b3334a21")
+    report = lint_paths(["Dockerfile"])
+    assert report.files == ("Dockerfile", "requirements.txt")
+    assert not report.findings
