@@ -117,16 +117,18 @@ def _python_ok(matrix: Matrix, version: str, python: str) -> bool:
     return release is None or not release.python or python in release.python
 
 
-# a monorepo asks the same few questions hundreds of times: (matrix, question) -> answer
-_ANSWERS: dict[tuple[object, ...], str | None] = {}
+# a monorepo asks the same few questions hundreds of times: (id(matrix), question) -> (matrix, answer);
+# the matrix is kept and compared, so a new matrix at a freed one's address is never answered for it
+_ANSWERS: dict[tuple[object, ...], tuple[Matrix, str | None]] = {}
 
 
-def _remembered(key: tuple[object, ...], compute: Callable[[], str | None]) -> str | None:
-    if key not in _ANSWERS:
+def _remembered(matrix: Matrix, key: tuple[object, ...], compute: Callable[[], str | None]) -> str | None:
+    hit = _ANSWERS.get(key)
+    if hit is None or hit[0] is not matrix:
         if len(_ANSWERS) > 4096:
             _ANSWERS.clear()
-        _ANSWERS[key] = compute()
-    return _ANSWERS[key]
+        hit = _ANSWERS[key] = (matrix, compute())
+    return hit[1]
 
 
 def _pick(matrix: Matrix, *, cuda: int | None = None, cudnn: int | None = None, python: str | None = None,
@@ -136,7 +138,7 @@ def _pick(matrix: Matrix, *, cuda: int | None = None, cudnn: int | None = None, 
     ``pythons``: a wheel for each of them; ``within``: one of these versions."""
     among = frozenset(within) if within is not None else None
     key = ("pick", id(matrix), cuda, cudnn, python, driver, tuple(gpus), tuple(pythons), among)
-    return _remembered(key, lambda: _pick_now(matrix, cuda, cudnn, python, driver, gpus, pythons, among))
+    return _remembered(matrix, key, lambda: _pick_now(matrix, cuda, cudnn, python, driver, gpus, pythons, among))
 
 
 def _pick_now(matrix: Matrix, cuda: int | None, cudnn: int | None, python: str | None, driver: str | None,
@@ -171,7 +173,7 @@ def _span(matrix: Matrix, pin: Pin, *, cuda: int | None = None, cudnn: int | Non
           within: Sequence[str] | None = None) -> str | None:
     among = frozenset(within) if within is not None else None
     key = ("span", id(matrix), pin.extras, cuda, cudnn, driver, tuple(gpus), tuple(pythons), among)
-    return _remembered(key, lambda: _span_now(matrix, pin.extras, cuda, cudnn, driver, gpus, pythons, among))
+    return _remembered(matrix, key, lambda: _span_now(matrix, pin.extras, cuda, cudnn, driver, gpus, pythons, among))
 
 
 def _span_now(matrix: Matrix, extras: tuple[str, ...], cuda: int | None, cudnn: int | None, driver: str | None,
@@ -212,7 +214,8 @@ def _span_now(matrix: Matrix, extras: tuple[str, ...], cuda: int | None, cudnn: 
             upper = f"{nums[0]}.{nums[1] + 1}" if len(nums) > 1 else str(nums[0] + 1)
         else:
             upper = stop.line
-        excluded = [v for v, _ in run if _vkey(v) > _vkey(good[0][0]) and (v, _) not in good]
+        fine = {v for v, _ in good}
+        excluded = [v for v, _ in run if _vkey(v) > _vkey(good[0][0]) and v not in fine]
         return f">={good[0][0]},<{upper}" + "".join(f",!={v}" for v in excluded)
     return None
 
