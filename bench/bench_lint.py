@@ -7,7 +7,10 @@ READMEs) as a repository has them. Each run is a fresh interpreter running ``pyt
 --json DIR`` (start-up, imports, the matrix and every file read), timed from outside; the in-process time
 of ``lint_paths`` alone is reported too.
 
-Usage: python bench/bench_lint.py [--files 1000] [--runs 5] [--keep DIR]
+``--plain`` builds the other kind of monorepo, the common one: services whose requirement files and
+pyproject.toml name no onnxruntime, torch or NVIDIA package (lint reads each and skips its parse).
+
+Usage: python bench/bench_lint.py [--files 1000] [--runs 5] [--keep DIR] [--plain]
 """
 
 from __future__ import annotations
@@ -48,15 +51,30 @@ def build(target: Path, files: int) -> int:
     return count
 
 
+def build_plain(target: Path, files: int) -> int:
+    """Services whose files name no package a rule reads: a requirements file and a pyproject.toml each."""
+    for n in range(files // 2):
+        service = target / f"services/svc{n:04d}"
+        service.mkdir(parents=True, exist_ok=True)
+        (service / "requirements.txt").write_text("requests==2.31.0\nnumpy>=1.26\nfastapi\n"
+                                                  "uvicorn[standard]==0.30.1\npydantic>=2\n", encoding="utf-8")
+        (service / "pyproject.toml").write_text(
+            f'[project]\nname = "svc{n}"\nversion = "1"\nrequires-python = ">=3.10"\n'
+            'dependencies = ["requests", "numpy"]\n\n[tool.ruff]\nline-length = 100\n', encoding="utf-8")
+        (service / "main.py").write_text("print('hello')\n", encoding="utf-8")
+    return files // 2 * 2
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", type=Path, help="build the monorepo here and keep it")
+    ap.add_argument("--plain", action="store_true", help="files that name no package a rule reads")
     args = ap.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="ortdoctor-lint-bench-"))
     try:
-        count = build(work, args.files)
+        count = (build_plain if args.plain else build)(work, args.files)
         walls: list[float] = []
         cpus: list[float] = []
         report: dict[str, object] = {}

@@ -99,3 +99,32 @@ def test_the_fix_is_what_upstream_did_next(monkeypatch: pytest.MonkeyPatch) -> N
     lines = [line.split(" #", 1)[0].strip() for line in upstream.splitlines()]
     for line in finding.replacement.splitlines():
         assert line.strip() in lines
+
+
+def test_a_conda_pip_section_and_a_pylock_from_real_repositories(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The formats the other cases lack: a conda environment file whose `pip:` section installs
+    onnxruntime-gpu (bioimage-io), a PEP 751 pylock.toml (maia3: torch and its NVIDIA wheels, no onnxruntime;
+    read whole and healthy)."""
+    report = _run("bioimage-io__core-bioimage-io-python@d75806ce042f", monkeypatch)
+    (finding,) = report.findings  # type: ignore[attr-defined]
+    assert (finding.finding.id, finding.where.line) == ("lint-ort-unpinned", 48)
+    assert finding.where.text.strip() == "- onnxruntime-gpu"
+    report = _run("CSSLab__maia3@4885538e04fc", monkeypatch)
+    assert report.files == ("pylock.toml",)  # type: ignore[attr-defined]
+    assert report.stacks == 1  # type: ignore[attr-defined]
+    assert not report.findings  # type: ignore[attr-defined]
+
+
+def test_step_audio_before_and_after_its_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step-Audio 2b04762 pinned onnxruntime-gpu==1.17.0 (CUDA 11 on PyPI) beside torch 2.3.1 (CUDA 12); after
+    issue #48 its next change (c7f4b33) added a Dockerfile that reinstalls 1.17.0 from the onnxruntime CUDA 12
+    feed. lint finds the pin in both requirements files and nothing in the image that repairs it."""
+    for case in ("stepfun-ai__Step-Audio@2b0476240873", "stepfun-ai__Step-Audio@c7f4b3334a21"):
+        (finding,) = _run(case, monkeypatch).findings  # type: ignore[attr-defined]
+        assert (finding.finding.id, finding.where.file, finding.where.line) == (
+            "lint-ort-cuda-mismatch", "requirements.txt", 7)
+        assert "onnxruntime-cuda-12" in (finding.replacement or "")
+    monkeypatch.chdir(DATA / "stepfun-ai__Step-Audio@c7f4b3334a21")
+    report = lint_paths(["Dockerfile"])
+    assert report.files == ("Dockerfile", "requirements.txt")
+    assert not report.findings

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ortdoctor.cli.main import main
 from ortdoctor.doctor.lint import lint_paths
@@ -15,6 +17,7 @@ from ortdoctor.formats.dockerfile import read_dockerfile
 from ortdoctor.formats.requirements_txt import read_requirements
 from ortdoctor.formats.toml_lines import TomlError, read_toml
 from ortdoctor.report.lint import to_github, to_sarif
+from tests.fuzz.bounds import FUZZ, within
 
 
 def _ids(tmp_path: Path, files: dict[str, str], **kw: object) -> list[tuple[str, str, int]]:
@@ -183,3 +186,164 @@ def test_renderers_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as e:
         main(["lint", "--strict", str(tmp_path / "requirements.txt")])
     assert e.value.code == 1
+
+
+def _fixes(tmp_path: Path, files: dict[str, str]) -> dict[tuple[str, int], str | None]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    report = lint_paths([str(tmp_path)])
+    assert not report.errors
+    return {(f.finding.id, f.where.line): f.replacement for f in report.findings}
+
+
+def _specifier(replacement: str) -> str:
+    return replacement.split("onnxruntime-gpu[cuda,cudnn]", 1)[1].split('"', 1)[0]
+
+
+def _installable_on_every_python(spec: str, pythons: list[str]) -> bool:
+    """Some release the specifier admits, of one CUDA major, has a wheel for each Python (the package table)."""
+    from packaging.specifiers import SpecifierSet
+
+    from ortdoctor.decide.matrix.load import load_matrix
+    matrix = load_matrix()
+    admitted = [r for v in matrix.versions_of("onnxruntime-gpu") if SpecifierSet(spec).contains(v)
+                for m in [matrix.release_for(v)] if m is not None and m.exact for r in [m.release] if r.pypi]
+    return len({r.cuda_major for r in admitted}) == 1 and all(any(p in r.python for r in admitted) for p in pythons)
+
+
+LIBRARY = """[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "lib"
+version = "1"
+requires-python = ">=3.10"
+
+[project.optional-dependencies]
+gpu = ["onnxruntime-gpu[cuda,cudnn]"]
+
+[dependency-groups]
+dev = ["onnxruntime-gpu[cuda,cudnn]"]
+"""
+
+
+def test_a_library_extra_gets_a_range_installable_on_every_declared_python(tmp_path: Path) -> None:
+    """A package's optional extra (this repository's own `gpu`) is resolved by its users' installers: the fix
+    is a range of one CUDA major that has wheels for every Python requires-python admits (3.10 has none
+    after 1.23, 3.14 none before 1.24), not the one release the lowest Python gets."""
+    fixes = _fixes(tmp_path, {"pyproject.toml": LIBRARY})
+    extra = fixes[("lint-ort-unpinned", 11)]
+    assert extra is not None
+    assert extra.startswith('gpu = ["onnxruntime-gpu[cuda,cudnn]>=')
+    assert _installable_on_every_python(_specifier(extra), ["3.10", "3.11", "3.12", "3.13", "3.14"])
+    # the development group is the project's own environment: one release, on every Python it admits,
+    # or the range where no one release covers them all
+    dev = fixes[("lint-ort-unpinned", 14)]
+    assert dev is not None
+    assert _installable_on_every_python(_specifier(dev), ["3.10", "3.11", "3.12", "3.13", "3.14"])
+
+
+def test_an_application_pins_one_release_every_declared_python_installs(tmp_path: Path) -> None:
+    app = ('[project]\nname = "app"\nversion = "1"\nrequires-python = ">=3.11,<3.14"\n'
+           'dependencies = ["onnxruntime-gpu[cuda,cudnn]>=1.20", "torch==2.5.1"]\n')
+    fixes = _fixes(tmp_path, {"pyproject.toml": app})
+    line = fixes[("lint-ort-unpinned", 5)]
+    assert line is not None
+    spec = _specifier(line)
+    assert spec.startswith("==")
+    assert _installable_on_every_python(spec, ["3.11", "3.12", "3.13"])
+    # the same requirements in a package: a range, the torch pin's CUDA 12
+    lib = '[build-system]\nrequires = ["hatchling"]\n' + app.replace('"app"', '"lib"')
+    line = _fixes(tmp_path, {"pyproject.toml": lib})[("lint-ort-unpinned", 7)]
+    assert line is not None
+    assert _specifier(line) == ">=1.21.0,<1.27"
+
+
+WORKFLOW = """name: ci
+on:
+  push:
+    branches: [main]   # a comment
+jobs:
+  gpu-tests:
+    runs-on: ${{ matrix.runner }}
+    strategy:
+      matrix:
+        runner: [ubuntu-latest, "gpu-t4-4-core"]
+        python: ["3.10",
+                 "3.12"]
+        include:
+          - runner: self-hosted
+            gpu: sm_35
+    steps:
+      - uses: actions/checkout@v4
+      - name: a script is text, not keys
+        run: |
+          echo "runs-on: [a100]"
+          - gpu: sm_50
+      - uses: ortdoctor/ortdoctor@v0.1.0
+        with:
+          gpus: "8.6"
+          min-driver: 525.60.13
+  lint:
+    runs-on: [self-hosted, linux, A100]
+    steps:
+    - run: >-
+        ortdoctor lint
+"""
+
+
+def test_workflow_reader_lines_matrix_and_action_inputs() -> None:
+    from ortdoctor.formats.github_workflow import read_workflow
+    jobs = {j.name: j for j in read_workflow(WORKFLOW)}
+    gpu = jobs["gpu-tests"]
+    assert [(label, label.line) for label in gpu.runs_on] == [("ubuntu-latest", 10), ("gpu-t4-4-core", 10),
+                                                             ("self-hosted", 14)]
+    assert dict(gpu.matrix)["gpu"] == ("sm_35",)
+    assert dict(gpu.matrix)["gpu"][0].line == 15
+    assert [(k, v, v.line) for k, v in gpu.ortdoctor_inputs] == [("gpus", "8.6", 24), ("min-driver", "525.60.13", 25)]
+    assert [(label, label.line) for label in jobs["lint"].runs_on] == [("self-hosted", 27), ("linux", 27),
+                                                                      ("A100", 27)]
+
+
+def test_gpus_and_driver_floor_from_a_github_workflow(tmp_path: Path) -> None:
+    """The machines a workflow declares hold for every file linted with it: the T4 of a runner label, the
+    matrix's sm_35 (no release has kernels for it), the Action's driver floor (CUDA 12's 525.60.13: a CUDA
+    13 pin needs 580)."""
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    got = _ids(tmp_path, {".github/workflows/ci.yml": WORKFLOW, "requirements.txt": "onnxruntime-gpu==1.31.1\n"})
+    assert got == [("lint-cuda-needs-newer-driver", "requirements.txt", 1),
+                   ("lint-gpu-arch-unsupported", "requirements.txt", 1)]
+    report = lint_paths([str(tmp_path)])
+    related = {(f.finding.id, f.related[0].file.rsplit("/", 3)[-1], f.related[0].line) for f in report.findings}
+    assert related == {("lint-cuda-needs-newer-driver", "ci.yml", 25), ("lint-gpu-arch-unsupported", "ci.yml", 15)}
+    # --min-driver replaces the workflow's floor
+    assert _ids(tmp_path, {}, min_driver="580.65.06") == [("lint-gpu-arch-unsupported", "requirements.txt", 1)]
+
+
+_WORKFLOW_PARTS = ["jobs:", "  a:", "    runs-on: [", "    runs-on: ${{ matrix.r }}", "    strategy:",
+                   "      matrix:", "        r: [x, 'y', {k: [", "        include:", "          - r: a100",
+                   "    steps:", "      - uses: o/ortdoctor@v1", "        with:", "          gpus: '8.6 sm_9'",
+                   "      - run: |", "- ", "-", "  - - [", "key: {a: b, c", "\t", "'", '"', "#", ": :", "]", "}"]
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(_WORKFLOW_PARTS) | st.text(max_size=12), max_size=40))
+def test_workflow_reader_never_raises(parts: list[str]) -> None:
+    from ortdoctor.formats.github_workflow import read_workflow
+    with within():
+        for job in read_workflow("\n".join(parts)):
+            assert all(isinstance(label.line, int) for label in job.runs_on)
+
+
+def test_a_file_that_names_no_package_a_rule_reads_is_read_not_parsed(tmp_path: Path) -> None:
+    """Most files of a monorepo name no onnxruntime, torch or NVIDIA package: they are listed as read and
+    skip the parse, but an include (`-r`) or `[tool.ortdoctor]` still counts."""
+    got = _ids(tmp_path, {"requirements.txt": "requests==2.31.0\n-r gpu/requirements-gpu.txt\n",
+                          "gpu/requirements-gpu.txt": "onnxruntime\nonnxruntime-gpu==1.20.2\n",
+                          "svc/requirements.txt": "numpy>=1.26\n",
+                          "pyproject.toml": '[project]\nname = "x"\n[tool.ortdoctor]\nmin-driver = "470.57.02"\n'})
+    assert ("lint-ort-cpu-and-gpu", "requirements-gpu.txt", 1) in got
+    assert ("lint-cuda-needs-newer-driver", "requirements-gpu.txt", 2) in got
+    report = lint_paths([str(tmp_path)])
+    assert len(report.files) == 4

@@ -37,12 +37,14 @@ __all__ = [
     "Pin",
     "Stack",
     "Where",
+    "admitted_pythons",
     "applies",
     "exact_version",
     "feed_major",
     "image_majors",
     "lowest_python",
     "matching_versions",
+    "names_relevant",
     "ort_builds",
     "parse_pin",
     "release_match",
@@ -90,6 +92,7 @@ class Declared:
     origin: str  # "the base image nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04", "requires-python"
     where: Where
     exact: bool = True  # python: the version itself (an image), not a lower bound (requires-python)
+    admits: tuple[str, ...] = ()  # python, not exact: every minor of PYTHONS the declaration admits
 
 
 @record
@@ -99,6 +102,9 @@ class Stack:
     feeds: tuple[tuple[str, str, Where], ...] = ()  # (kind, url, where): "index-url", "extra-index-url"
     declared: tuple[Declared, ...] = ()
     locked: bool = False  # a lock file: the versions are what gets installed
+    # a distributable package's own requirements (a pyproject with a build system: its dependencies and
+    # extras): what its users' installers resolve beside their own pins, so a fix is a range, not one version
+    library: bool = False
 
 
 @record
@@ -119,6 +125,13 @@ def relevant(name: str) -> bool:
     NVIDIA wheels and the packages whose metadata requires onnxruntime."""
     return (name == GPU_PACKAGE or name in CPU_FLAVOURS or name == "torch" or name.startswith("nvidia-")
             or name in dependents())
+
+
+def names_relevant(text: str) -> bool:
+    """Whether a requirement string names a package a rule reads: the check before building its place and
+    parsing it (most requirements of a file are not)."""
+    m = _NAME.match(text)
+    return m is not None and relevant(canonicalize_name(m.group(1)))
 
 
 @lru_cache(maxsize=16384)
@@ -242,6 +255,14 @@ def lowest_python(spec: str) -> str | None:
     if ss is None:
         return None
     return next((p for p in PYTHONS if ss.contains(p + ".0") or ss.contains(p + ".99")), None)
+
+
+def admitted_pythons(spec: str) -> tuple[str, ...]:
+    """Every CPython minor of :data:`PYTHONS` a requires-python specifier admits."""
+    ss = _spec(spec)
+    if ss is None:
+        return ()
+    return tuple(p for p in PYTHONS if ss.contains(p + ".0") or ss.contains(p + ".99"))
 
 
 # -- feeds ----------------------------------------------------------------------------------------

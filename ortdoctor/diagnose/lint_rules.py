@@ -18,7 +18,8 @@ What each rule compares (one stack at a time, so a CPU requirements file beside 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 from ortdoctor.core.catalog import make
 from ortdoctor.core.facts import Finding
@@ -72,8 +73,21 @@ def _at(where: Where) -> str:
     return f"{where.file}:{where.line}" if where.line else "the command line"
 
 
+@lru_cache(maxsize=4096)
 def _vkey(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", v)[:4])
+
+
+_ORDERED: dict[int, tuple[Matrix, tuple[str, ...]]] = {}
+
+
+def _oldest_first(matrix: Matrix) -> tuple[str, ...]:
+    """The matrix's onnxruntime-gpu versions, oldest first: sorted once per matrix, not per fix (a monorepo
+    asks for hundreds)."""
+    hit = _ORDERED.get(id(matrix))
+    if hit is None or hit[0] is not matrix:
+        hit = _ORDERED[id(matrix)] = (matrix, tuple(sorted(matrix.versions_of(GPU_PACKAGE), key=_vkey)))
+    return hit[1]
 
 
 def _match(matrix: Matrix, version: str) -> ReleaseMatch | None:
@@ -103,28 +117,143 @@ def _python_ok(matrix: Matrix, version: str, python: str) -> bool:
     return release is None or not release.python or python in release.python
 
 
+# a monorepo asks the same few questions hundreds of times: (id(matrix), question) -> (matrix, answer);
+# the matrix is kept and compared, so a new matrix at a freed one's address is never answered for it
+_ANSWERS: dict[tuple[object, ...], tuple[Matrix, str | None]] = {}
+
+
+def _remembered(matrix: Matrix, key: tuple[object, ...], compute: Callable[[], str | None]) -> str | None:
+    hit = _ANSWERS.get(key)
+    if hit is None or hit[0] is not matrix:
+        if len(_ANSWERS) > 4096:
+            _ANSWERS.clear()
+        hit = _ANSWERS[key] = (matrix, compute())
+    return hit[1]
+
+
 def _pick(matrix: Matrix, *, cuda: int | None = None, cudnn: int | None = None, python: str | None = None,
-          driver: str | None = None, gpus: Sequence[tuple[int, int]] = ()) -> str | None:
-    """The newest onnxruntime-gpu on PyPI (not known to be bad) whose wheel fits every given constraint."""
-    for v in sorted(matrix.versions_of(GPU_PACKAGE), key=_vkey, reverse=True):
+          driver: str | None = None, gpus: Sequence[tuple[int, int]] = (), pythons: Sequence[str] = (),
+          within: Sequence[str] | None = None) -> str | None:
+    """The newest onnxruntime-gpu on PyPI (not known to be bad) whose wheel fits every given constraint:
+    ``pythons``: a wheel for each of them; ``within``: one of these versions."""
+    among = frozenset(within) if within is not None else None
+    key = ("pick", id(matrix), cuda, cudnn, python, driver, tuple(gpus), tuple(pythons), among)
+    return _remembered(matrix, key, lambda: _pick_now(matrix, cuda, cudnn, python, driver, gpus, pythons, among))
+
+
+def _pick_now(matrix: Matrix, cuda: int | None, cudnn: int | None, python: str | None, driver: str | None,
+              gpus: Sequence[tuple[int, int]], pythons: Sequence[str], within: frozenset[str] | None) -> str | None:
+    for v in reversed(_oldest_first(matrix)):
         match = _match(matrix, v)
-        if match is None or not match.exact:
+        if match is None or not match.exact or (within is not None and v not in within):
             continue
         r = match.release
         if not r.pypi or _bad_here(r, v, gpus):
             continue
-        if cuda is not None and r.cuda_major != cuda:
-            continue
-        if cudnn is not None and r.cudnn_major != cudnn:
-            continue
         if python and r.python and python not in r.python:
             continue
-        if driver is not None and not _driver_ok(matrix, r.cuda_major, driver):
+        if pythons and r.python and not set(pythons) <= set(r.python):
             continue
-        if gpus and not all(_runs(r, cc) for cc in gpus):
-            continue
-        return v
+        if _fits(matrix, r, cuda=cuda, cudnn=cudnn, driver=driver, gpus=gpus):
+            return v
     return None
+
+
+def _fits(matrix: Matrix, r: Release, *, cuda: int | None, cudnn: int | None, driver: str | None,
+          gpus: Sequence[tuple[int, int]], extras: Sequence[str] = ()) -> bool:
+    """Whether a release's PyPI wheel meets the CUDA/cuDNN majors, the driver floor, the GPUs and has the
+    extras asked for."""
+    return ((cuda is None or r.cuda_major == cuda) and (cudnn is None or r.cudnn_major == cudnn)
+            and (driver is None or _driver_ok(matrix, r.cuda_major, driver))
+            and all(_runs(r, cc) for cc in gpus) and all(e in r.extras for e in extras))
+
+
+def _span(matrix: Matrix, pin: Pin, *, cuda: int | None = None, cudnn: int | None = None,
+          driver: str | None = None, gpus: Sequence[tuple[int, int]] = (), pythons: Sequence[str] = (),
+          within: Sequence[str] | None = None) -> str | None:
+    among = frozenset(within) if within is not None else None
+    key = ("span", id(matrix), pin.extras, cuda, cudnn, driver, tuple(gpus), tuple(pythons), among)
+    return _remembered(matrix, key, lambda: _span_now(matrix, pin.extras, cuda, cudnn, driver, gpus, pythons, among))
+
+
+def _span_now(matrix: Matrix, extras: tuple[str, ...], cuda: int | None, cudnn: int | None, driver: str | None,
+              gpus: Sequence[tuple[int, int]], pythons: Sequence[str], within: frozenset[str] | None) -> str | None:
+    """A version range of onnxruntime-gpu that stays on one CUDA and cuDNN major: every PyPI release in it
+    meets the constraints, and together they have a wheel for each of ``pythons``. The newest such run of
+    releases, as ``>=FIRST,<NEXT`` where NEXT is the release line that leaves the run (another major, a
+    driver or GPU it does not meet); for the newest run, the line after today's newest (the next release's
+    CUDA is not known yet). A known-bad release inside is excluded with ``!=``. None when no run covers
+    every Python."""
+    rows: list[tuple[str, Release, bool]] = []
+    for v in _oldest_first(matrix):
+        match = _match(matrix, v)
+        if match is None or not match.exact or not match.release.pypi:
+            continue
+        r = match.release
+        ok = (within is None or v in within) and _fits(matrix, r, cuda=cuda, cudnn=cudnn, driver=driver,
+                                                         gpus=gpus, extras=extras)
+        rows.append((v, r, ok))
+    runs: list[tuple[list[tuple[str, Release]], Release | None]] = []
+    current: list[tuple[str, Release]] = []
+    for v, r, ok in rows:
+        last = current[-1][1] if current else None
+        if last is not None and (not ok or (r.cuda_major, r.cudnn_major) != (last.cuda_major, last.cudnn_major)):
+            runs.append((current, r))
+            current = []
+        if ok:
+            current.append((v, r))
+    if current:
+        runs.append((current, None))
+    for run, stop in reversed(runs):
+        good = [(v, r) for v, r in run if not _bad_here(r, v, gpus)]
+        covered = {p for _, r in good for p in r.python}
+        if not good or (pythons and any(r.python for _, r in good) and not set(pythons) <= covered):
+            continue
+        if stop is None:
+            nums = _vkey(run[-1][1].line)
+            upper = f"{nums[0]}.{nums[1] + 1}" if len(nums) > 1 else str(nums[0] + 1)
+        else:
+            upper = stop.line
+        fine = {v for v, _ in good}
+        excluded = [v for v, _ in run if _vkey(v) > _vkey(good[0][0]) and v not in fine]
+        return f">={good[0][0]},<{upper}" + "".join(f",!={v}" for v in excluded)
+    return None
+
+
+def _fix_pythons(matrix: Matrix, stack: Stack, pin: Pin) -> tuple[str, ...]:
+    """Every Python a fix must install on: the one the stack names exactly, else each minor its
+    requires-python (or Poetry's ``python``) admits that onnxruntime-gpu has ever had a wheel for, and the
+    pin's marker admits; () where nothing is declared."""
+    exact = {d.value for d in _pythons(stack) if d.exact}
+    if exact:
+        return tuple(sorted(exact, key=_vkey))
+    ranges = [set(d.admits) for d in stack.declared if d.kind == "python" and not d.exact and d.admits]
+    if not ranges:
+        return ()
+    known = {p for r in matrix.releases if r.pypi for p in r.python}
+    return tuple(p for p in PYTHONS if all(p in r for r in ranges) and p in known and applies(pin, p))
+
+
+def _target(matrix: Matrix, stack: Stack, pin: Pin, *, cuda: int | None = None, cudnn: int | None = None,
+            python: str | None = None, driver: str | None = None, gpus: Sequence[tuple[int, int]] = (),
+            within: Sequence[str] | None = None) -> str | None:
+    """The requirement's new version specifier. An application pins one release (``==X``) that installs on
+    every Python it declares; a library's requirement (and an application whose Pythons no one release
+    covers) gets a range of one CUDA major (:func:`_span`): a package's users resolve it beside their own
+    pins, and an exact pin there would fight theirs. Falls back to the newest release for ``python``."""
+    pythons = _fix_pythons(matrix, stack, pin)
+    if not stack.library:
+        v = _pick(matrix, cuda=cuda, cudnn=cudnn, python=python, driver=driver, gpus=gpus, pythons=pythons,
+                  within=within)
+        if v is not None:
+            return "==" + v
+    for wanted in (pythons, (python,) if python else ()):
+        span = _span(matrix, pin, cuda=cuda, cudnn=cudnn, driver=driver, gpus=gpus, pythons=wanted,
+                     within=within)
+        if span is not None:
+            return span
+    v = _pick(matrix, cuda=cuda, cudnn=cudnn, python=python, driver=driver, gpus=gpus, within=within)
+    return "==" + v if v is not None else None
 
 
 def _bad_here(release: Release, version: str, gpus: Sequence[tuple[int, int]]) -> bool:
@@ -155,7 +284,7 @@ def _pick_feed(matrix: Matrix, cuda: int, cudnn: int, python: str | None) -> tup
 
 def _feed_fix(pin: Pin, version: str, url: str, matrix: Matrix, what: str) -> tuple[str, str | None]:
     """The fix that takes a feed's build: in a requirements file the feed line goes above the pin."""
-    fix, line = _pin_fix(pin, version, matrix, "")
+    fix, line = _pin_fix(pin, "==" + version, matrix, "")
     why = f"no PyPI wheel is built for {what}; the onnxruntime feed has {version}"
     if line is not None and not pin.where.file.endswith((".toml", ".lock")) and pin.where.text.strip() == pin.requirement:
         return f"{fix}  ({why}: the line `--extra-index-url {url}` goes above it)", f"--extra-index-url {url}\n{line}"
@@ -174,11 +303,13 @@ def _runs(release: Release, cc: tuple[int, int]) -> bool:
     return coverage(cc, k.archs, ptx_isa=k.ptx_isa, isolated=k.isolated).runs
 
 
-def _new_requirement(pin: Pin, version: str, matrix: Matrix) -> str:
-    release = _release(matrix, version)
+def _new_requirement(pin: Pin, spec: str, matrix: Matrix) -> str:
+    """``onnxruntime-gpu[extras]SPEC; marker``: the pin's extras that the (lowest) release named has."""
+    m = re.search(r"[\d][\w.]*", spec)
+    release = _release(matrix, m.group(0)) if m else None
     extras = [e for e in pin.extras if release is not None and e in release.extras]
     head = GPU_PACKAGE + (f"[{','.join(extras)}]" if extras else "")
-    return f"{head}=={version}" + (f"; {pin.marker}" if pin.marker else "")
+    return f"{head}{spec}" + (f"; {pin.marker}" if pin.marker else "")
 
 
 def _replace(pin: Pin, new_requirement: str) -> str | None:
@@ -190,8 +321,8 @@ def _replace(pin: Pin, new_requirement: str) -> str | None:
         if m:
             return text[:m.start()] + new_requirement + text[m.end():]
     # `name = "spec"` / `name = {version = "spec", ...}` (Poetry, PDM tables): replace the spec string
-    spec = new_requirement.split(";")[0]
-    spec = spec[spec.index("=="):] if "==" in spec else ""
+    head = re.match(r"[A-Za-z0-9_.-]+(?:\[[^\]]*\])?\s*([^;]*)", new_requirement)
+    spec = head.group(1).strip() if head else ""
     m = re.match(r"""(\s*["']?[A-Za-z0-9_.-]+["']?\s*=\s*)(["'])[^"']*\2(.*)$""", text)
     if m and spec:
         return f"{m.group(1)}{m.group(2)}{spec}{m.group(2)}{m.group(3)}"
@@ -235,17 +366,23 @@ def _is_lock(file: str) -> bool:
     return name in ("uv.lock", "poetry.lock") or (name.startswith("pylock.") and name.endswith(".toml"))
 
 
-def _pin_fix(pin: Pin, version: str | None, matrix: Matrix, why: str) -> tuple[str, str | None]:
-    """(fix text, replacement line) pinning ``version``."""
-    if version is None:
+def _pin_fix(pin: Pin, spec: str | None, matrix: Matrix, why: str,
+             stack: Stack | None = None) -> tuple[str, str | None]:
+    """(fix text, replacement line) giving the requirement the version specifier ``spec`` (``==X`` or a
+    range from :func:`_target`)."""
+    if spec is None:
         return why, None
+    if not spec.startswith("==") and stack is not None:
+        why = (f"{why}; " if why else "") + (
+            "a range of one CUDA major: the package's users resolve it beside their own pins" if stack.library
+            else "a range of one CUDA major: no one release has wheels for every Python the file admits")
     if _is_lock(pin.where.file):
         # a lock file is written by its tool: the pin goes where the project declares its requirements
-        text = f"pin {GPU_PACKAGE}=={version} in the project's requirements and lock again"
+        text = f"pin {GPU_PACKAGE}{spec} in the project's requirements and lock again"
         return (f"{text}  ({why})" if why else text), None
-    new = _new_requirement(pin, version, matrix)
+    new = _new_requirement(pin, spec, matrix)
     if pin.via is not None:
-        new = f"{GPU_PACKAGE}=={version}"
+        new = f"{GPU_PACKAGE}{spec}"
         line = _add_after(pin, new)
         text = f"{_at(pin.where)}: pin {new} beside `{pin.via}`, which requires onnxruntime-gpu{pin.spec}"
         return (f"{text}  ({why})" if why else text), line
@@ -417,6 +554,11 @@ def _unpinned(stack: Stack, matrix: Matrix, pin: Pin, admitted: list[str], sourc
               python: str | None) -> list[LintFinding]:
     if stack.locked or exact_version(pin.spec) is not None:
         return []
+    # over every Python the file admits (a library's users run any of them), else the one it runs
+    pythons = _fix_pythons(matrix, stack, pin)
+    every = matching_versions(matrix, GPU_PACKAGE, pin.spec)
+    if len(pythons) > 1:
+        admitted = [v for v in every if any(_python_ok(matrix, v, p) for p in pythons)] or admitted
     majors = sorted({r.cuda_major for r in (_release(matrix, v) for v in admitted) if r is not None and r.pypi})
     upper = re.search(r"<|~=|==", pin.spec)
     if len(majors) < 2 and (upper or not majors):
@@ -424,11 +566,17 @@ def _unpinned(stack: Stack, matrix: Matrix, pin: Pin, admitted: list[str], sourc
     if len(majors) < 2 and not upper:
         return []  # one major up to now; the matrix cannot say when the next one comes
     want = next((s.cuda for s in sources if s.cuda is not None), None)
-    version = _pick(matrix, cuda=want, python=python) if want is not None else admitted[-1]
+    # the releases the requirement admits, where one fits (the fix keeps its lower bound)
+    within = every if _pick(matrix, cuda=want, within=every) else None
+    spec = _target(matrix, stack, pin, cuda=want, python=python, within=within)
     detail = (f"{_label(pin)} admits releases built for CUDA "
               f"{', '.join(str(m) for m in majors)}; today it installs {admitted[-1]}")
-    why = f"the newest CUDA {want} release" if want is not None else "today's release, pinned"
-    fix, line = _pin_fix(pin, version, matrix, why)
+    if spec is not None and not spec.startswith("=="):
+        first = _release(matrix, spec[2:].split(",")[0])
+        why = f"the CUDA {first.cuda_major} releases" if first is not None else ""
+    else:
+        why = f"the newest CUDA {want} release" if want is not None else "today's release, pinned"
+    fix, line = _pin_fix(pin, spec, matrix, why, stack)
     return [LintFinding(make("lint-ort-unpinned", detail, fix), pin.where, line, (), stack.name)]
 
 
@@ -459,16 +607,16 @@ def _cuda(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[Ort
         detail = (f"{_label(pin)} {installs}, built for CUDA {'/'.join(map(str, cudas))}; "
                   f"{' and '.join(x.what for x in group)} {'bring' if len(group) > 1 else 'brings'} CUDA {major}")
         want_cudnn = next((x.cudnn for x in sources if x.cudnn is not None and x.cuda in (None, major)), None)
-        target = _pick(matrix, cuda=major, cudnn=want_cudnn, python=python)
+        target = _target(matrix, stack, pin, cuda=major, cudnn=want_cudnn, python=python)
         feed = None if target is not None or want_cudnn is None else _pick_feed(matrix, major, want_cudnn, python)
         if feed is not None:
             fix, line = _feed_fix(pin, feed[0], feed[1], matrix, f"CUDA {major} and cuDNN {want_cudnn}")
         else:
-            target = target or _pick(matrix, cuda=major, python=python)
+            target = target or _target(matrix, stack, pin, cuda=major, python=python)
             fix, line = _pin_fix(pin, target, matrix, f"the newest release built for CUDA {major}" if target else
                                  f"no onnxruntime-gpu release on PyPI is built for CUDA {major}"
                                  + (f" with wheels for Python {python}" if python else "")
-                                 + f": move the stack to CUDA {'/'.join(map(str, cudas))}")
+                                 + f": move the stack to CUDA {'/'.join(map(str, cudas))}", stack)
         out.append(LintFinding(make("lint-ort-cuda-mismatch", detail, fix), pin.where, line,
                                tuple(x.where for x in group), stack.name))
     for major, group in cudnn_bad.items():
@@ -476,14 +624,14 @@ def _cuda(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[Ort
                   f"{' and '.join(x.what for x in group)} {'bring' if len(group) > 1 else 'brings'} cuDNN {major}")
         stack_cuda = next((x.cuda for x in sources if x.cuda is not None), None)
         want_cuda = stack_cuda if stack_cuda is not None else cudas[0]
-        target = _pick(matrix, cuda=want_cuda, cudnn=major, python=python)
+        target = _target(matrix, stack, pin, cuda=want_cuda, cudnn=major, python=python)
         feed = None if target is not None else _pick_feed(matrix, want_cuda, major, python)
         if feed is not None:
             fix, line = _feed_fix(pin, feed[0], feed[1], matrix, f"CUDA {want_cuda} and cuDNN {major}")
         else:
             fix, line = _pin_fix(pin, target, matrix, f"the newest CUDA {want_cuda} release built for cuDNN "
                                  f"{major}" if target else f"no onnxruntime-gpu release for CUDA {want_cuda} "
-                                 f"is built for cuDNN {major}: change {group[0].what}")
+                                 f"is built for cuDNN {major}: change {group[0].what}", stack)
         out.append(LintFinding(make("lint-ort-cudnn-mismatch", detail, fix), pin.where, line,
                                tuple(x.where for x in group), stack.name))
     return out
@@ -507,9 +655,10 @@ def _python(stack: Stack, matrix: Matrix, pin: Pin, admitted: list[str],
         detail = (f"{_label(pin)} ({versions}) has wheels for Python {', '.join(supported)}; "
                   f"{d.origin} ({_at(d.where)}) is Python {d.value}")
         cuda = builds[0].cuda_major
-        target = _pick(matrix, cuda=cuda, python=d.value) or _pick(matrix, python=d.value)
+        target = _target(matrix, stack, pin, cuda=cuda, python=d.value) or _target(matrix, stack, pin,
+                                                                                    python=d.value)
         fix, line = _pin_fix(pin, target, matrix, f"the newest release with Python {d.value} wheels"
-                             if target else f"no onnxruntime-gpu release has Python {d.value} wheels")
+                             if target else f"no onnxruntime-gpu release has Python {d.value} wheels", stack)
         out.append(LintFinding(make("lint-ort-python-unsupported", detail, fix), pin.where, line, (d.where,),
                                stack.name))
     return out
@@ -527,8 +676,8 @@ def _driver(stack: Stack, matrix: Matrix, pin: Pin, builds: list[OrtBuild]) -> l
     need = matrix.cuda_majors[b.cuda_major].min_driver_linux
     detail = (f"{_label(pin)} is built for CUDA {b.cuda_major}, which needs driver {need} or newer; "
               f"{floor.origin} ({_at(floor.where)}) declares {floor.value}")
-    target = _pick(matrix, driver=floor.value, python=_one_python(stack))
-    fix, line = _pin_fix(pin, target, matrix, f"the newest release driver {floor.value} runs")
+    target = _target(matrix, stack, pin, driver=floor.value, python=_one_python(stack))
+    fix, line = _pin_fix(pin, target, matrix, f"the newest release driver {floor.value} runs", stack)
     return [LintFinding(make("lint-cuda-needs-newer-driver", detail, fix), pin.where, line, (floor.where,),
                         stack.name)]
 
@@ -576,10 +725,10 @@ def _kernels(stack: Stack, matrix: Matrix, pin: Pin, version: str, builds: list[
         detail = (f"{_label(pin)} ({version}) carries {describe_archs(k.archs, k.ptx_isa)}; "
                   f"{d.origin} ({_at(d.where)}) names {sm_name(cc)}")
         cuda = next((s.cuda for s in sources if s.cuda is not None), None)
-        target = (_pick(matrix, cuda=cuda, gpus=[cc], python=_one_python(stack)) if cuda is not None else None) \
-            or _pick(matrix, gpus=[cc], python=_one_python(stack))
+        target = (_target(matrix, stack, pin, cuda=cuda, gpus=[cc], python=_one_python(stack))
+                  if cuda is not None else None) or _target(matrix, stack, pin, gpus=[cc], python=_one_python(stack))
         fix, line = _pin_fix(pin, target, matrix, f"the newest release with kernels for {sm_name(cc)}" if target
-                             else f"no onnxruntime-gpu release on PyPI has kernels for {sm_name(cc)}")
+                             else f"no onnxruntime-gpu release on PyPI has kernels for {sm_name(cc)}", stack)
         out.append(LintFinding(make("lint-gpu-arch-unsupported", detail, fix), pin.where, line, (d.where,),
                                stack.name))
     return out

@@ -6,8 +6,8 @@ environment they describe becomes a :class:`~ortdoctor.decide.lint_stack.Stack`,
 :func:`ortdoctor.diagnose.lint_rules.lint_stack` judges it against the matrix.
 
 Target GPUs and a driver floor come from ``[tool.ortdoctor]`` of a pyproject.toml (``gpus = ["sm_70"]``,
-``min-driver = "535.104.05"``), a Dockerfile's ``TORCH_CUDA_ARCH_LIST``, or the caller (``--gpu``,
-``--min-driver``). A file that cannot be read is an input error of the report, never an exception.
+``min-driver = "535.104.05"``), GitHub Actions workflows (runner labels, matrix keys, the ortdoctor
+Action's inputs), a Dockerfile's ``TORCH_CUDA_ARCH_LIST``, or the caller (``--gpu``, ``--min-driver``). A file that cannot be read is an input error of the report, never an exception.
 """
 
 from __future__ import annotations
@@ -21,14 +21,18 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from ortdoctor.core.record import field, record
+from ortdoctor.decide.gpu_names import sm_from_text, sm_of_name
+from ortdoctor.decide.kernels import parse_compute_capability, sm_name
 from ortdoctor.decide.lint_stack import (
     CPU_FLAVOURS,
     Declared,
     Pin,
     Stack,
     Where,
+    admitted_pythons,
     applies,
     lowest_python,
+    names_relevant,
     parse_pin,
     relevant,
 )
@@ -39,8 +43,9 @@ from ortdoctor.diagnose.lint_rules import LintFinding, image_declarations, lint_
 from ortdoctor.formats.compose import read_compose
 from ortdoctor.formats.conda_env import read_conda_env
 from ortdoctor.formats.dockerfile import read_dockerfile
+from ortdoctor.formats.github_workflow import read_workflow
 from ortdoctor.formats.regular_file import NotRegularFile, open_regular
-from ortdoctor.formats.requirements_txt import read_requirements
+from ortdoctor.formats.requirements_txt import ReqFile, read_requirements
 from ortdoctor.formats.toml_lines import LocatedStr, TomlError, read_toml
 
 __all__ = ["LintReport", "kind_of", "lint_paths"]
@@ -68,6 +73,8 @@ def kind_of(path: Path) -> str | None:
     """Which reader a file name calls for: requirements, pyproject, uv.lock, poetry.lock, pylock, conda,
     dockerfile, compose; None for any other file."""
     name = path.name
+    if path.parent.name == "workflows" and path.parent.parent.name == ".github" and name.endswith((".yml", ".yaml")):
+        return "workflow"
     if name == "pyproject.toml":
         return "pyproject"
     if name == "uv.lock":
@@ -141,6 +148,7 @@ class _Reader:
     def __init__(self) -> None:
         self.texts: dict[str, str | None] = {}  # by the path as opened
         self.lines: dict[str, list[str]] = {}
+        self.parsed: dict[str, ReqFile] = {}
         self.errors: list[str] = []
         self.read_order: list[str] = []
 
@@ -174,10 +182,15 @@ class _Reader:
         real = Path(os.path.realpath(path))
         if text is None or depth > _MAX_INCLUDE_DEPTH or real in seen:
             return [], []
-        parsed = read_requirements(text)
+        # a requirements file a Dockerfile or another file includes is read once, parsed once
+        parsed = self.parsed.get(os.fspath(path))
+        if parsed is None:
+            parsed = self.parsed[os.fspath(path)] = read_requirements(text)
         pins: list[Pin] = []
         feeds = [(f.kind, f.url, Where(shown, f.line, self.line(path, f.line))) for f in parsed.feeds]
         for r in parsed.requirements:
+            if not names_relevant(r.text):
+                continue
             pin = parse_pin(r.text, Where(shown, r.line, self.line(path, r.line)))
             if pin is not None:
                 pins.append(pin)
@@ -195,19 +208,29 @@ class _Reader:
     # -- stacks per kind ----------------------------------------------------------------------
     def stacks(self, path: Path, shown: str, kind: str) -> list[Stack]:
         if kind == "requirements":
+            text = self.text(path, shown)
+            if text is not None and not _may_matter(text, kind):
+                return [Stack(shown, ())]
             pins, feeds = self.requirements(path, shown)
             return [Stack(shown, tuple(pins), tuple(feeds))]
         text = self.text(path, shown)
         if text is None:
             return []
+        if not _may_matter(text, kind):
+            return [Stack(shown, ())]
         if kind == "dockerfile":
             return self.dockerfile(path, shown, text)
         if kind == "conda":
             return self.conda(path, shown, text)
         if kind == "compose":
             return self.compose(path, shown, text)
+        if kind == "workflow":
+            return self.workflow(path, shown, text)
         try:
-            doc = read_toml(_lock_subset(text, kind) if kind in ("uv.lock", "poetry.lock", "pylock") else text)
+            if kind == "pyproject":
+                doc = _read_pyproject(text)
+            else:
+                doc = read_toml(_lock_subset(text, kind) if kind in ("uv.lock", "poetry.lock", "pylock") else text)
         except TomlError as e:
             self.errors.append(f"{shown}: {e}")
             return []
@@ -285,6 +308,39 @@ class _Reader:
                 out.append(Stack(f"{shown} (service {service.name})", (), (), tuple(declared)))
         return out
 
+    def workflow(self, path: Path, shown: str, text: str) -> list[Stack]:
+        """The machines a GitHub Actions workflow runs on: GPUs named by runner labels (``gpu-t4-4-core``,
+        ``[self-hosted, a100]``) and by matrix keys about GPUs (``gpu: [sm_86, H100]``), and the ``gpus``
+        and ``min-driver`` inputs of the ortdoctor Action. No stack of its own: what it declares holds
+        for every file linted with it, as ``[tool.ortdoctor]`` does."""
+        declared: list[Declared] = []
+        for job in read_workflow(text):
+            origin = f"{_WORKFLOW} `{job.name}`"
+            for label in job.runs_on:
+                hit = sm_of_name(label)
+                if hit is not None:
+                    declared.append(Declared("gpu", hit[0], f"{origin}: runner label {label}",
+                                             self.where(path, shown, label)))
+            for key, values in job.matrix:
+                if _GPU_KEY.search(key):
+                    for v in values:
+                        sm = _gpu_value(v)
+                        if sm is not None:
+                            declared.append(Declared("gpu", sm, f"{origin}: matrix {key} {v}",
+                                                     self.where(path, shown, v)))
+                elif _DRIVER_KEY.fullmatch(key):
+                    declared += [Declared("driver", str(v), f"{origin}: matrix {key}", self.where(path, shown, v))
+                                 for v in values if re.fullmatch(r"\d+(?:\.\d+)*", v)]
+            for key, value in job.ortdoctor_inputs:
+                where = self.where(path, shown, value)
+                if key == "gpus":
+                    declared += [Declared("gpu", g, f"{origin}: the ortdoctor Action's gpus", where)
+                                 for g in str(value).split() if _gpu_value(g) is not None]
+                elif key == "min-driver" and re.fullmatch(r"\d+(?:\.\d+)*", value):
+                    declared.append(Declared("driver", str(value), f"{origin}: the ortdoctor Action's min-driver",
+                                             where))
+        return [Stack(shown, (), (), tuple(declared))] if declared else []
+
     def conda(self, path: Path, shown: str, text: str) -> list[Stack]:
         env = read_conda_env(text)
         pins: list[Pin] = []
@@ -312,9 +368,80 @@ class _Reader:
         return [Stack(shown, tuple(pins), tuple(feeds), tuple(declared))]
 
 
+def _relevant_tokens() -> tuple[str, ...]:
+    """The package names a rule reads, lower case, in each spelling of their separators."""
+    out: set[str] = set()
+    for name in ("onnxruntime", "torch", "nvidia", "ort-nightly", *dependents()):
+        parts = re.split(r"[-_.]", name.lower())
+        out |= {sep.join(parts) for sep in "-_."}
+    return tuple(sorted(out))
+
+
+_TOKENS: list[tuple[str, ...]] = []
+_INCLUDES = re.compile(r"(?:^|\s)(?:-[rc]|--requirement|--constraint)", re.MULTILINE)
+
+
+def _may_matter(text: str, kind: str) -> bool:
+    """Whether a file can hold anything a rule reads: a package name a rule reads, an include (a
+    requirements file), ``[tool.ortdoctor]`` (a pyproject). Most files of a monorepo name none, and skip
+    the parse. Dockerfiles, conda and Compose files always count (a base image says enough alone)."""
+    if kind not in ("requirements", "pyproject", "uv.lock", "poetry.lock", "pylock"):
+        return True
+    if not _TOKENS:
+        _TOKENS.append(_relevant_tokens())
+    lowered = text.lower()  # substring tests: an alternation of names with IGNORECASE is 50 times slower
+    if any(token in lowered for token in _TOKENS[0]):
+        return True
+    return (kind == "requirements" and _INCLUDES.search(text) is not None) or (kind == "pyproject"
+                                                                               and "ortdoctor" in text)
+
+
+_WORKFLOW = "the GitHub Actions job"
+#: where the repository's machines are declared: they hold for every stack linted with them
+_MACHINE_ORIGINS = ("[tool.ortdoctor]", _WORKFLOW)
+_GPU_KEY = re.compile(r"gpu|cuda[-_]?arch|compute[-_]?cap|\bsm\b|\barch", re.IGNORECASE)
+_DRIVER_KEY = re.compile(r"(?:min[-_]?|nvidia[-_]?)?driver(?:[-_]version)?", re.IGNORECASE)
+
+
+def _gpu_value(value: str) -> str | None:
+    """``sm_86`` for ``8.6``, ``sm_86``, ``86``, ``A10G``, ``nvidia-a10g``; None for anything else."""
+    cc = parse_compute_capability(value)
+    if cc is not None:
+        return sm_name(cc)
+    hit = sm_of_name(value)
+    return hit[0] if hit is not None else sm_from_text(value)
+
+
 _UNREAD_TABLES = {"uv.lock": ("[package.metadata",), "poetry.lock": ("[package.dependencies]", "[package.extras]"),
                   "pylock": ("[[packages.wheels]]", "[packages.sdist]")}
-_BLOCK_NAME = re.compile(r'^name = "([^"]+)"', re.MULTILINE)
+_BLOCK_NAME = re.compile(r'name = "([^"]+)"')
+_ROOT_SOURCE = re.compile(r"source = \{ *(editable|virtual|directory) *=")
+
+
+# the tables of a pyproject.toml a rule reads; the rest ([tool.ruff], [tool.mypy], [tool.pytest...], often
+# most of the file) is blanked before parsing, its lines kept so every line number stays
+_PYPROJECT_TABLES = re.compile(r"^\[\[?\s*(?:project|build-system|dependency-groups|tool\.(?:poetry|uv|pdm|ortdoctor))"
+                               r"\s*[\].]")
+_HEADER = re.compile(r"^\[\[?\s*[A-Za-z0-9_\"'-][^\]]*\]\]?\s*(?:#.*)?$")
+
+
+def _read_pyproject(text: str) -> dict[str, Any]:
+    lines = text.split("\n")
+    keep = True
+    out: list[str] = []
+    blanked = False
+    for line in lines:
+        if line.startswith("[") and _HEADER.match(line):
+            keep = _PYPROJECT_TABLES.match(line) is not None
+        out.append(line if keep else "")
+        blanked = blanked or not keep
+    if not blanked:
+        return read_toml(text)
+    try:
+        return read_toml("\n".join(out))
+    except TomlError:
+        # a line inside a multi-line string or array taken for a header: the whole file, as written
+        return read_toml(text)
 
 
 def _lock_subset(text: str, kind: str) -> str:
@@ -329,7 +456,7 @@ def _lock_subset(text: str, kind: str) -> str:
     blocks = [(a, b) for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
     names = []
     for a, b in blocks:
-        m = _BLOCK_NAME.search("\n".join(lines[a:min(b, a + 4)]))
+        m = next((m for m in map(_BLOCK_NAME.match, lines[a + 1:min(b, a + 4)]) if m is not None), None)
         names.append(canonicalize_name(m.group(1)) if m else "")
     if kind == "uv.lock":
         flavours = {n for n in names if n == "onnxruntime-gpu" or n in CPU_FLAVOURS or n in dependents()}
@@ -339,8 +466,7 @@ def _lock_subset(text: str, kind: str) -> str:
     for i in range(starts[0]):
         keep[i] = True
     for (a, b), name in zip(blocks, names, strict=True):
-        body = "\n".join(lines[a:b])
-        root = kind == "uv.lock" and re.search(r"^source = \{ *(editable|virtual|directory) *=", body, re.MULTILINE)
+        root = kind == "uv.lock" and any(_ROOT_SOURCE.match(line) for line in lines[a:b])
         if relevant(name) or root:
             inside = False
             skipped_table = False
@@ -358,7 +484,7 @@ def _lock_subset(text: str, kind: str) -> str:
                     inside = False
                 else:
                     keep[i] = not inside
-    return "\n".join(line if k else "" for line, k in zip(lines, keep, strict=True))
+    return "\n".join([line if k else "" for line, k in zip(lines, keep, strict=True)])
 
 
 def _constrained(pins: list[Pin], constraints: list[Pin]) -> list[Pin]:
@@ -450,6 +576,8 @@ def _table_pins(deps: Any, shown: str, reader: _Reader, path: Path, sources: dic
     if not isinstance(deps, dict):
         return pins, declared
     for name, value in deps.items():
+        if name != "python" and not names_relevant(name):
+            continue
         entries = value if isinstance(value, list) else [value]
         for entry in entries:
             if isinstance(entry, LocatedStr):
@@ -466,9 +594,11 @@ def _table_pins(deps: Any, shown: str, reader: _Reader, path: Path, sources: dic
                 continue
             where = reader.where(path, shown, anchor)
             if name == "python":
-                low = lowest_python(_poetry_spec(str(version)))
+                spec = _poetry_spec(str(version))
+                low = lowest_python(spec)
                 if low:
-                    declared.append(Declared("python", low, f"Poetry's python = \"{version}\"", where, exact=False))
+                    declared.append(Declared("python", low, f"Poetry's python = \"{version}\"", where, exact=False,
+                                             admits=admitted_pythons(spec)))
                 continue
             text = name + (f"[{','.join(extras)}]" if extras else "") + _poetry_spec(str(version))
             if marker:
@@ -484,8 +614,8 @@ def _requires_python(rp: object, shown: str, reader: _Reader, path: Path) -> lis
     if not isinstance(rp, LocatedStr):
         return []
     low = lowest_python(rp)
-    return [Declared("python", low, f"requires-python \"{rp}\"", reader.where(path, shown, rp), exact=False)] \
-        if low else []
+    return [Declared("python", low, f"requires-python \"{rp}\"", reader.where(path, shown, rp), exact=False,
+                     admits=admitted_pythons(rp))] if low else []
 
 
 def _pyproject(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> list[Stack]:
@@ -514,6 +644,8 @@ def _pyproject(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> 
     def pins_of(values: Any) -> list[Pin]:
         out: list[Pin] = []
         for v in _strings(values):
+            if not names_relevant(v):
+                continue
             pin = parse_pin(v, reader.where(path, shown, v))
             if pin is not None:
                 out.append(Pin(pin.name, pin.spec, pin.extras, pin.marker, pin.where, pin.requirement,
@@ -546,11 +678,25 @@ def _pyproject(doc: dict[str, Any], shown: str, reader: _Reader, path: Path) -> 
         groups[f"[tool.pdm.dev-dependencies] {name}"] = pins_of(values)
     if isinstance(uv.get("dev-dependencies"), list):
         groups["[tool.uv] dev-dependencies"] = pins_of(uv["dev-dependencies"])
-    stacks = [Stack(shown, tuple(base), tuple(feeds), tuple(declared))]
+    library = _is_library(doc, poetry, uv)
+    # what a package's users install: its dependencies and its extras; the development groups
+    # (PEP 735, Poetry groups, PDM and uv dev-dependencies) stay in the project's own environment
+    published = ("[project.optional-dependencies]", "[tool.poetry.extras]")
+    stacks = [Stack(shown, tuple(base), tuple(feeds), tuple(declared), library=library)]
     for label, pins in groups.items():
         if pins:
-            stacks.append(Stack(f"{shown} {label}", tuple(base + pins), tuple(feeds), tuple(declared)))
+            stacks.append(Stack(f"{shown} {label}", tuple(base + pins), tuple(feeds), tuple(declared),
+                                library=library and label.startswith(published)))
     return stacks
+
+
+def _is_library(doc: dict[str, Any], poetry: dict[str, Any], uv: dict[str, Any]) -> bool:
+    """Whether a pyproject.toml is built into a package others install (a library, a tool on PyPI): a
+    build system that is not switched off (Poetry's ``package-mode = false``, uv's ``package = false``).
+    An application's pyproject without one (``uv init``'s default) pins what it runs."""
+    if str(poetry.get("package-mode", "true")).lower() == "false" or str(uv.get("package", "")).lower() == "false":
+        return False
+    return isinstance(doc.get("build-system"), dict) or str(uv.get("package", "")).lower() == "true"
 
 
 def _config(table: Any, shown: str, reader: _Reader, path: Path) -> list[Declared]:
@@ -691,15 +837,18 @@ def lint_paths(paths: Sequence[str] = (".",), *, gpus: Sequence[str] = (), min_d
         extra.append(Declared("driver", min_driver, "--min-driver", Where("--min-driver", 0)))
     # [tool.ortdoctor] of any pyproject read holds for every stack (the repository's machines)
     config = [d for s in stacks for d in s.declared if d.kind in ("gpu", "driver")
-              and d.origin.startswith("[tool.ortdoctor]")]
+              and d.origin.startswith(_MACHINE_ORIGINS)]
+    # the oldest driver any of them declares is the floor
+    drivers = sorted((d for d in config if d.kind == "driver"), key=lambda d: _version_key(d.value))
+    config = [d for d in config if d.kind != "driver"] + drivers[:1]
     shared = extra + [d for d in config if not (d.kind == "driver" and min_driver)]
     findings: list[LintFinding] = []
     seen: set[tuple[str, str, int, tuple[Where, ...]]] = set()
     for s in stacks:
-        own = [d for d in s.declared if not d.origin.startswith("[tool.ortdoctor]")]
+        own = [d for d in s.declared if not d.origin.startswith(_MACHINE_ORIGINS)]
         if shared or config:
             own += _dedupe(shared)
-        s = Stack(s.name, s.pins, s.feeds, tuple(own), s.locked)
+        s = Stack(s.name, s.pins, s.feeds, tuple(own), s.locked, s.library)
         for f in lint_stack(s, matrix):
             key = (f.finding.id, f.where.file, f.where.line, f.related)
             if key not in seen:
@@ -710,10 +859,19 @@ def lint_paths(paths: Sequence[str] = (".",), *, gpus: Sequence[str] = (), min_d
                       tuple(errors + reader.errors), tuple(skipped))
 
 
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
 def _dedupe(declared: list[Declared]) -> list[Declared]:
+    def same(a: Declared, b: Declared) -> bool:
+        if a.kind == b.kind == "gpu":  # `8.6` from one place and `sm_86` from another
+            return (parse_compute_capability(a.value) or a.value) == (parse_compute_capability(b.value) or b.value)
+        return a.kind == b.kind and a.value == b.value
+
     out: list[Declared] = []
     for d in declared:
-        if not any(o.kind == d.kind and o.value == d.value for o in out):
+        if not any(same(o, d) for o in out):
             out.append(d)
     return out
 
