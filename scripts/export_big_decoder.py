@@ -1,40 +1,68 @@
-"""Export a multi-GB decoder in fp16 for `check --model` at the size people deploy (bench/bench_model_check.py).
+"""Export a GPT-2-shaped decoder in float16 with external data, the kind of model `check --model` meets at
+the size people deploy (bench/bench_model_check.py, scripts/big_decoder_gpu.sh).
 
-A GPT-2-shaped decoder with random weights from a config (no download: the weights are made here), cast to
-float16 on the GPU and exported by torch.onnx with its weights as external data. Needs torch and
-transformers (the GPU machine has both).
+Random weights from a config (nothing is downloaded), exported the way people make an fp16 ONNX model that
+onnxruntime loads: the model is exported in float32 by torch.onnx (the TorchScript exporter, opset 17),
+then converted to float16 by onnxruntime's own converter,
+``onnxruntime.transformers.float16.convert_float_to_float16`` (the tool of onnxruntime's "Create Float16
+and Mixed Precision Models" page, https://onnxruntime.ai/docs/performance/model-optimizations/float16.html),
+which gives every input of a node the same float type, inserting Casts around the ops it keeps in float32.
 
-    python scripts/export_big_decoder.py OUT_DIR [--layers 36] [--width 2560]
+Why not ``model.half()`` before the export: on the GPU machine (torch 2.11, CUDA) that export gave a file
+whose LayerNormalization nodes bind their type parameter to float and float16 at once, which onnxruntime
+refuses to load. (On the CPU, torch 2.13, the same export loads: the converter is the way that does not
+depend on the exporter's version.)
 
-36 layers of width 2560 is 2.96 B parameters: 5.9 GB in float16.
+    python scripts/export_big_decoder.py OUT_DIR [--layers 36] [--hidden 2560] [--dtype float16]
+    python scripts/export_big_decoder.py OUT_DIR --layers 2 --hidden 256 --vocab 1024 --verify  # small, any machine
+
+36 layers of width 2560 (GPT-2's vocabulary, 1,024 positions) is 2.96 B parameters: 5.9 GB in float16.
+The float32 export is written to OUT_DIR/fp32 and removed after the conversion (it takes twice the final
+size on disk for a while). Needs torch, transformers, onnx and onnxruntime (its CPU package is enough);
+uses the GPU for the model's initialisation and trace where torch sees one. ``--verify`` runs the result
+once on onnxruntime's CPU EP (the small configuration; a multi-GB model costs minutes there).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import shutil
+import sys
 import time
 from pathlib import Path
+from typing import Any
+
+_T0 = time.monotonic()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--layers", type=int, default=36)
-    parser.add_argument("--width", type=int, default=2560)
-    parser.add_argument("--positions", type=int, default=1024)
-    args = parser.parse_args()
+def _say(what: str) -> None:
+    print(f"[{time.monotonic() - _T0:7.1f} s] {what}", flush=True)
 
+
+def build(layers: int, hidden: int, heads: int, vocab: int, positions: int, device: str) -> Any:
+    """A GPT2LMHeadModel in float32 with random weights: every parameter, biases and LayerNorm scales too
+    (transformers starts those at 0 and 1, and the TorchScript exporter then folds identical tensors into
+    one initializer behind Identity nodes, which no trained model has)."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    started = time.monotonic()
-    config = GPT2Config(n_layer=args.layers, n_embd=args.width, n_head=args.width // 128,
-                        n_positions=args.positions, use_cache=False)
+    config = GPT2Config(n_layer=layers, n_embd=hidden, n_head=heads, vocab_size=vocab, n_positions=positions,
+                        bos_token_id=vocab - 1, eos_token_id=vocab - 1, use_cache=False)
+    config._attn_implementation = "eager"  # plain MatMul/Softmax attention: what every exporter can trace
     torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = GPT2LMHeadModel(config).half().eval()
-    params = sum(p.numel() for p in model.parameters())
-    print(f"{params / 1e9:.2f} B parameters, built in {time.monotonic() - started:.0f} s", flush=True)
+    with torch.device(device):
+        model = GPT2LMHeadModel(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:  # biases and LayerNorm weights; the matrices keep their normal(0, 0.02) start
+                p.uniform_(0.5, 1.5) if name.endswith("ln_1.weight") or name.endswith("ln_2.weight") \
+                    or name.endswith("ln_f.weight") else p.uniform_(-0.02, 0.02)
+    return model
+
+
+def export_fp32(model: Any, path: Path, vocab: int, device: str) -> None:
+    import torch
 
     class Logits(torch.nn.Module):  # one output, no cache: what a plain text-generation export gives
         def __init__(self, inner: torch.nn.Module) -> None:
@@ -44,20 +72,94 @@ def main() -> int:
         def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask).logits
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "model.onnx"
-    ids = torch.randint(0, config.vocab_size, (1, 16), device="cuda")
+    ids = torch.randint(0, vocab, (1, 16), device=device)
     mask = torch.ones_like(ids)
     with torch.no_grad():
+        # dynamo=False: the TorchScript exporter (Optimum's default too); above 2 GB it writes each weight
+        # as external data beside the file
         torch.onnx.export(Logits(model), (ids, mask), str(path), input_names=["input_ids", "attention_mask"],
-                          output_names=["logits"], opset_version=17, dynamo=False,
-                          dynamic_axes={"input_ids": {0: "batch", 1: "sequence"},
-                                        "attention_mask": {0: "batch", 1: "sequence"},
-                                        "logits": {0: "batch", 1: "sequence"}})
-    size = sum(p.stat().st_size for p in args.out.iterdir())
-    print(f"exported {path} ({size / 2**30:.1f} GiB with its external data) in {time.monotonic() - started:.0f} s")
+                          output_names=["logits"], opset_version=17, dynamo=False, do_constant_folding=True,
+                          dynamic_axes={"input_ids": {0: "batch_size", 1: "sequence_length"},
+                                        "attention_mask": {0: "batch_size", 1: "sequence_length"},
+                                        "logits": {0: "batch_size", 1: "sequence_length"}})
+
+
+def convert(fp32: Path, out: Path, dtype: str) -> None:
+    """float32 -> float16 with onnxruntime's converter; all weights into one external data file."""
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    if dtype == "float32":
+        model = onnx.load(str(fp32))
+    else:
+        # a path (not a loaded model): the converter then runs onnx's shape inference on the file, the way
+        # that works above protobuf's 2 GB limit, and loads the result with its external data
+        model = convert_float_to_float16(str(fp32), keep_io_types=False)
+    _say(f"converted to {dtype}")
+    onnx.save_model(model, str(out), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=out.name + ".data", size_threshold=1024)
+
+
+def verify(path: Path, vocab: int) -> None:
+    import numpy as np
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ids = np.random.default_rng(0).integers(0, vocab, (1, 8), dtype=np.int64)
+    (logits,) = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})
+    if not np.isfinite(logits.astype(np.float32)).all():
+        raise SystemExit(f"the CPU EP's logits are not all finite: {logits}")
+    _say(f"onnxruntime {ort.__version__} CPU EP ran it: logits {logits.dtype} {list(logits.shape)}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--layers", type=int, default=36)
+    parser.add_argument("--hidden", "--width", type=int, default=2560)
+    parser.add_argument("--heads", type=int, default=0, help="default: hidden / 128 (at least 1)")
+    parser.add_argument("--vocab", type=int, default=50257)
+    parser.add_argument("--positions", type=int, default=1024)
+    parser.add_argument("--dtype", choices=("float16", "float32"), default="float16")
+    parser.add_argument("--device", default="auto", help="torch device for the model and its trace")
+    parser.add_argument("--verify", action="store_true", help="run the result once on the CPU EP")
+    args = parser.parse_args()
+
+    import torch
+
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    heads = args.heads or max(1, args.hidden // 128)
+    model = build(args.layers, args.hidden, heads, args.vocab, args.positions, device)
+    params = sum(p.numel() for p in model.parameters())
+    _say(f"{params / 1e9:.3f} B parameters ({args.layers} layers, width {args.hidden}, {heads} heads, "
+         f"vocabulary {args.vocab}) on {device}")
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    staging = args.out / "fp32"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    export_fp32(model, staging / "model.onnx", args.vocab, device)
+    del model
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    _say(f"exported float32 ({_size(staging) / 2**30:.2f} GiB)")
+
+    final = args.out / "model.onnx"
+    for old in (final, args.out / "model.onnx.data"):
+        old.unlink(missing_ok=True)
+    convert(staging / "model.onnx", final, args.dtype)
+    shutil.rmtree(staging)
+    size = final.stat().st_size + (args.out / "model.onnx.data").stat().st_size
+    _say(f"wrote {final} ({size / 2**30:.2f} GiB with its external data, {args.dtype})")
+    if args.verify:
+        verify(final, args.vocab)
     return 0
 
 
+def _size(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())
