@@ -68,8 +68,9 @@ def check_model(
     are the ids of the environment's error findings: when the CUDA EP is missing for their reason, the model
     part says so once, as a note, instead of repeating the cause as another error.
 
-    ``compare_limit`` (bytes) is the model size above which the test run is bounded to one token (default:
-    half the free host memory, ``host_memory`` or ``/proc/meminfo``'s; :mod:`~ortdoctor.prove.model_check.budget`).
+    ``compare_limit`` (bytes) is the model size above which the comparison is bounded to the model's first
+    blocks, or where it has none to cut, to a one-token run (default: a quarter of the free host memory,
+    ``host_memory`` or ``/proc/meminfo``'s, at most 2 GiB; :mod:`~ortdoctor.prove.model_check.budget`).
     ``concurrent_reference`` forces whether the CPU reference loads beside the session under test (None:
     where host memory holds both and the EP under test is a device's).
 
@@ -88,10 +89,11 @@ def check_model(
 
     compare = plan_comparison(ins.total_bytes, available_host_memory() if host_memory is None else host_memory,
                               limit=compare_limit, shapes_given=bool(shapes or files), on_device=ep != CPU_EP,
-                              concurrent=concurrent_reference)
-    plan, problems, refused = _plan(ins, shapes, files, bounded=compare.bounded)
+                              concurrent=concurrent_reference, graph=ins.graph)
+    one_token = compare.bounded and compare.part is None  # no part to cut: the run is bounded to one token
+    plan, problems, refused = _plan(ins, shapes, files, bounded=one_token)
     # the TensorRT profile is advised around the usual shapes, not the one-token run of a bounded check
-    served = _plan(ins, shapes, files)[0] if compare.bounded else plan
+    served = _plan(ins, shapes, files)[0] if one_token else plan
     not_run = {"problems": problems} if problems else None  # stays the run's record whatever the child does
     static: dict[str, Any] = {
         "ep": ep, "test_inputs": _test_inputs(plan, files),
@@ -107,7 +109,9 @@ def check_model(
                "provider_options": {str(k): str(v) for k, v in (provider_options or {}).items()},
                "run": not problems, "plan": plan.to_json() if plan is not None else None,
                "input_files": files, "iobinding": iobinding, "compute_types": _compute_types(ins),
-               "concurrent_reference": compare.concurrent}
+               "concurrent_reference": compare.concurrent,
+               "part": {"nodes": compare.part.nodes, "outputs": list(compare.part.outputs)}
+               if compare.part is not None else None}
     outcome = run_child(request, timeout=timeout, env=env, python=python, import_path=import_path)
     child = outcome.result
     if child is None or child.get("stage") == "child":

@@ -112,7 +112,12 @@ def _run_lines(run: Mapping[str, Any], ep: str) -> list[str]:
     device, cpu = run.get("ep") or {}, run.get("cpu") or {}
     label = f"{_short(ep)} EP" + (" with IO binding" if (run.get("iobinding") or {}).get("used") else "")
     reference = "CPU EP (reference)" if ep == CPU_EP else "CPU EP"
-    parts = [f"{label} {_timing(device)}", f"{reference} {_timing(cpu)}"]
+    part = run.get("part")
+    if part:  # the whole model ran on the EP under test; both EPs ran the part that is compared
+        parts = [f"{label} {_timing(device)} (the whole model)",
+                 f"on the compared part: {label} {_timing(part.get('ep') or {'skipped': True})}, {reference} {_timing(cpu)}"]
+    else:
+        parts = [f"{label} {_timing(device)}", f"{reference} {_timing(cpu)}"]
     if run.get("speedup"):
         parts.append(f"speed-up {run['speedup']:.2f}x")
     lines = [_row("run", "  |  ".join(parts))]
