@@ -123,7 +123,7 @@ def convert(fp32: Path, out: Path, dtype: str) -> None:
 
     float16.convert_np_to_float16 = _fast_np_to_float16  # the same rule, in threads (see its docstring)
 
-    if dtype == "float32":
+    if dtype in ("float32", "bfloat16"):  # bfloat16: torch exported it so
         model = onnx.load(str(fp32))
     else:
         # a path (not a loaded model): the converter then runs onnx's shape inference on the file, the way
@@ -141,7 +141,7 @@ def verify(path: Path, vocab: int) -> None:
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     ids = np.random.default_rng(0).integers(0, vocab, (1, 8), dtype=np.int64)
     (logits,) = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})
-    if not np.isfinite(logits.astype(np.float32)).all():
+    if not np.isfinite(logits.astype(np.float32)).all():  # (a bfloat16 model does not load on the CPU EP)
         raise SystemExit(f"the CPU EP's logits are not all finite: {logits}")
     _say(f"onnxruntime {ort.__version__} CPU EP ran it: logits {logits.dtype} {list(logits.shape)}")
 
@@ -154,7 +154,10 @@ def main() -> int:
     parser.add_argument("--heads", type=int, default=0, help="default: hidden / 128 (at least 1)")
     parser.add_argument("--vocab", type=int, default=50257)
     parser.add_argument("--positions", type=int, default=1024)
-    parser.add_argument("--dtype", choices=("float16", "float32"), default="float16")
+    parser.add_argument("--dtype", choices=("float16", "bfloat16", "float32"), default="float16",
+                        help="bfloat16: the model cast by torch and exported as it is (onnxruntime's converter "
+                        "makes no bfloat16); its CPU EP cannot load it (no bfloat16 kernels)")
+    parser.add_argument("--name", default="model.onnx", help="the file's name in OUT_DIR (its data: NAME.data)")
     parser.add_argument("--device", default="auto", help="torch device for the model and its trace")
     parser.add_argument("--verify", action="store_true", help="run the result once on the CPU EP")
     args = parser.parse_args()
@@ -164,6 +167,8 @@ def main() -> int:
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     heads = args.heads or max(1, args.hidden // 128)
     model = build(args.layers, args.hidden, heads, args.vocab, args.positions, device)
+    if args.dtype == "bfloat16":
+        model = model.to(torch.bfloat16)
     params = sum(p.numel() for p in model.parameters())
     _say(f"{params / 1e9:.3f} B parameters ({args.layers} layers, width {args.hidden}, {heads} heads, "
          f"vocabulary {args.vocab}) on {device}")
@@ -177,14 +182,15 @@ def main() -> int:
     gc.collect()
     if device == "cuda":
         torch.cuda.empty_cache()
-    _say(f"exported float32 ({_size(staging) / 2**30:.2f} GiB)")
+    _say(f"exported {'bfloat16' if args.dtype == 'bfloat16' else 'float32'} ({_size(staging) / 2**30:.2f} GiB)")
 
-    final = args.out / "model.onnx"
-    for old in (final, args.out / "model.onnx.data"):
+    final = args.out / args.name
+    data = args.out / (args.name + ".data")
+    for old in (final, data):
         old.unlink(missing_ok=True)
     convert(staging / "model.onnx", final, args.dtype)
     shutil.rmtree(staging)
-    size = final.stat().st_size + (args.out / "model.onnx.data").stat().st_size
+    size = final.stat().st_size + data.stat().st_size
     _say(f"wrote {final} ({size / 2**30:.2f} GiB with its external data, {args.dtype})")
     if args.verify:
         verify(final, args.vocab)

@@ -121,6 +121,11 @@ def _run_lines(run: Mapping[str, Any], ep: str) -> list[str]:
     if run.get("speedup"):
         parts.append(f"speed-up {run['speedup']:.2f}x")
     lines = [_row("run", "  |  ".join(parts))]
+    upcast = cpu.get("upcast")
+    if upcast:
+        lines.append(_row("", f"the CPU EP's reference ran a {upcast.get('to')} copy of the model ({upcast.get('tensors')} "
+                          f"{upcast.get('from')} tensors cast exactly): the CPU EP refused the {upcast.get('from')} "
+                          f"model ({upcast.get('why')})"))
     if run.get("inputs_valid") is False:
         lines.append(_row("", "the CPU EP rejected the inputs: the run on the EP proves nothing (not run)"))
     for i, out in enumerate(run.get("outputs") or ()):

@@ -19,7 +19,11 @@ would fail on every value near zero. The bound depends on the narrowest arithmet
   MatMul/Gemm), onnxruntime's graph transformer (InsertCastTransformer) casts its inputs up to float32
   and its outputs back, so the reference is at least as precise as float16 throughout, and the bound
   measures the EP's own float16 error. The tolerance's basis says so in the report.
-- **bfloat16: 1e-1.** A 7-bit mantissa (unit roundoff 3.9e-3).
+- **bfloat16: 1e-1.** A 7-bit mantissa (unit roundoff 3.9e-3). The CPU EP has no bfloat16 kernels for
+  most ops and onnxruntime inserts no casts for bfloat16, so its reference runs a float32 copy of the model
+  (:mod:`.upcast`: the same bfloat16 weights, cast to float32 exactly) and the report says so. onnxruntime
+  hands bfloat16 outputs to numpy as their raw 16-bit words (numpy has no bfloat16); they are widened to
+  float32 before the comparison.
 - **8-bit quantized models: 5e-2.** A value that lands near the middle between two quantization steps
   may round to either when the float arithmetic before it differs by a TF32 rounding (one step is 1/256
   of the tensor's range), and the EPs run quantized nodes differently (the CPU EP fuses QDQ groups into
@@ -60,12 +64,14 @@ class Tolerance:
         return {"bound": self.bound, "basis": self.basis}
 
 
-def tolerance_for(dtype: str, *, ep: str, tf32: bool | None, compute_types: Sequence[str] = ()) -> Tolerance:
+def tolerance_for(dtype: str, *, ep: str, tf32: bool | None, compute_types: Sequence[str] = (),
+                  upcast: bool = False) -> Tolerance:
     """The bound for one output of ``dtype`` computed by ``ep`` against the CPU EP.
 
     ``tf32``: whether the EP may use TF32 (None: unknown, taken as yes for the CUDA EP, its default).
     ``compute_types``: float types the model computes in (its initializers and inputs): a float32 output
-    of a float16 model carries float16 error; :data:`QUANTIZED` when it has quantization ops.
+    of a float16 model carries float16 error; :data:`QUANTIZED` when it has quantization ops. ``upcast``:
+    the CPU EP ran a float32 copy of the model (:mod:`.upcast`).
     """
     if dtype not in _FLOAT_BOUNDS:
         return Tolerance(0.0, f"{dtype}: exact")
@@ -77,7 +83,12 @@ def tolerance_for(dtype: str, *, ep: str, tf32: bool | None, compute_types: Sequ
     narrowest = _narrowest([dtype, *compute_types])
     if narrowest in ("bfloat16", "float16"):
         bound = _FLOAT_BOUNDS[narrowest]
-        return Tolerance(bound, f"{narrowest} arithmetic ({'7' if narrowest == 'bfloat16' else '10'}-bit mantissa) "
+        mantissa = "7" if narrowest == "bfloat16" else "10"
+        if upcast:
+            return Tolerance(bound, f"{narrowest} arithmetic ({mantissa}-bit mantissa) against the CPU EP's run of a "
+                             f"float32 copy of the model (the CPU EP has no {narrowest} kernels: its {narrowest} "
+                             "weights were cast to float32, exactly)")
+        return Tolerance(bound, f"{narrowest} arithmetic ({mantissa}-bit mantissa) "
                          f"against a CPU EP reference that computes {narrowest} nodes without a {narrowest} "
                          "kernel in float32 (onnxruntime's CPU EP inserts the casts)")
     if narrowest == "float32" and ep == "CUDAExecutionProvider" and tf32 is not False:
@@ -95,22 +106,30 @@ def _narrowest(types: Sequence[str]) -> str:
 
 
 def compare_outputs(names: Sequence[str], got: Sequence[Any], want: Sequence[Any], *, ep: str,
-                    tf32: bool | None, compute_types: Sequence[str] = ()) -> list[dict[str, Any]]:
+                    tf32: bool | None, compute_types: Sequence[str] = (), got_types: Sequence[str] = (),
+                    upcast: bool = False) -> list[dict[str, Any]]:
     """One record per output: shapes, the largest errors, the tolerance and whether it holds.
 
-    ``got`` are the EP's outputs, ``want`` the CPU EP's (numpy arrays; anything else is "not a tensor").
+    ``got`` are the EP's outputs, ``want`` the CPU EP's (numpy arrays; anything else is "not a tensor");
+    ``got_types`` the EP session's output types (``tensor(bfloat16)`` outputs arrive as 16-bit words);
+    ``upcast``: the CPU EP ran a float32 copy of the model.
     """
     import numpy as np
 
     out = []
-    for name, a, b in zip(names, got, want, strict=True):
+    types = list(got_types) or [""] * len(names)
+    for name, a, b, kind in zip(names, got, want, types, strict=True):
+        if kind == "tensor(bfloat16)" and isinstance(a, np.ndarray) and a.dtype == np.uint16:
+            a = (a.astype(np.uint32) << 16).view(np.float32)  # bfloat16 is float32's upper half
+            if isinstance(b, np.ndarray) and b.dtype == np.uint16:
+                b = (b.astype(np.uint32) << 16).view(np.float32)
         record: dict[str, Any] = {"output": name}
         if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
             record.update(compared=False, agree=None, reason="not a tensor (a sequence or map output)")
             out.append(record)
             continue
         dtype = _dtype_name(b.dtype)
-        tol = tolerance_for(dtype, ep=ep, tf32=tf32, compute_types=compute_types)
+        tol = tolerance_for(dtype, ep=ep, tf32=tf32, compute_types=compute_types, upcast=upcast)
         record.update(dtype=dtype, shape=list(b.shape), tolerance=tol.to_json(), compared=True)
         if a.shape != b.shape:
             record.update(agree=False, reason=f"shapes differ: {list(a.shape)} against {list(b.shape)}")

@@ -38,6 +38,7 @@ from typing import Any
 from ortdoctor.prove.model_check.compare import CPU_EP, compare_outputs, summarise
 from ortdoctor.prove.model_check.model_part import EXTERNAL_FOLDER_KEY, prefix_model_bytes
 from ortdoctor.prove.model_check.synthetic_feeds import materialise
+from ortdoctor.prove.model_check.upcast import upcast_bfloat16
 
 CUDA_EP = "CUDAExecutionProvider"
 
@@ -174,10 +175,12 @@ def reference_run(ort: Any, request: Mapping[str, Any]) -> dict[str, Any]:
         else:
             reference = ort.InferenceSession(request["model"], _quiet_options(ort), providers=[CPU_EP])
     except Exception as exc:
-        out["cpu"].update(ok=False, error=_error_text(exc), session_failed=True)
-        if part:
-            out["cpu"]["part_failed"] = True
-        return out
+        reference = _upcast_reference(ort, request, out, exc)
+        if reference is None:
+            out["cpu"].update(ok=False, error=_error_text(exc), session_failed=True)
+            if part:
+                out["cpu"]["part_failed"] = True
+            return out
     out["cpu"]["session_ms"] = round((time.perf_counter() - t0) * 1000, 3)
     feeds, described, problems = build_feeds(reference, request.get("plan"), files)
     out.update(feeds=feeds, inputs=described, problems=problems)
@@ -187,6 +190,28 @@ def reference_run(ort: Any, request: Mapping[str, Any]) -> dict[str, Any]:
     out["want"] = ref.pop("outputs", None)
     out["cpu"].update(ref)
     return out
+
+
+def _upcast_reference(ort: Any, request: Mapping[str, Any], out: dict[str, Any], exc: BaseException) -> Any:
+    """The CPU EP's session on a float32 copy of a bfloat16 model (or part) that the CPU EP refused
+    (:mod:`.upcast`), with the reason recorded in ``out["cpu"]["upcast"]``; None when the model computes in
+    no bfloat16 or the copy fails too."""
+    if "bfloat16" not in (request.get("compute_types") or ()):
+        return None
+    try:
+        data = out.get("part_model")
+        if data is None:
+            with open(request["model"], "rb") as fh:
+                data = fh.read()
+        copy, tensors = upcast_bfloat16(data)
+        if not tensors:
+            return None
+        session = part_session(ort, copy, request["model"], [CPU_EP])
+    except Exception:
+        return None
+    out["cpu"]["upcast"] = {"from": "bfloat16", "to": "float32", "tensors": tensors,
+                            "why": _error_text(exc).splitlines()[0][:300]}
+    return session
 
 
 def part_session(ort: Any, model: bytes, path: str, providers: list[Any]) -> Any:
@@ -308,7 +333,9 @@ def run_proof(ort: Any, session: Any, request: Mapping[str, Any], *, ep: str, ep
     if want is not None:
         names = [o.name for o in compared_on.get_outputs()]
         result["outputs"] = compare_outputs(names, list(got), list(want), ep=ep, tf32=tf32,
-                                            compute_types=request.get("compute_types") or ())
+                                            compute_types=request.get("compute_types") or (),
+                                            got_types=[o.type for o in compared_on.get_outputs()],
+                                            upcast=bool(result["cpu"].get("upcast")))
         result["agree"] = summarise(result["outputs"])
         timing = result["part"]["ep"] if part else result["ep"]  # the speed-up of the same graph
         ep_ms, cpu_ms = timing.get("steady_ms"), result["cpu"].get("steady_ms")
