@@ -68,7 +68,7 @@ def initializer_bytes(graph: ModelGraph, name: str) -> int:
 
 def choose_prefix(graph: ModelGraph, budget_bytes: int) -> PrefixCut | None:
     """The latest cut whose part reads at most ``budget_bytes`` of weights, has at least one compute node
-    (MatMul, Gemm, Conv ...) and crosses the fewest tensors of all such cuts; None when there is none (the
+    (MatMul, Gemm, Conv ...) and crosses the fewest tensors (Constant nodes' outputs aside) of all such cuts; None when there is none (the
     first block alone is over the budget, or the graph has no compute). Nodes are taken in file order:
     ONNX requires a topological one."""
     nodes = graph.nodes
@@ -90,7 +90,11 @@ def choose_prefix(graph: ModelGraph, budget_bytes: int) -> PrefixCut | None:
         if name in first_use:
             weights_at[first_use[name]] = weights_at.get(first_use[name], 0) + initializer_bytes(graph, name)
     total = sum(initializer_bytes(graph, name) for name in graph.initializers)
+    # a Constant node's output that every block reads (an exporter without constant folding writes them)
+    # crosses every cut alike: it is an output of the part but does not count against a cut
+    constants = {out for node in nodes if node.op_type == "Constant" for out in node.outputs}
     live: set[str] = set()
+    cost = 0  # the live tensors that are not constants
     weights = 0
     computed = False
     best: tuple[int, int] | None = None  # (frontier size, position)
@@ -101,13 +105,16 @@ def choose_prefix(graph: ModelGraph, budget_bytes: int) -> PrefixCut | None:
         computed = computed or node.op_type in _COMPUTE_OPS
         for out in node.outputs:
             end = last_use.get(out, -1)
-            if out and end > i:
+            if out and end > i and out not in live:
                 live.add(out)
+                cost += out not in constants
                 expiring.setdefault(end, []).append(out)
         for gone in expiring.pop(i, ()):
-            live.discard(gone)
-        if computed and live and len(live) <= _MAX_OUTPUTS and (best is None or len(live) <= best[0]):
-            best = (len(live), i)
+            if gone in live:
+                live.discard(gone)
+                cost -= gone not in constants
+        if computed and cost and len(live) <= _MAX_OUTPUTS and (best is None or cost <= best[0]):
+            best = (cost, i)
     if best is None:
         return None
     at = best[1]
