@@ -23,7 +23,7 @@ import pytest
 
 from ortdoctor.doctor.model import check_model
 from ortdoctor.prove.model_check.budget import plan_comparison
-from ortdoctor.prove.model_check.compare import compare_outputs
+from ortdoctor.prove.model_check.compare import compare_outputs, output_op_classes
 from ortdoctor.prove.model_check.inspect import inspect_model
 from ortdoctor.prove.model_check.model_part import choose_prefix, prefix_model_bytes
 from ortdoctor.prove.model_check.upcast import upcast_bfloat16
@@ -210,3 +210,30 @@ def test_bfloat16_outputs_arrive_as_words_and_are_widened() -> None:
     assert record["relative_error"] == 0.0
     assert record["tolerance"]["bound"] == 1e-1
     assert "float32 copy of the model" in record["tolerance"]["basis"]
+
+
+def test_op_classes_make_moved_values_exact_and_name_the_arithmetic() -> None:
+    graph = inspect_model(FP16).graph
+    assert graph is not None
+    cut = choose_prefix(graph, 64 * 1024)
+    assert cut is not None
+    classes = output_op_classes(graph, [*cut.outputs, "onnx::Gather_table"], cut.nodes)
+    residual = classes[cut.outputs[-1]]
+    assert residual["movement_only"] is False
+    assert residual["classes"]["matrix products"] >= 4  # the attention's and the MLP's MatMuls
+    assert residual["classes"]["normalisations"] >= 2  # LayerNormalization, Softmax
+    # the token embedding is gathered from the table: moved, not computed
+    embedding = next(n for n in graph.nodes if n.op_type == "Gather" and "wte" in "".join(n.inputs))
+    moved = output_op_classes(graph, [embedding.outputs[0]])[embedding.outputs[0]]
+    assert moved == {"movement_only": True, "classes": {}}
+    a = np.array([1.0, 2.0], np.float16)
+    b = np.array([1.0, 2.001], np.float16)
+    [exact] = compare_outputs(["e"], [a], [b], ep="CUDAExecutionProvider", tf32=None, compute_types=["float16"],
+                              op_classes={"e": moved})
+    assert exact["tolerance"]["bound"] == 0.0
+    assert exact["agree"] is False  # one bit off is a difference where nothing was computed
+    [computed] = compare_outputs(["r"], [a], [b], ep="CUDAExecutionProvider", tf32=None,
+                                 compute_types=["float16"], op_classes={"r": residual})
+    assert computed["agree"] is True
+    assert "computed through" in computed["tolerance"]["basis"]
+    assert "matrix products x" in computed["tolerance"]["basis"]

@@ -22,9 +22,10 @@ from typing import Any
 from ortdoctor.core.facts import DriverInfo, Finding
 from ortdoctor.diagnose import model as mf
 from ortdoctor.prove.model_check.budget import BOUNDED_SEQUENCE, available_host_memory, plan_comparison
-from ortdoctor.prove.model_check.compare import QUANTIZED
+from ortdoctor.prove.model_check.compare import QUANTIZED, output_op_classes
 from ortdoctor.prove.model_check.given_inputs import headers, parse_input_files
 from ortdoctor.prove.model_check.inspect import ModelInspection, inspect_model, normalise_input_shapes
+from ortdoctor.prove.model_check.model_part import PrefixCut
 from ortdoctor.prove.model_check.placement import CPU_EP, CUDA_EP, summarise_placement
 from ortdoctor.prove.model_check.runner import ChildOutcome, run_child
 from ortdoctor.prove.model_check.shape_limits import position_limits, shape_problems
@@ -111,7 +112,8 @@ def check_model(
                "input_files": files, "iobinding": iobinding, "compute_types": _compute_types(ins),
                "concurrent_reference": compare.concurrent,
                "part": {"nodes": compare.part.nodes, "outputs": list(compare.part.outputs)}
-               if compare.part is not None else None}
+               if compare.part is not None else None,
+               "op_classes": _op_classes(ins, compare.part)}
     outcome = run_child(request, timeout=timeout, env=env, python=python, import_path=import_path)
     child = outcome.result
     if child is None or child.get("stage") == "child":
@@ -192,6 +194,15 @@ def _test_inputs(plan: SyntheticPlan | None, files: Mapping[str, str]) -> dict[s
         record["source"] = files.get(item.name, "synthetic")
         items.append(record)
     return {"inputs": items, "dims": dict(plan.dims), "problems": list(plan.problems)}
+
+
+def _op_classes(ins: ModelInspection, part: PrefixCut | None) -> dict[str, dict[str, Any]]:
+    """What each compared output is computed through (the tolerance's op class)."""
+    if ins.graph is None:
+        return {}
+    if part is not None:
+        return output_op_classes(ins.graph, part.outputs, part.nodes)
+    return output_op_classes(ins.graph, [o.name for o in ins.graph.outputs])
 
 
 def _compute_types(ins: ModelInspection) -> list[str]:

@@ -34,6 +34,12 @@ would fail on every value near zero. The bound depends on the narrowest arithmet
 - **Integer and bool outputs: exact.** Token ids, argmax results and masks either agree or do not;
   the number of differing elements is reported.
 
+Per op class: an output that only moves values (Gather, Slice, Reshape, Transpose, Concat, Where, Cast
+... from the inputs and weights: :data:`MOVEMENT_OPS`) is computed by no arithmetic, so both EPs must give the
+same bits whatever its type: it is compared exactly. For the others the basis names the op classes the
+output is computed through (matrix products, normalisations, exponentials ...), counted on the graph
+(:func:`output_op_classes`, in the parent).
+
 An output where one side is NaN or infinite and the other is not never agrees. :func:`tolerance_for` is
 pure; :func:`compare_outputs` runs in the child, where numpy is at hand.
 """
@@ -44,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ortdoctor.core.record import record
+from ortdoctor.prove.model_check.graph import ModelGraph
 
 CPU_EP = "CPUExecutionProvider"
 
@@ -53,6 +60,50 @@ SAME_EP_BOUND = 1e-5
 QUANTIZED_BOUND = 5e-2
 #: what ``compute_types`` holds for a model with quantization ops (QuantizeLinear, MatMulInteger ...)
 QUANTIZED = "int8"
+
+
+#: ops that move or select values without computing new ones (a Cast rounds the same way on every EP:
+#: IEEE round-to-nearest-even)
+MOVEMENT_OPS = frozenset({
+    "Gather", "GatherElements", "GatherND", "Slice", "Reshape", "Transpose", "Concat", "Split", "Squeeze",
+    "Unsqueeze", "Expand", "Flatten", "Identity", "Tile", "Where", "Cast", "CastLike", "Constant",
+    "ConstantOfShape", "Shape", "Size", "Pad", "DepthToSpace", "SpaceToDepth", "Trilu",
+})
+_CLASSES = {
+    "matrix products": frozenset({"MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "FusedMatMul", "Attention",
+                                  "MultiHeadAttention", "GroupQueryAttention", "MatMulNBits"}),
+    "normalisations": frozenset({"LayerNormalization", "SimplifiedLayerNormalization", "SkipLayerNormalization",
+                                 "BatchNormalization", "InstanceNormalization", "GroupNormalization", "Softmax",
+                                 "LogSoftmax", "ReduceMean", "ReduceSum", "ReduceL2"}),
+    "exponentials": frozenset({"Exp", "Log", "Tanh", "Erf", "Sigmoid", "Gelu", "FastGelu", "Pow", "Sqrt",
+                               "Reciprocal", "Softplus", "HardSigmoid"}),
+}
+
+
+def output_op_classes(graph: ModelGraph, outputs: Sequence[str], nodes: int | None = None) -> dict[str, dict[str, Any]]:
+    """For each output: ``movement_only`` (no node on its way from the inputs and weights computes) and the
+    op classes it is computed through, with counts. ``nodes`` limits the graph to its first nodes (the
+    compared part)."""
+    ordered = graph.nodes[:nodes] if nodes is not None else graph.nodes
+    producer = {out: node for node in ordered for out in node.outputs if out}
+    result: dict[str, dict[str, Any]] = {}
+    for name in outputs:
+        seen: set[int] = set()
+        stack = [name]
+        counts: dict[str, int] = {}
+        arithmetic = False
+        while stack:
+            node = producer.get(stack.pop())
+            if node is None or node.index in seen:
+                continue
+            seen.add(node.index)
+            if node.op_type not in MOVEMENT_OPS:
+                arithmetic = True
+                kind = next((c for c, ops in _CLASSES.items() if node.op_type in ops), "elementwise")
+                counts[kind] = counts.get(kind, 0) + 1
+            stack.extend(x for x in node.inputs if x)
+        result[name] = {"movement_only": not arithmetic, "classes": counts}
+    return result
 
 
 @record
@@ -107,12 +158,14 @@ def _narrowest(types: Sequence[str]) -> str:
 
 def compare_outputs(names: Sequence[str], got: Sequence[Any], want: Sequence[Any], *, ep: str,
                     tf32: bool | None, compute_types: Sequence[str] = (), got_types: Sequence[str] = (),
-                    upcast: bool = False) -> list[dict[str, Any]]:
+                    upcast: bool = False, op_classes: Mapping[str, Mapping[str, Any]] | None = None
+                    ) -> list[dict[str, Any]]:
     """One record per output: shapes, the largest errors, the tolerance and whether it holds.
 
     ``got`` are the EP's outputs, ``want`` the CPU EP's (numpy arrays; anything else is "not a tensor");
     ``got_types`` the EP session's output types (``tensor(bfloat16)`` outputs arrive as 16-bit words);
-    ``upcast``: the CPU EP ran a float32 copy of the model.
+    ``upcast``: the CPU EP ran a float32 copy of the model. ``op_classes``: :func:`output_op_classes`'s
+    record of each output (an output that only moves values is compared exactly).
     """
     import numpy as np
 
@@ -130,6 +183,7 @@ def compare_outputs(names: Sequence[str], got: Sequence[Any], want: Sequence[Any
             continue
         dtype = _dtype_name(b.dtype)
         tol = tolerance_for(dtype, ep=ep, tf32=tf32, compute_types=compute_types, upcast=upcast)
+        tol = _by_op_class(tol, dtype, (op_classes or {}).get(name))
         record.update(dtype=dtype, shape=list(b.shape), tolerance=tol.to_json(), compared=True)
         if a.shape != b.shape:
             record.update(agree=False, reason=f"shapes differ: {list(a.shape)} against {list(b.shape)}")
@@ -144,6 +198,19 @@ def compare_outputs(names: Sequence[str], got: Sequence[Any], want: Sequence[Any
             record.update(_float_errors(np, a, b, tol.bound))
         out.append(record)
     return out
+
+
+def _by_op_class(tol: Tolerance, dtype: str, classes: Mapping[str, Any] | None) -> Tolerance:
+    if classes is None or tol.bound == 0.0:
+        return tol
+    if classes.get("movement_only"):
+        return Tolerance(0.0, f"{dtype} values only moved (gathered, sliced, reshaped, cast): no arithmetic, so "
+                         "the same bits on every EP")
+    counts = classes.get("classes") or {}
+    if not counts:
+        return tol
+    through = ", ".join(f"{kind} x{n}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return Tolerance(tol.bound, f"{tol.basis}; computed through {through}")
 
 
 def _float_errors(np: Any, a: Any, b: Any, bound: float) -> dict[str, Any]:
@@ -180,4 +247,4 @@ def summarise(records: Sequence[Mapping[str, Any]]) -> bool | None:
     return all(bool(r.get("agree")) for r in compared)
 
 
-__all__ = ["QUANTIZED", "QUANTIZED_BOUND", "SAME_EP_BOUND", "TF32_BOUND", "Tolerance", "compare_outputs", "summarise", "tolerance_for"]
+__all__ = ["MOVEMENT_OPS", "QUANTIZED", "QUANTIZED_BOUND", "SAME_EP_BOUND", "TF32_BOUND", "Tolerance", "compare_outputs", "output_op_classes", "summarise", "tolerance_for"]

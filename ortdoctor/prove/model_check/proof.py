@@ -335,7 +335,8 @@ def run_proof(ort: Any, session: Any, request: Mapping[str, Any], *, ep: str, ep
         result["outputs"] = compare_outputs(names, list(got), list(want), ep=ep, tf32=tf32,
                                             compute_types=request.get("compute_types") or (),
                                             got_types=[o.type for o in compared_on.get_outputs()],
-                                            upcast=bool(result["cpu"].get("upcast")))
+                                            upcast=bool(result["cpu"].get("upcast")),
+                                            op_classes=request.get("op_classes"))
         result["agree"] = summarise(result["outputs"])
         timing = result["part"]["ep"] if part else result["ep"]  # the speed-up of the same graph
         ep_ms, cpu_ms = timing.get("steady_ms"), result["cpu"].get("steady_ms")
