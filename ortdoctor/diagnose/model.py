@@ -321,6 +321,11 @@ def run_findings(run: Mapping[str, Any] | None, *, ep: str = CUDA_EP, given: Map
                                 title="no CPU EP reference: the outputs were not compared",
                                 detail=f"The CPU EP could not load {what} ({cpu.get('error')}), so the inputs "
                                 "were not validated and the outputs not compared.", fix=""))
+    part_run = part.get("ep") or {}
+    if part_run.get("error"):
+        out.append(make_finding("model-run-failed", severity="error" if ep != CPU_EP else "warning",
+                                detail=f"The compared part of the model (its first {part.get('nodes')} nodes) failed "
+                                f"on the {_short(ep)} EP on inputs the CPU EP accepted: {part_run.get('error')}"))
     if part.get("error"):
         out.append(make_finding("model-run-failed", severity="info",
                                 title="the compared part did not load on the EP under test: outputs not compared",
