@@ -36,11 +36,11 @@ def _env() -> dict[str, str]:
 
 
 def test_concurrent_only_where_both_sessions_fit() -> None:
-    fits = plan_comparison(1 * GIB, 2 * GIB + MARGIN_BYTES)
+    fits = plan_comparison(1 * GIB, 2 * GIB + MARGIN_BYTES, limit=4 * GIB)
     assert fits.concurrent
     assert not fits.bounded
     assert "beside the session under test" in fits.why
-    tight = plan_comparison(1 * GIB, 2 * GIB + MARGIN_BYTES - 1)
+    tight = plan_comparison(1 * GIB, 2 * GIB + MARGIN_BYTES - 1, limit=4 * GIB)
     assert not tight.concurrent
     assert "host memory does not hold both" in tight.why
     unknown = plan_comparison(1 * GIB, None)
@@ -48,8 +48,9 @@ def test_concurrent_only_where_both_sessions_fit() -> None:
 
 
 def test_bounded_above_the_limit_unless_shapes_were_given() -> None:
-    big = plan_comparison(12 * GIB, 16 * GIB)  # default limit: half of the free memory
-    assert big.limit == 8 * GIB
+    big = plan_comparison(12 * GIB, 16 * GIB)  # default limit: a quarter of the free memory, at most 2 GiB
+    assert big.limit == 2 * GIB
+    assert plan_comparison(1 * GIB, 6 * GIB).limit == int(1.5 * GIB)
     assert big.bounded
     assert "sequence length 1" in big.why
     given = plan_comparison(12 * GIB, 16 * GIB, shapes_given=True)

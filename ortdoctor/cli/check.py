@@ -68,8 +68,9 @@ _PROVIDERS = "; ".join(f"{p.choice}: {p.name}{' as a plugin EP' if p.plugin else
               help="With --model: this input's values from a numpy.save file (repeatable; default: valid "
               "synthetic values).")
 @click.option("--compare-limit", "compare_limit", type=click.FloatRange(min=0, min_open=True), default=None,
-              metavar="GIB", help="With --model: above this model size (GiB of weights) the CPU reference compares a "
-              "one-token run (default: half the free host memory).")
+              metavar="GIB", help="With --model: above this model size (GiB of weights) the comparison covers the model's "
+              "first blocks (or a one-token run where none can be cut); default: a quarter of the free host memory, "
+              "at most 2 GiB.")
 def command(**params: Any) -> None:
     # click passes the parsed options by parameter name, the keywords of execute()
     try:

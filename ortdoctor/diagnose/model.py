@@ -316,11 +316,22 @@ def run_findings(run: Mapping[str, Any] | None, *, ep: str = CUDA_EP, given: Map
                                 f"The CPU EP failed on {whose} ({kind}): {cpu.get('error')}. The {_short(ep)} EP was "
                                 "not run: its result on such inputs would prove nothing."))
         return out
+    part = run.get("part") or {}
+    what = f"the compared part of the model (its first {part.get('nodes')} nodes)" if part else "the model"
     if cpu.get("session_failed"):
         out.append(make_finding("model-run-failed", severity="info",
                                 title="no CPU EP reference: the outputs were not compared",
-                                detail=f"The CPU EP could not load the model ({cpu.get('error')}), so the inputs "
+                                detail=f"The CPU EP could not load {what} ({cpu.get('error')}), so the inputs "
                                 "were not validated and the outputs not compared.", fix=""))
+    part_run = part.get("ep") or {}
+    if part_run.get("error"):
+        out.append(make_finding("model-run-failed", severity="error" if ep != CPU_EP else "warning",
+                                detail=f"The compared part of the model (its first {part.get('nodes')} nodes) failed "
+                                f"on the {_short(ep)} EP on inputs the CPU EP accepted: {part_run.get('error')}"))
+    if part.get("error"):
+        out.append(make_finding("model-run-failed", severity="info",
+                                title="the compared part did not load on the EP under test: outputs not compared",
+                                detail=f"The whole model ran on the {_short(ep)} EP; {part['error']}.", fix=""))
     if device.get("error"):
         out.append(make_finding("model-run-failed", severity="error" if ep != CPU_EP else "warning",
                                 detail=f"The run on the {_short(ep)} EP failed"

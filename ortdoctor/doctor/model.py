@@ -24,9 +24,10 @@ from ortdoctor.core.facts import DriverInfo, Finding
 from ortdoctor.core.severity import severity_rank
 from ortdoctor.diagnose import model as mf
 from ortdoctor.prove.model_check.budget import BOUNDED_SEQUENCE, available_host_memory, plan_comparison
-from ortdoctor.prove.model_check.compare import QUANTIZED
+from ortdoctor.prove.model_check.compare import QUANTIZED, output_op_classes
 from ortdoctor.prove.model_check.given_inputs import headers, parse_input_files
 from ortdoctor.prove.model_check.inspect import ModelInspection, inspect_model, normalise_input_shapes
+from ortdoctor.prove.model_check.model_part import PrefixCut
 from ortdoctor.prove.model_check.placement import summarise_placement
 from ortdoctor.prove.model_check.runner import ChildOutcome, run_child
 from ortdoctor.prove.model_check.shape_limits import position_limits, shape_problems
@@ -70,8 +71,9 @@ def check_model(
     are the ids of the environment's error findings: when the CUDA EP is missing for their reason, the model
     part says so once, as a note, instead of repeating the cause as another error.
 
-    ``compare_limit`` (bytes) is the model size above which the test run is bounded to one token (default:
-    half the free host memory, ``host_memory`` or ``/proc/meminfo``'s; :mod:`~ortdoctor.prove.model_check.budget`).
+    ``compare_limit`` (bytes) is the model size above which the comparison is bounded to the model's first
+    blocks, or where it has none to cut, to a one-token run (default: a quarter of the free host memory,
+    ``host_memory`` or ``/proc/meminfo``'s, at most 2 GiB; :mod:`~ortdoctor.prove.model_check.budget`).
     ``concurrent_reference`` forces whether the CPU reference loads beside the session under test (None:
     where host memory holds both and the EP under test is a device's).
 
@@ -90,10 +92,11 @@ def check_model(
 
     compare = plan_comparison(ins.total_bytes, available_host_memory() if host_memory is None else host_memory,
                               limit=compare_limit, shapes_given=bool(shapes or files), on_device=ep != CPU_EP,
-                              concurrent=concurrent_reference)
-    plan, problems, refused = _plan(ins, shapes, files, bounded=compare.bounded)
+                              concurrent=concurrent_reference, graph=ins.graph)
+    one_token = compare.bounded and compare.part is None  # no part to cut: the run is bounded to one token
+    plan, problems, refused = _plan(ins, shapes, files, bounded=one_token)
     # the TensorRT profile is advised around the usual shapes, not the one-token run of a bounded check
-    served = _plan(ins, shapes, files)[0] if compare.bounded else plan
+    served = _plan(ins, shapes, files)[0] if one_token else plan
     not_run = {"problems": problems} if problems else None  # stays the run's record whatever the child does
     static: dict[str, Any] = {
         "ep": ep, "test_inputs": _test_inputs(plan, files),
@@ -109,7 +112,10 @@ def check_model(
                "provider_options": {str(k): str(v) for k, v in (provider_options or {}).items()},
                "run": not problems, "plan": plan.to_json() if plan is not None else None,
                "input_files": files, "iobinding": iobinding, "compute_types": _compute_types(ins),
-               "concurrent_reference": compare.concurrent}
+               "concurrent_reference": compare.concurrent,
+               "part": {"nodes": compare.part.nodes, "outputs": list(compare.part.outputs)}
+               if compare.part is not None else None,
+               "op_classes": _op_classes(ins, compare.part)}
     outcome = run_child(request, timeout=timeout, env=env, python=python, import_path=import_path)
     child = outcome.result
     if child is None or child.get("stage") == "child":
@@ -190,6 +196,15 @@ def _test_inputs(plan: SyntheticPlan | None, files: Mapping[str, str]) -> dict[s
         record["source"] = files.get(item.name, "synthetic")
         items.append(record)
     return {"inputs": items, "dims": dict(plan.dims), "problems": list(plan.problems)}
+
+
+def _op_classes(ins: ModelInspection, part: PrefixCut | None) -> dict[str, dict[str, Any]]:
+    """What each compared output is computed through (the tolerance's op class)."""
+    if ins.graph is None:
+        return {}
+    if part is not None:
+        return output_op_classes(ins.graph, part.outputs, part.nodes)
+    return output_op_classes(ins.graph, [o.name for o in ins.graph.outputs])
 
 
 def _compute_types(ins: ModelInspection) -> list[str]:

@@ -113,10 +113,20 @@ def _run_lines(run: Mapping[str, Any], ep: str) -> list[str]:
     device, cpu = run.get("ep") or {}, run.get("cpu") or {}
     label = f"{_short(ep)} EP" + (" with IO binding" if (run.get("iobinding") or {}).get("used") else "")
     reference = "CPU EP (reference)" if ep == CPU_EP else "CPU EP"
-    parts = [f"{label} {_timing(device)}", f"{reference} {_timing(cpu)}"]
+    part = run.get("part")
+    if part:  # the whole model ran on the EP under test; both EPs ran the part that is compared
+        parts = [f"{label} {_timing(device)} (the whole model)",
+                 f"on the compared part: {label} {_timing(part.get('ep') or {'skipped': True})}, {reference} {_timing(cpu)}"]
+    else:
+        parts = [f"{label} {_timing(device)}", f"{reference} {_timing(cpu)}"]
     if run.get("speedup"):
         parts.append(f"speed-up {run['speedup']:.2f}x")
     lines = [_row("run", "  |  ".join(parts))]
+    upcast = cpu.get("upcast")
+    if upcast:
+        lines.append(_row("", f"the CPU EP's reference ran a {upcast.get('to')} copy of the model ({upcast.get('tensors')} "
+                          f"{upcast.get('from')} tensors cast exactly): the CPU EP refused the {upcast.get('from')} "
+                          f"model ({upcast.get('why')})"))
     if run.get("inputs_valid") is False:
         lines.append(_row("", "the CPU EP rejected the inputs: the run on the EP proves nothing (not run)"))
     for i, out in enumerate(run.get("outputs") or ()):

@@ -216,7 +216,7 @@ def check(request: dict[str, Any], emit: Callable[[dict[str, Any]], None] | None
             emit({**out, "partial": True})
         tf32 = _tf32(out["ep_options"]) if ep == CUDA_EP else False
         out["run"] = run_proof(ort, session, request, ep=ep, ep_active=out["ep_active"], tf32=tf32,
-                               progress=stage, reference=reference)
+                               progress=stage, reference=reference, providers=providers)
     out["stage"] = "done"
     return out
 

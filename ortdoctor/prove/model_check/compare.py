@@ -19,7 +19,11 @@ would fail on every value near zero. The bound depends on the narrowest arithmet
   MatMul/Gemm), onnxruntime's graph transformer (InsertCastTransformer) casts its inputs up to float32
   and its outputs back, so the reference is at least as precise as float16 throughout, and the bound
   measures the EP's own float16 error. The tolerance's basis says so in the report.
-- **bfloat16: 1e-1.** A 7-bit mantissa (unit roundoff 3.9e-3).
+- **bfloat16: 1e-1.** A 7-bit mantissa (unit roundoff 3.9e-3). The CPU EP has no bfloat16 kernels for
+  most ops and onnxruntime inserts no casts for bfloat16, so its reference runs a float32 copy of the model
+  (:mod:`.upcast`: the same bfloat16 weights, cast to float32 exactly) and the report says so. onnxruntime
+  hands bfloat16 outputs to numpy as their raw 16-bit words (numpy has no bfloat16); they are widened to
+  float32 before the comparison.
 - **8-bit quantized models: 5e-2.** A value that lands near the middle between two quantization steps
   may round to either when the float arithmetic before it differs by a TF32 rounding (one step is 1/256
   of the tensor's range), and the EPs run quantized nodes differently (the CPU EP fuses QDQ groups into
@@ -29,6 +33,12 @@ would fail on every value near zero. The bound depends on the narrowest arithmet
 - **CPU EP against CPU EP: 1e-5.** The same kernels; only thread scheduling may reorder reductions.
 - **Integer and bool outputs: exact.** Token ids, argmax results and masks either agree or do not;
   the number of differing elements is reported.
+
+Per op class: an output that only moves values (Gather, Slice, Reshape, Transpose, Concat, Where, Cast
+... from the inputs and weights: :data:`MOVEMENT_OPS`) is computed by no arithmetic, so both EPs must give the
+same bits whatever its type: it is compared exactly. For the others the basis names the op classes the
+output is computed through (matrix products, normalisations, exponentials ...), counted on the graph
+(:func:`output_op_classes`, in the parent).
 
 An output where one side is NaN or infinite and the other is not never agrees. :func:`tolerance_for` is
 pure; :func:`compare_outputs` runs in the child, where numpy is at hand.
@@ -41,6 +51,7 @@ from typing import Any
 
 from ortdoctor.core.ep_names import CPU_EP, CUDA_EP
 from ortdoctor.core.record import record
+from ortdoctor.prove.model_check.graph import ModelGraph
 
 _FLOAT_BOUNDS = {"float64": 1e-7, "float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1}
 TF32_BOUND = 1e-2
@@ -48,6 +59,50 @@ SAME_EP_BOUND = 1e-5
 QUANTIZED_BOUND = 5e-2
 #: what ``compute_types`` holds for a model with quantization ops (QuantizeLinear, MatMulInteger ...)
 QUANTIZED = "int8"
+
+
+#: ops that move or select values without computing new ones (a Cast rounds the same way on every EP:
+#: IEEE round-to-nearest-even)
+MOVEMENT_OPS = frozenset({
+    "Gather", "GatherElements", "GatherND", "Slice", "Reshape", "Transpose", "Concat", "Split", "Squeeze",
+    "Unsqueeze", "Expand", "Flatten", "Identity", "Tile", "Where", "Cast", "CastLike", "Constant",
+    "ConstantOfShape", "Shape", "Size", "Pad", "DepthToSpace", "SpaceToDepth", "Trilu",
+})
+_CLASSES = {
+    "matrix products": frozenset({"MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "FusedMatMul", "Attention",
+                                  "MultiHeadAttention", "GroupQueryAttention", "MatMulNBits"}),
+    "normalisations": frozenset({"LayerNormalization", "SimplifiedLayerNormalization", "SkipLayerNormalization",
+                                 "BatchNormalization", "InstanceNormalization", "GroupNormalization", "Softmax",
+                                 "LogSoftmax", "ReduceMean", "ReduceSum", "ReduceL2"}),
+    "exponentials": frozenset({"Exp", "Log", "Tanh", "Erf", "Sigmoid", "Gelu", "FastGelu", "Pow", "Sqrt",
+                               "Reciprocal", "Softplus", "HardSigmoid"}),
+}
+
+
+def output_op_classes(graph: ModelGraph, outputs: Sequence[str], nodes: int | None = None) -> dict[str, dict[str, Any]]:
+    """For each output: ``movement_only`` (no node on its way from the inputs and weights computes) and the
+    op classes it is computed through, with counts. ``nodes`` limits the graph to its first nodes (the
+    compared part)."""
+    ordered = graph.nodes[:nodes] if nodes is not None else graph.nodes
+    producer = {out: node for node in ordered for out in node.outputs if out}
+    result: dict[str, dict[str, Any]] = {}
+    for name in outputs:
+        seen: set[int] = set()
+        stack = [name]
+        counts: dict[str, int] = {}
+        arithmetic = False
+        while stack:
+            node = producer.get(stack.pop())
+            if node is None or node.index in seen:
+                continue
+            seen.add(node.index)
+            if node.op_type not in MOVEMENT_OPS:
+                arithmetic = True
+                kind = next((c for c, ops in _CLASSES.items() if node.op_type in ops), "elementwise")
+                counts[kind] = counts.get(kind, 0) + 1
+            stack.extend(x for x in node.inputs if x)
+        result[name] = {"movement_only": not arithmetic, "classes": counts}
+    return result
 
 
 @record
@@ -59,12 +114,14 @@ class Tolerance:
         return {"bound": self.bound, "basis": self.basis}
 
 
-def tolerance_for(dtype: str, *, ep: str, tf32: bool | None, compute_types: Sequence[str] = ()) -> Tolerance:
+def tolerance_for(dtype: str, *, ep: str, tf32: bool | None, compute_types: Sequence[str] = (),
+                  upcast: bool = False) -> Tolerance:
     """The bound for one output of ``dtype`` computed by ``ep`` against the CPU EP.
 
     ``tf32``: whether the EP may use TF32 (None: unknown, taken as yes for the CUDA EP, its default).
     ``compute_types``: float types the model computes in (its initializers and inputs): a float32 output
-    of a float16 model carries float16 error; :data:`QUANTIZED` when it has quantization ops.
+    of a float16 model carries float16 error; :data:`QUANTIZED` when it has quantization ops. ``upcast``:
+    the CPU EP ran a float32 copy of the model (:mod:`.upcast`).
     """
     if dtype not in _FLOAT_BOUNDS:
         return Tolerance(0.0, f"{dtype}: exact")
@@ -76,7 +133,12 @@ def tolerance_for(dtype: str, *, ep: str, tf32: bool | None, compute_types: Sequ
     narrowest = _narrowest([dtype, *compute_types])
     if narrowest in ("bfloat16", "float16"):
         bound = _FLOAT_BOUNDS[narrowest]
-        return Tolerance(bound, f"{narrowest} arithmetic ({'7' if narrowest == 'bfloat16' else '10'}-bit mantissa) "
+        mantissa = "7" if narrowest == "bfloat16" else "10"
+        if upcast:
+            return Tolerance(bound, f"{narrowest} arithmetic ({mantissa}-bit mantissa) against the CPU EP's run of a "
+                             f"float32 copy of the model (the CPU EP has no {narrowest} kernels: its {narrowest} "
+                             "weights were cast to float32, exactly)")
+        return Tolerance(bound, f"{narrowest} arithmetic ({mantissa}-bit mantissa) "
                          f"against a CPU EP reference that computes {narrowest} nodes without a {narrowest} "
                          "kernel in float32 (onnxruntime's CPU EP inserts the casts)")
     if narrowest == "float32" and ep == CUDA_EP and tf32 is not False:
@@ -94,22 +156,33 @@ def _narrowest(types: Sequence[str]) -> str:
 
 
 def compare_outputs(names: Sequence[str], got: Sequence[Any], want: Sequence[Any], *, ep: str,
-                    tf32: bool | None, compute_types: Sequence[str] = ()) -> list[dict[str, Any]]:
+                    tf32: bool | None, compute_types: Sequence[str] = (), got_types: Sequence[str] = (),
+                    upcast: bool = False, op_classes: Mapping[str, Mapping[str, Any]] | None = None
+                    ) -> list[dict[str, Any]]:
     """One record per output: shapes, the largest errors, the tolerance and whether it holds.
 
-    ``got`` are the EP's outputs, ``want`` the CPU EP's (numpy arrays; anything else is "not a tensor").
+    ``got`` are the EP's outputs, ``want`` the CPU EP's (numpy arrays; anything else is "not a tensor");
+    ``got_types`` the EP session's output types (``tensor(bfloat16)`` outputs arrive as 16-bit words);
+    ``upcast``: the CPU EP ran a float32 copy of the model. ``op_classes``: :func:`output_op_classes`'s
+    record of each output (an output that only moves values is compared exactly).
     """
     import numpy as np
 
     out = []
-    for name, a, b in zip(names, got, want, strict=True):
+    types = list(got_types) or [""] * len(names)
+    for name, a, b, kind in zip(names, got, want, types, strict=True):
+        if kind == "tensor(bfloat16)" and isinstance(a, np.ndarray) and a.dtype == np.uint16:
+            a = (a.astype(np.uint32) << 16).view(np.float32)  # bfloat16 is float32's upper half
+            if isinstance(b, np.ndarray) and b.dtype == np.uint16:
+                b = (b.astype(np.uint32) << 16).view(np.float32)
         record: dict[str, Any] = {"output": name}
         if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
             record.update(compared=False, agree=None, reason="not a tensor (a sequence or map output)")
             out.append(record)
             continue
         dtype = _dtype_name(b.dtype)
-        tol = tolerance_for(dtype, ep=ep, tf32=tf32, compute_types=compute_types)
+        tol = tolerance_for(dtype, ep=ep, tf32=tf32, compute_types=compute_types, upcast=upcast)
+        tol = _by_op_class(tol, dtype, (op_classes or {}).get(name))
         record.update(dtype=dtype, shape=list(b.shape), tolerance=tol.to_json(), compared=True)
         if a.shape != b.shape:
             record.update(agree=False, reason=f"shapes differ: {list(a.shape)} against {list(b.shape)}")
@@ -124,6 +197,19 @@ def compare_outputs(names: Sequence[str], got: Sequence[Any], want: Sequence[Any
             record.update(_float_errors(np, a, b, tol.bound))
         out.append(record)
     return out
+
+
+def _by_op_class(tol: Tolerance, dtype: str, classes: Mapping[str, Any] | None) -> Tolerance:
+    if classes is None or tol.bound == 0.0:
+        return tol
+    if classes.get("movement_only"):
+        return Tolerance(0.0, f"{dtype} values only moved (gathered, sliced, reshaped, cast): no arithmetic, so "
+                         "the same bits on every EP")
+    counts = classes.get("classes") or {}
+    if not counts:
+        return tol
+    through = ", ".join(f"{kind} x{n}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return Tolerance(tol.bound, f"{tol.basis}; computed through {through}")
 
 
 def _float_errors(np: Any, a: Any, b: Any, bound: float) -> dict[str, Any]:
@@ -160,4 +246,4 @@ def summarise(records: Sequence[Mapping[str, Any]]) -> bool | None:
     return all(bool(r.get("agree")) for r in compared)
 
 
-__all__ = ["QUANTIZED", "QUANTIZED_BOUND", "SAME_EP_BOUND", "TF32_BOUND", "Tolerance", "compare_outputs", "summarise", "tolerance_for"]
+__all__ = ["MOVEMENT_OPS", "QUANTIZED", "QUANTIZED_BOUND", "SAME_EP_BOUND", "TF32_BOUND", "Tolerance", "compare_outputs", "output_op_classes", "summarise", "tolerance_for"]

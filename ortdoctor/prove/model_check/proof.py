@@ -16,6 +16,10 @@ The order is what makes a run evidence:
    the device), as Optimum's ORTModel and other onnxruntime clients do on CUDA.
 4. **The comparison** of every output (:mod:`.compare`) and the speed-up of steady runs.
 
+Above the parent's size limit the request carries a ``part`` (:mod:`.model_part`): the model's first
+blocks. The CPU EP's reference is then that part only, the whole model still runs (timed) on the EP under
+test, and a session of the EP under test on the same part gives the outputs that are compared.
+
 Runs in the child only (numpy and onnxruntime are imported by the caller and passed in).
 """
 
@@ -33,7 +37,9 @@ from typing import Any
 
 from ortdoctor.core.ep_names import CPU_EP, CUDA_EP
 from ortdoctor.prove.model_check.compare import compare_outputs, summarise
+from ortdoctor.prove.model_check.model_part import EXTERNAL_FOLDER_KEY, prefix_model_bytes
 from ortdoctor.prove.model_check.synthetic_feeds import materialise
+from ortdoctor.prove.model_check.upcast import upcast_bfloat16
 
 #: onnxruntime type strings -> numpy dtype names
 NUMPY_TYPES = {
@@ -159,21 +165,65 @@ def reference_run(ort: Any, request: Mapping[str, Any]) -> dict[str, Any]:
     in a thread while that session is being created (:func:`start_reference`)."""
     files = {str(k): str(v) for k, v in (request.get("input_files") or {}).items()}
     out: dict[str, Any] = {"cpu": {"provider": CPU_EP}}
+    part = request.get("part")
     t0 = time.perf_counter()
     try:
-        reference = ort.InferenceSession(request["model"], _quiet_options(ort), providers=[CPU_EP])
+        if part:
+            out["part_model"] = prefix_model_bytes(request["model"], int(part["nodes"]), list(part["outputs"]))
+            reference = part_session(ort, out["part_model"], request["model"], [CPU_EP])
+        else:
+            reference = ort.InferenceSession(request["model"], _quiet_options(ort), providers=[CPU_EP])
     except Exception as exc:
-        out["cpu"].update(ok=False, error=_error_text(exc), session_failed=True)
-        return out
+        reference = _upcast_reference(ort, request, out, exc)
+        if reference is None:
+            out["cpu"].update(ok=False, error=_error_text(exc), session_failed=True)
+            if part:
+                out["cpu"]["part_failed"] = True
+            return out
     out["cpu"]["session_ms"] = round((time.perf_counter() - t0) * 1000, 3)
     feeds, described, problems = build_feeds(reference, request.get("plan"), files)
     out.update(feeds=feeds, inputs=described, problems=problems)
     if problems:
         return out
-    ref = timed(_plain(reference, feeds, None))
+    ref = timed(_plain(reference, _for(reference, feeds), None))
     out["want"] = ref.pop("outputs", None)
     out["cpu"].update(ref)
     return out
+
+
+def _upcast_reference(ort: Any, request: Mapping[str, Any], out: dict[str, Any], exc: BaseException) -> Any:
+    """The CPU EP's session on a float32 copy of a bfloat16 model (or part) that the CPU EP refused
+    (:mod:`.upcast`), with the reason recorded in ``out["cpu"]["upcast"]``; None when the model computes in
+    no bfloat16 or the copy fails too."""
+    if "bfloat16" not in (request.get("compute_types") or ()):
+        return None
+    try:
+        data = out.get("part_model")
+        if data is None:
+            with open(request["model"], "rb") as fh:
+                data = fh.read()
+        copy, tensors = upcast_bfloat16(data)
+        if not tensors:
+            return None
+        session = part_session(ort, copy, request["model"], [CPU_EP])
+    except Exception:
+        return None
+    out["cpu"]["upcast"] = {"from": "bfloat16", "to": "float32", "tensors": tensors,
+                            "why": _error_text(exc).splitlines()[0][:300]}
+    return session
+
+
+def part_session(ort: Any, model: bytes, path: str, providers: list[Any]) -> Any:
+    """A session on the part's bytes; its external data is read from the model's own directory."""
+    options = _quiet_options(ort)
+    options.add_session_config_entry(EXTERNAL_FOLDER_KEY, os.path.dirname(os.path.abspath(path)))
+    return ort.InferenceSession(model, options, providers=providers)
+
+
+def _for(session: Any, feeds: Mapping[str, Any]) -> dict[str, Any]:
+    """The feeds a session takes (a part of the model reads only some of the model's inputs)."""
+    names = {i.name for i in session.get_inputs()}
+    return {k: v for k, v in feeds.items() if k in names}
 
 
 def start_reference(ort: Any, request: Mapping[str, Any]) -> Callable[[], dict[str, Any]]:
@@ -201,10 +251,12 @@ def start_reference(ort: Any, request: Mapping[str, Any]) -> Callable[[], dict[s
 
 def run_proof(ort: Any, session: Any, request: Mapping[str, Any], *, ep: str, ep_active: bool,
               tf32: bool | None, progress: Callable[[str], None] = lambda stage: None,
-              reference: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+              reference: Callable[[], dict[str, Any]] | None = None,
+              providers: list[Any] | None = None) -> dict[str, Any]:
     """The proof's record (see the module docstring); never raises for onnxruntime's errors. ``reference``
     waits for the CPU EP's record when it was started beside the session (:func:`start_reference`);
-    without it the CPU EP runs here, first."""
+    without it the CPU EP runs here, first. ``providers`` are the session under test's, for its session on
+    the request's ``part``."""
     files = {str(k): str(v) for k, v in (request.get("input_files") or {}).items()}
     iobinding = bool(request.get("iobinding"))
     device_id = int(request.get("device_id", 0))
@@ -220,6 +272,9 @@ def run_proof(ort: Any, session: Any, request: Mapping[str, Any], *, ep: str, ep
         with _quiet_fd2():
             ref = reference_run(ort, request)
     result["cpu"] = ref["cpu"]
+    part = request.get("part")
+    if part:
+        result["part"] = {"nodes": part["nodes"], "outputs": list(part["outputs"])}
     if "feeds" in ref:
         feeds, described, problems = ref["feeds"], ref["inputs"], ref["problems"]
     else:  # no CPU EP session: the inputs are made from the session under test's
@@ -260,12 +315,30 @@ def run_proof(ort: Any, session: Any, request: Mapping[str, Any], *, ep: str, ep
         except Exception as exc:
             result["ep"].update(ok=False, error=f"copying the outputs back failed: {_error_text(exc)}")
             return result
+    compared_on = session
+    if want is not None and part:
+        # the whole model ran on the EP under test; the comparison is on the part both EPs run
+        progress("ep-part")
+        try:
+            compared_on = part_session(ort, ref["part_model"], request["model"], providers or [ep])
+        except Exception as exc:
+            result["part"].update(ok=False, error=f"the part's session on the {ep} failed: {_error_text(exc)}")
+            return result
+        part_run = timed(_plain(compared_on, _for(compared_on, feeds), run_options))
+        got = part_run.pop("outputs", None)
+        result["part"]["ep"] = part_run
+        if not part_run["ok"]:
+            return result
     if want is not None:
-        names = [o.name for o in session.get_outputs()]
+        names = [o.name for o in compared_on.get_outputs()]
         result["outputs"] = compare_outputs(names, list(got), list(want), ep=ep, tf32=tf32,
-                                            compute_types=request.get("compute_types") or ())
+                                            compute_types=request.get("compute_types") or (),
+                                            got_types=[o.type for o in compared_on.get_outputs()],
+                                            upcast=bool(result["cpu"].get("upcast")),
+                                            op_classes=request.get("op_classes"))
         result["agree"] = summarise(result["outputs"])
-        ep_ms, cpu_ms = result["ep"].get("steady_ms"), result["cpu"].get("steady_ms")
+        timing = result["part"]["ep"] if part else result["ep"]  # the speed-up of the same graph
+        ep_ms, cpu_ms = timing.get("steady_ms"), result["cpu"].get("steady_ms")
         if ep_ms and cpu_ms:
             result["speedup"] = round(cpu_ms / ep_ms, 3)
     return result
@@ -277,5 +350,5 @@ def _quiet_options(ort: Any) -> Any:
     return so
 
 
-__all__ = ["MAX_RUNS", "NUMPY_TYPES", "TIME_BUDGET_S", "build_feeds", "reference_run", "run_proof", "start_reference",
-           "timed"]
+__all__ = ["MAX_RUNS", "NUMPY_TYPES", "TIME_BUDGET_S", "build_feeds", "part_session", "reference_run", "run_proof",
+           "start_reference", "timed"]
