@@ -72,6 +72,9 @@ def test_the_plan_compares_the_part_above_the_limit_and_says_why() -> None:
     assert plan.to_json()["sequence"] is None
     assert plan.to_json()["part"]["nodes"] == plan.part.nodes
     assert f"compare the first {plan.part.nodes} of {plan.part.of_nodes} nodes" in plan.why
+    # the part's reference waits for the session under test, even with memory for both: peaks do not add up
+    assert not plan.concurrent
+    assert "so that their peaks of host memory do not add up" in plan.why
     # under the limit: the whole model
     assert plan_comparison(ins.total_bytes, 10 ** 12, limit=10 ** 9, graph=ins.graph).part is None
 
