@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,9 @@ def test_the_plan_compares_the_part_above_the_limit_and_says_why() -> None:
     assert plan.to_json()["sequence"] is None
     assert plan.to_json()["part"]["nodes"] == plan.part.nodes
     assert f"compare the first {plan.part.nodes} of {plan.part.of_nodes} nodes" in plan.why
+    # the part's reference waits for the session under test, even with memory for both: peaks do not add up
+    assert not plan.concurrent
+    assert "so that their peaks of host memory do not add up" in plan.why
     # under the limit: the whole model
     assert plan_comparison(ins.total_bytes, 10 ** 12, limit=10 ** 9, graph=ins.graph).part is None
 
@@ -237,3 +241,13 @@ def test_op_classes_make_moved_values_exact_and_name_the_arithmetic() -> None:
     assert computed["agree"] is True
     assert "computed through" in computed["tolerance"]["basis"]
     assert "matrix products x" in computed["tolerance"]["basis"]
+
+
+def test_the_gpu_script_parses_and_passes_shellcheck() -> None:
+    script = ROOT / "scripts" / "big_decoder_gpu.sh"
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True, timeout=60, check=False).returncode == 0
+    shellcheck = shutil.which("shellcheck") or shutil.which("shellcheck", path=str(Path(sys.executable).parent))
+    if shellcheck is not None:
+        proc = subprocess.run([shellcheck, "--shell=bash", str(script)], capture_output=True, text=True, timeout=60,
+                              check=False)
+        assert proc.returncode == 0, proc.stdout

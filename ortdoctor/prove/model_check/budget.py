@@ -8,7 +8,9 @@ external data, :attr:`~.inspect.ModelInspection.total_bytes`) and the host's fre
 
 - **concurrent reference**: the CPU reference loads and runs in a thread of the child while the session
   under test is created, when both fit: ``2 x model + margin <= free``, and the EP under test is a
-  device's (with the CPU EP under test both would load on the same cores). Otherwise one after the other.
+  device's (with the CPU EP under test both would load on the same cores), and the whole model is compared.
+  Otherwise one after the other: a part's reference loads in a second or two, and after the session under
+  test their peaks of host memory do not add up.
 - **bounded comparison**: above the size limit (default: a quarter of the free memory, at most
   :data:`LIMIT_CAP_BYTES`: above that a whole CPU reference costs seconds of loading, and a float16 model's
   reference holds its weights twice over once the CPU EP has cast them to float32), the CPU EP does not get
@@ -84,7 +86,9 @@ def plan_comparison(model_bytes: int, available: int | None, *, limit: int | Non
     # the reference holds the part only: it fits beside the session under test where that session does
     needed = model_bytes + (part.weight_bytes * 2 if part is not None else model_bytes)
     if concurrent is None:
-        concurrent = on_device and available is not None and needed + MARGIN_BYTES <= available
+        # with a part the reference is small and quick to load: after the session under test, whose own
+        # loading peak then does not add to it (the peak host memory, not a second, is what is bounded here)
+        concurrent = on_device and part is None and available is not None and needed + MARGIN_BYTES <= available
     size, free = _gib(model_bytes), _gib(available) if available is not None else "unknown"
     if part is not None:
         bounded = True
@@ -105,6 +109,9 @@ def plan_comparison(model_bytes: int, available: int | None, *, limit: int | Non
         why += "; the CPU reference loaded beside the session under test"
     elif not fits:
         why += "; the CPU reference loaded after the session under test (host memory does not hold both)"
+    elif part is not None:
+        why += ("; the CPU reference of the part loaded after the session under test, so that their peaks of host "
+                "memory do not add up")
     elif not on_device:
         why += "; the CPU reference loaded after the session under test (both on the CPU: they would share its cores)"
     else:
