@@ -103,13 +103,34 @@ class RayCluster:
             args += ["--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={self.temp}"]
         else:
             args += [f"--address={self.address}"]
-        log = self.logs / f"ray-start-{name}.log"
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(args, env={**env, "RAY_USAGE_STATS_ENABLED": "0"}, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True, cwd=self.temp.parent)
-        node = RayNode(name, python, proc, ports["--node-manager-port"], log)
-        self.nodes.append(node)
-        return node
+        for attempt in range(1, 4):
+            log = self.logs / f"ray-start-{name}-{attempt}.log"
+            with open(log, "wb") as out:
+                proc = subprocess.Popen(args, env={**env, "RAY_USAGE_STATS_ENABLED": "0"}, stdout=out,
+                                        stderr=subprocess.STDOUT, start_new_session=True, cwd=self.temp.parent)
+            node = RayNode(name, python, proc, ports["--node-manager-port"], log)
+            if self._started(node):
+                self.nodes.append(node)
+                return node
+        raise RuntimeError(f"ray start for {name} failed 3 times: {log.read_text()[-3000:]}")
+
+    @staticmethod
+    def _started(node: RayNode, timeout: float = 180) -> bool:
+        """Whether ``ray start`` says the node is up; a start that gave up is cleaned up (its group killed).
+        Ray gives a raylet 30 s to register, fixed: on two loaded cores it sometimes takes longer."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if b"Ray runtime started" in node.log.read_bytes():
+                return True
+            if node.proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        try:
+            os.killpg(node.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        node.proc.wait(timeout=30)
+        return False
 
     def wait(self, alive: int, timeout: float = 180) -> None:
         """Until Ray lists ``alive`` nodes alive (asked from a child, so this process never joins Ray)."""
