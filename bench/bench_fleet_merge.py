@@ -9,7 +9,7 @@ timings, and one node in ten on an older driver. Three inputs are written, as a 
 * ``kubectl.log``: ``kubectl logs --prefix --timestamps`` of docs/fleet.md's Indexed Job, one compact
   report per pod;
 * ``kubectl-pretty.log``: the same of pods that print pretty reports, their lines interleaved 8 at a
-  time (parallel streams, ``kubectl logs -f``): some 800 lines per report, the worst case (no target);
+  time (parallel streams, ``kubectl logs -f``): some 800 lines per report, the worst case;
 * ``dir/``: one pretty ``<node>.json`` per node (``--save-reports``, or ``srun --output``);
 * ``bomb.json.gz`` (shape ``bomb``): 1 MB of gzip holding one 1 GB line that starts like a report, beside
   the others: memory must stay near the 64 MiB report limit (the line becomes one node in error, and the
@@ -22,8 +22,8 @@ of the same reports: every line of ``reports.jsonl`` one at a time (``anchor``),
 ``dir/`` read and decoded (``anchor dir``), keeping nothing. A bare interpreter's peak memory is given too.
 
 The targets (:data:`TARGETS`, CPU seconds for 10,000 reports, scaled by ``--nodes``): 1 s as JSON lines,
-2 s from a directory or a ``kubectl logs --prefix --timestamps`` stream. A target missed makes the
-bench exit 1.
+2 s from a directory or a ``kubectl logs --prefix --timestamps`` stream, compact or pretty. A target
+missed makes the bench exit 1 (the pretty interleaved stream misses its own: docs/fleet.md).
 
 Usage: python bench/bench_fleet_merge.py [--nodes 10000] [--runs 3] [--shapes jsonl,kubectl,dir,kubectl-pretty,bomb]
        [--keep DIR]
@@ -45,7 +45,7 @@ from typing import Any
 
 # CPU seconds per 10,000 reports (issue: "fleet merge of 10,000 reports <= 1 s of CPU as JSON lines and
 # <= 2 s from a directory or a kubectl logs stream")
-TARGETS = {"merge jsonl": 1.0, "merge kubectl": 2.0, "merge dir": 2.0}
+TARGETS = {"merge jsonl": 1.0, "merge kubectl": 2.0, "merge dir": 2.0, "merge kubectl-pretty": 2.0}
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTENVS = Path(os.environ.get("ORTDOCTOR_TESTENVS", ROOT / ".testenvs"))

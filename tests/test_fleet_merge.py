@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from ortdoctor.fleet.merge import InputError, merge, read_nodes
 from ortdoctor.fleet.render import render_markdown, render_text, to_json
+from tests.fuzz.bounds import EXAMPLES, FUZZ
 from tests.support import fleet_reports
 from tests.support.fleet_reports import NODES
 
@@ -198,6 +199,116 @@ def test_any_interleaving_of_three_pods(reports: dict[str, str], order: list[int
     read = read_nodes(["-"], stdin=_bytes(kubectl_prefixed(three, order, timestamps=False)))
     assert sorted(n.host["name"] for n in read.nodes) == ["gpu-a", "gpu-b", "gpu-c"]
     assert sorted(n.hint or "" for n in read.nodes) == ["ortdoctor-ax7k2", "ortdoctor-bx7k2", "ortdoctor-cx7k2"]
+
+
+# What a pod prints, for the reader to find: a pretty report, one cut off, one with an invalid token, a
+# compact one, an error instead of a report, a stray "{", a line that only looks like a timestamp
+_OUTPUTS = ("pretty", "cut", "invalid", "compact", "error", "brace", "date")
+
+
+def _pod_output(kind: str, report: str) -> list[str]:
+    pretty = json.dumps(json.loads(report), indent=2).splitlines()
+    if kind == "cut":
+        return pretty[:len(pretty) // 2]
+    if kind == "invalid":
+        return [line.replace('"verdict": "fail"', '"verdict": fail') for line in pretty]
+    if kind == "compact":
+        return [compact(report)]
+    if kind == "error":
+        return ["sh: ortdoctor: not found"]
+    if kind == "brace":
+        return ["{", "Traceback (most recent call last):"]
+    if kind == "date":
+        return ["2026-12-01T10:00:00Z is when this pod started"]
+    return pretty
+
+
+@st.composite
+def _kubectl_logs(draw: Any, reports: dict[str, str]) -> tuple[str, int]:
+    """`kubectl logs --prefix [--timestamps] [-f]` of some pods: their lines in runs or round the pods in
+    turn, timestamps of varying length (RFC 3339 drops the fraction's trailing zeros), maybe CRLF."""
+    texts = list(reports.values())
+    pods = []
+    for p in range(draw(st.integers(1, 4))):
+        kinds = draw(st.lists(st.sampled_from(_OUTPUTS), min_size=1, max_size=3))
+        lines = [line for kind in kinds for line in _pod_output(kind, texts[draw(st.integers(0, len(texts) - 1))])]
+        pods.append([(f"[pod/ortdoctor-{p}{'x' * p}/ortdoctor] ", line) for line in lines])
+    stamps = draw(st.sampled_from(("none", "fixed", "varying")))
+    cursors = [0] * len(pods)
+    out: list[str] = []
+    while any(c < len(pod) for c, pod in zip(cursors, pods, strict=True)):
+        live = [k for k, pod in enumerate(pods) if cursors[k] < len(pod)]
+        take = draw(st.sampled_from(("round", "run")))
+        for _ in range(draw(st.integers(1, 400))):
+            ks = live if take == "round" else [draw(st.sampled_from(live))]
+            for k in ks:
+                if cursors[k] < len(pods[k]):
+                    prefix, line = pods[k][cursors[k]]
+                    n = len(out)
+                    if stamps == "none":
+                        stamp = ""
+                    elif stamps == "fixed":
+                        stamp = f"2026-12-01T10:00:00.{n:09d}Z "
+                    else:
+                        stamp = f"2026-12-01T10:00:00.{n % 1000:03d}".rstrip("0").rstrip(".") + "Z "
+                    out.append(prefix + stamp + line)
+                    cursors[k] += 1
+    end = "\r\n" if draw(st.booleans()) and draw(st.booleans()) else "\n"
+    return end.join(out) + end, draw(st.sampled_from((1 << 20, 8192, 777)))
+
+
+def _events(text: str, block: int, one_by_one: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What the reader makes of ``text``: every report and broken report (in order), its counts."""
+    import io
+
+    from ortdoctor.fleet import lines as lines_module
+
+    events: list[Any] = []
+
+    def on_report(data: Any, where: str, hint: str | None) -> None:
+        events.append(("report", where, hint, json.dumps(data, sort_keys=True)))
+
+    def on_broken(where: str, why: str, hint: str | None) -> None:
+        events.append(("broken", where, why, hint))
+
+    monkeypatch.setattr(lines_module, "_BLOCK", block)
+    if one_by_one:  # the line path alone, line after line
+        reader = lines_module.LineReader("log", on_report, on_broken)
+        all_lines = text.split("\n")[:-1]
+        for n, line in enumerate(all_lines, 1):
+            reader.line(n, line)
+        reader.finish(len(all_lines))
+    else:
+        reader = lines_module.read_stream("log", io.StringIO(text, newline=""), on_report=on_report,
+                                          on_broken=on_broken)
+    return [events, reader.reports, reader.broken, reader.other, reader.not_reports, reader.first_other,
+            reader.why_not, reader.said, sorted(reader.answered)]
+
+
+@settings(FUZZ, max_examples=min(EXAMPLES, 60))
+@given(data=st.data())
+def test_pod_lines_taken_together_read_as_line_by_line(reports: dict[str, str], data: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # kubectl's prefixed lines are taken a stretch at a time (all of one pod's lines of the stretch
+    # together): the reports, broken reports, other lines and their order are those of reading them one by one
+    text, block = data.draw(_kubectl_logs(reports))
+    assert _events(text, block, False, monkeypatch) == _events(text, block, True, monkeypatch)
+
+
+def test_reports_cut_off_at_the_end_in_the_order_they_began(reports: dict[str, str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # two pods in turn, each ending in a cut-off report; pod 1's began first although pod 0 had a report
+    # open earlier: the broken nodes come in the order their reports began, as read line by line
+    first, second = (json.dumps(json.loads(t), indent=2).splitlines() for t in list(reports.values())[:2])
+    pod0 = first + second[:40]
+    pod1 = ["waiting"] * (len(first) - 5) + second[:45]
+    lines = [f"[pod/{name}/ortdoctor] 2026-12-01T10:00:00.{n:09d}Z {line}"
+             for n, pair in enumerate(zip(pod0, pod1, strict=True)) for name, line in zip(("p0", "p1"), pair, strict=True)]
+    text = "\n".join(lines) + "\n"
+    events = _events(text, 1 << 20, False, monkeypatch)
+    assert events == _events(text, 1 << 20, True, monkeypatch)
+    assert [e[0] for e in events[0]] == ["report", "broken", "broken"]
+    assert "[pod/p1/ortdoctor]" in events[0][1][1]
 
 
 def _bytes(text: str) -> Any:

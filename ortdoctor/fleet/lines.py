@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import repeat, takewhile
+from operator import itemgetter
 from typing import IO, Any
 
 from ortdoctor.fleet.decode import loads
@@ -33,6 +35,9 @@ _PREFIX = re.compile(
     r"(?:(?P<stream>stdout|stderr) (?P<tag>[FP]) )?"
 )
 _CRI_TAG = re.compile(r"(stdout|stderr) ([FP]) ")
+# a line that might be taken for a timestamped one (digits at 0 and 1, "-" at 4, "T" at 10)
+_STAMP_LINE = re.compile(r"\n[^\n]{4}-[^\n]{5}T")
+_MAX_PODS = 256  # pods coming round in turn that pod_lines follows (kubectl's --max-log-requests is 5 by default)
 _DOCKER_JSON_START = '{"log":'
 
 
@@ -70,6 +75,13 @@ class LineReader:
         # gave a report (or a broken one); one that printed only other lines is a node without a report
         self.said: dict[str, tuple[int, str]] = {}
         self.answered: set[str] = set()
+        # inside pod_lines: what the lines trigger, held to be replayed in line order (see _hold)
+        self._held: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] | None = None
+        self._now = 0  # the line pod_lines is reading
+        # the line each stream's entry in open and in partial was made at: finish() takes them in that
+        # order, the order lines read one by one make them in (pod_lines takes a pod's lines together)
+        self.since: dict[str, int] = {}
+        self.since_partial: dict[str, int] = {}
 
     # -- one line ------------------------------------------------------------------------------
     def line(self, lineno: int, raw: str) -> None:
@@ -83,19 +95,7 @@ class LineReader:
                 if text[:2].isdigit() and text[4:5] == "-" and text[10:11] == "T":
                     space = text.find(" ")
                     text = text[space + 1:] if space > 0 else ""
-                rep = self.open[key].get("") if key in self.open else None
-                first = text[:1]
-                if rep is not None and rep.confirmed and first != "{" and first != "}" and key not in self.partial:
-                    rep.parts.append(text)
-                    rep.size += len(text) + 1
-                    if rep.size <= MAX_REPORT_BYTES:
-                        return
-                    rep.parts.pop()
-                    rep.size -= len(text) + 1
-                if _CRI_TAG.match(text):
-                    self._cri(lineno, key, text)
-                else:
-                    self.content(lineno, key, text, partial=False)
+                self._pod_text(lineno, key, text)
                 return
         if line.startswith(_DOCKER_JSON_START):
             decoded = self._docker_json(line)
@@ -116,6 +116,142 @@ class LineReader:
         if stream:
             key += f":{stream}"
         self.content(lineno, key, line[end:], partial=tag == "P")
+
+    def _pod_text(self, lineno: int, key: str, text: str) -> None:
+        """One line of pod ``key``, kubectl's prefix and timestamp taken off."""
+        reps = self.open.get(key)
+        rep = reps.get("") if reps else None
+        first = text[:1]
+        if rep is not None and rep.confirmed and first != "{" and first != "}" and key not in self.partial:
+            rep.parts.append(text)
+            rep.size += len(text) + 1
+            if rep.size <= MAX_REPORT_BYTES:
+                return
+            rep.parts.pop()
+            rep.size -= len(text) + 1
+        if _CRI_TAG.match(text):
+            self._cri(lineno, key, text)
+        else:
+            self.content(lineno, key, text, partial=False)
+
+    # -- kubectl --prefix lines, many at a time ---------------------------------------------------
+    def pod_lines(self, block: list[str], i: int, lineno: int) -> int:
+        """Take lines of ``block`` from ``i`` on (``lineno``: the number of lines before the block) that
+        carry kubectl's ``--prefix``; returns the index of the first line not taken (more than ``i``).
+
+        ``kubectl logs -f`` of many pods interleaves their lines as they arrive: in runs of one pod, or
+        round the pods in turn. Where the pods come round in the same order (a run is one pod coming
+        round alone), each pod's lines of the stretch are taken together: their prefixes checked and
+        stripped by C-level string calls and the lines inside an open report appended as one piece.
+        A per-line Python loop costs more than decoding the reports (a pretty report is some 800
+        lines). The result is what :meth:`line` gives for each line in turn: what a line triggers (a
+        report, a broken one, an other line) is held and replayed in line order after the stretch."""
+        n = len(block)
+        keys: list[str] = []
+        checks: list[str] = []  # what each pod's lines start with: its prefix, and its timestamp's date
+        stamped: list[bool] = []
+        j = i
+        while j < n and j - i < _MAX_PODS:
+            line = block[j]
+            close = line.find("] ", 5) if line[:5] == "[pod/" else -1
+            if close < 0:
+                break
+            key = line[1:close]
+            if key in keys:
+                break
+            text = line[close + 2:close + 13]
+            stamp = text[:2].isdigit() and text[4:5] == "-" and text[10:11] == "T"
+            keys.append(key)
+            checks.append(line[:close + 2] + (text if stamp else ""))
+            stamped.append(stamp)
+            j += 1
+        pods = len(keys)
+        rows = self._rows(block, i, checks) if pods else 0
+        if rows < 2:  # no steady order here: the first round line by line
+            for k in range(i, max(j, i + 1)):
+                self.line(lineno + k + 1, block[k])
+            return max(j, i + 1)
+        events: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] = []
+        self._held = events
+        try:
+            for s, key in enumerate(keys):
+                lines = block[i + s:i + s + rows * pods:pods]
+                width = len(checks[s]) - (11 if stamped[s] else 0)  # the prefix
+                if stamped[s]:
+                    chunk = _unstamped(lines, width)
+                else:
+                    chunk = ("\n" + "\n".join(lines)).replace("\n" + checks[s], "\n")[1:]
+                if "\r" in chunk or (not stamped[s] and _STAMP_LINE.search("\n" + chunk)):
+                    # CRLF line ends, or a line the line path would take for a timestamped one
+                    for k, raw in enumerate(lines):
+                        self._now = lineno + i + s + k * pods + 1
+                        self.line(self._now, raw)
+                    continue
+                self._pod_run(key, lineno + i + s + 1, pods, chunk)
+        finally:
+            self._held = None
+        events.sort(key=lambda e: (e[0], e[1]))
+        for _at, _seq, call, args in events:
+            call(*args)
+        return i + rows * pods
+
+    @staticmethod
+    def _rows(block: list[str], i: int, checks: list[str]) -> int:
+        """How many rounds from ``i`` on each pod's line starts with its check, the pods in turn."""
+        pods = len(checks)
+        most = (len(block) - i) // pods
+        rows, window = 0, 64
+        while rows < most:
+            upto = min(rows + window, most)
+            good = upto
+            for s, check in enumerate(checks):
+                lines = block[i + s + rows * pods:i + s + good * pods:pods]  # up to where an earlier pod broke off
+                if not all(map(str.startswith, lines, repeat(check))):
+                    good = rows + len(list(takewhile(bool, map(str.startswith, lines, repeat(check)))))
+            if good < upto:
+                return good
+            rows, window = upto, window * 2
+        return rows
+
+    def _pod_run(self, key: str, first: int, step: int, chunk: str) -> None:
+        """The lines of pod ``key`` (prefixes off, joined by newlines), the k-th at line ``first + k*step``:
+        those inside its open report appended as one piece, the others through :meth:`_pod_text`."""
+        pos, k, end = 0, 0, len(chunk)
+        opens = closes = -1  # the starts of the next lines opening with "{", with "}" (found again once passed)
+        whole = True  # False once a piece would pass MAX_REPORT_BYTES: the rest line by line, as the line path
+        while pos <= end:
+            reps = self.open.get(key)
+            rep = reps.get("") if reps else None
+            if whole and rep is not None and rep.confirmed and key not in self.partial:
+                if opens < pos:
+                    opens = _next_line(chunk, pos, "{")
+                if closes < pos:
+                    closes = _next_line(chunk, pos, "}")
+                brace = min(opens, closes)
+                if brace > pos:
+                    piece = chunk[pos:brace - 1] if brace <= end else chunk[pos:]
+                    if rep.size + len(piece) + 1 <= MAX_REPORT_BYTES:
+                        rep.parts.append(piece)
+                        rep.size += len(piece) + 1
+                        k += piece.count("\n") + 1
+                        pos = brace
+                        continue
+                    whole = False
+            stop = chunk.find("\n", pos)
+            if stop < 0:
+                stop = end
+            self._now = first + k * step
+            self._pod_text(self._now, key, chunk[pos:stop])
+            k += 1
+            pos = stop + 1
+
+    def _hold(self, call: Callable[..., None], *args: Any) -> bool:
+        """Inside :meth:`pod_lines`: keep ``call(*args)`` for later, at the line being read."""
+        held = self._held
+        if held is None:
+            return False
+        held.append((self._now, len(held), call, args))
+        return True
 
     def _cri(self, lineno: int, key: str, text: str) -> None:
         m = _CRI_TAG.match(text)
@@ -140,6 +276,8 @@ class LineReader:
                 del self.partial[key]
                 self.too_long(lineno, joined[:_HEAD], key)
                 return
+            if key not in self.partial:
+                self.since_partial[key] = lineno
             self.partial[key] = joined
             return
         if key in self.partial:
@@ -201,6 +339,8 @@ class LineReader:
         return (pod or "") + (f"task {task}" if task is not None else "") + (f":{stream}" if stream else "")
 
     def _other(self, text: str, lineno: int = 0, key: str = "") -> None:
+        if self._held is not None and self._hold(self._other, text, lineno, key):
+            return
         if text.strip():
             self.other += 1
             if self.first_other is None:
@@ -215,6 +355,8 @@ class LineReader:
             self.said[node] = (lineno, what)
 
     def _begin(self, lineno: int, key: str, prefix: str) -> None:
+        if key not in self.open:
+            self.since[key] = lineno
         self.open.setdefault(key, {})[prefix] = _Open(start=lineno, prefix=prefix, parts=["{"], size=1)
 
     def _close(self, key: str, rep: _Open) -> None:
@@ -271,6 +413,8 @@ class LineReader:
         self.report(lineno, key, data)
 
     def report(self, lineno: int, key: str, data: Any) -> None:
+        if self._held is not None and self._hold(self.report, lineno, key, data):
+            return
         where = f"{self.name}:{lineno}" + (f" [{key}]" if key else "")
         try:
             self.on_report(data, where, pod_name(key))
@@ -287,16 +431,19 @@ class LineReader:
         self._broken_at(rep.start, key, why)
 
     def _broken_at(self, lineno: int, key: str, why: str) -> None:
+        if self._held is not None and self._hold(self._broken_at, lineno, key, why):
+            return
         self.answered.add(_node_stream(key))
         where = f"{self.name}:{lineno}" + (f" [{key}]" if key else "")
         self.broken += 1
         self.on_broken(where, f"the report starting at line {lineno} is {why}", pod_name(key))
 
     def finish(self, last_line: int) -> None:
-        for key, rest in list(self.partial.items()):  # a CRI "P" part never completed
+        # a CRI "P" part never completed
+        for key, rest in sorted(self.partial.items(), key=lambda kv: self.since_partial.get(kv[0], 0)):
             del self.partial[key]
             self.content(last_line, key, rest, partial=False)
-        for key, reps in list(self.open.items()):
+        for key, reps in sorted(self.open.items(), key=lambda kv: self.since.get(kv[0], 0)):
             for rep in list(reps.values()):
                 if rep.confirmed:
                     self._broken(key, rep, _invalid(rep) or f"cut off at the end of the input (line {last_line})")
@@ -308,6 +455,27 @@ class LineReader:
                 self.broken += 1
                 self.on_broken(f"{self.name}:{lineno} [{key}]", f"no report: its output was {text!r}",
                                _stream_name(key))
+
+
+def _unstamped(lines: list[str], width: int) -> str:
+    """``lines`` (each a prefix of ``width`` characters and a timestamp) without those, up to the first
+    space after the prefix as :meth:`LineReader.line` strips them, joined by newlines."""
+    # kubectl's timestamps (RFC 3339 with nanoseconds) mostly have one length: where every line's first
+    # space is where the first line's is, one slice each
+    space = lines[0].find(" ", width)
+    if space > 0 and list(map(str.find, lines, repeat(" "), repeat(width), repeat(space + 1))) == [space] * len(lines):
+        return "\n".join(map(itemgetter(slice(space + 1, None)), lines))
+    # their fraction loses its trailing zeros ("...:00.5Z"): a line without a space keeps nothing
+    return "\n".join([t[(t.find(" ", width) + 1) or len(t):] for t in lines])
+
+
+def _next_line(chunk: str, pos: int, first: str) -> int:
+    """The start of the first line at or after ``pos`` (a line start) that opens with ``first``; past the
+    end when none does."""
+    if chunk.startswith(first, pos):
+        return pos
+    at = chunk.find("\n" + first, pos)
+    return at + 1 if at >= 0 else len(chunk) + 1
 
 
 def _invalid(rep: _Open) -> str | None:
@@ -335,7 +503,9 @@ def pod_name(key: str) -> str | None:
     return None
 
 
-_BLOCK = 1 << 20  # characters read at a time: lines are split out of blocks, never read whole first
+# characters read at a time: lines are split out of blocks, never read whole first; a quarter of a MiB
+# keeps a block's line objects in the CPU cache while pod_lines passes over them several times
+_BLOCK = 1 << 18
 _HEAD = 4096  # what is kept of a line longer than MAX_REPORT_BYTES, to say what it was
 
 
@@ -436,6 +606,9 @@ def read_stream(name: str, stream: IO[str], *, on_report: Callable[[Any, str, st
                     # a compact report (JSON lines), the line path's own way without its detours
                     reader.one_line(lineno + i + 1, "", line.strip())
                     i += 1
+                    continue
+                if line[:5] == "[pod/":
+                    i = reader.pod_lines(block, i, lineno)
                     continue
                 if line != "{" or "" in reader.open:
                     reader.line(lineno + i + 1, line)
