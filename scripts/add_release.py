@@ -11,7 +11,7 @@ the CPU ``onnxruntime`` wheels of the same version too) with the readers the oth
 
   * ``compat_matrix.yaml``: the release row (a new line is inserted newest first; a patch release of a known
     line is added to its row, and when it is the line's newest patch the row's wheel facts are re-read from
-    it). The YAML is edited as text: comments, notes, known_bad, torch and feeds are kept as written;
+    it), ``wheel_platforms`` and the Windows providers' imports (``windows_needed``) included. The YAML is edited as text: comments, notes, known_bad, torch and feeds are kept as written;
   * the ``packages:`` section of the matrix (``scripts/gen_package_section.py``), after adding the release
     to ``scripts/data/package_table.yaml`` (onnxruntime-gpu and onnxruntime);
   * ``scripts/data/wheel_facts.json`` (``scripts/survey_wheel_facts.py``'s record of each wheel);
@@ -51,7 +51,7 @@ import survey_wheel_facts as survey  # noqa: E402
 from read_wheel import _platform_of, read_platform_archs, read_wheel  # noqa: E402
 
 from ortdoctor.decide.matrix.load import snapshot_bytes, snapshot_path  # noqa: E402
-from ortdoctor.decide.matrix.model import MatrixError  # noqa: E402
+from ortdoctor.decide.matrix.model import WHEEL_PLATFORMS, MatrixError, glibc_floor  # noqa: E402
 
 GPU = "onnxruntime-gpu"
 CPU = "onnxruntime"
@@ -62,6 +62,9 @@ PLATFORMS = ("linux_x86_64", "win_amd64", "linux_aarch64")
 WHEEL_KEYS = ("cuda", "cudnn_major", "cudnn", "source", "source_ref", "python", "requires", "extras",
               "provider_needed", "pybind_needed_cuda", "tensorrt_needed", "archs", "ptx_isa", "isolated",
               "platform_archs")
+#: The row keys that come before ``cuda``: the platform tag of each wheel read and the Windows provider DLLs'
+#: PE imports (the win_amd64 wheel's equivalents of provider_needed and tensorrt_needed).
+HEAD_KEYS = ("wheel_platforms", "windows_needed", "windows_tensorrt_needed", "windows_source")
 #: The Python the reference wheel is read for, as the existing rows were (cp311 from 1.15 on).
 REFERENCE_PYTHON = "cp311"
 _ROW_START = re.compile(r"^- line: '?(\d+)\.(\d+)'?\s*$", re.MULTILINE)
@@ -102,6 +105,7 @@ class Release:
     facts: dict[str, Any] = field(default_factory=dict)  # read_wheel() of the Linux x86_64 wheel
     platform_archs: dict[str, dict[str, Any]] = field(default_factory=dict)
     surveyed: list[dict[str, Any]] = field(default_factory=list)  # survey_wheel_facts records
+    known_dlls: frozenset[str] = frozenset()  # lower-cased windows_dll of every library the matrix names
     requires_python: str | None = None
     json_api_requires_dist: Any = None  # as the package table records it; None: not asked
 
@@ -226,14 +230,51 @@ def _pythons(names: list[str]) -> list[str]:
     return [t for t in tags if not t.endswith("t") and t != "any"]
 
 
+class _Flow(dict[str, str]):
+    """A mapping the matrix writes on one line (``wheel_platforms``)."""
+
+
+def _platform_tag(wheel: str) -> str:
+    return wheel[: -len(".whl")].split("-")[-1]
+
+
+def _windows_dlls(text: str) -> frozenset[str]:
+    """The windows_dll of every CUDA, cuDNN and TensorRT library the matrix ``text`` names: what a provider
+    DLL imports besides these is Windows' own or onnxruntime's (KERNEL32.dll, onnxruntime_providers_shared.dll)."""
+    data = _load(text) or {}
+    majors = [*(data.get("cuda_majors") or {}).values(), *(data.get("cudnn_majors") or {}).values(),
+              *((data.get("tensorrt") or {}).get("majors") or {}).values()]
+    return frozenset(str(lib["windows_dll"]).lower() for m in majors for lib in (m or {}).get("libraries") or []
+                     if lib.get("windows_dll"))
+
+
+def windows_facts(release: Release) -> dict[str, Any]:
+    """windows_needed / windows_tensorrt_needed / windows_source: the CUDA, cuDNN and TensorRT DLLs the
+    win_amd64 wheel's providers import (survey_wheel_facts.py's PE import tables), in import-table order."""
+    record = next((r for r in release.surveyed if r.get("platform") == "win_amd64"), None)
+    if record is None:
+        return {}
+    out: dict[str, Any] = {}
+    for key, provider in (("windows_needed", "cuda_provider"), ("windows_tensorrt_needed", "tensorrt_provider")):
+        imports = (record.get(provider) or {}).get("imports")
+        if imports is not None:
+            out[key] = [d for d in imports if d.lower() in release.known_dlls]
+    if out:
+        out["windows_source"] = record["wheel"]
+    return out
+
+
 def wheel_facts(release: Release) -> dict[str, Any]:
-    """The row keys the wheels tell (WHEEL_KEYS), in the matrix's spelling."""
+    """The row keys the wheels tell (HEAD_KEYS and WHEEL_KEYS), in the matrix's spelling."""
     facts = release.facts
     cuda = (facts.get("build_info") or {}).get("cuda_version")
     if not cuda:
         raise SystemExit(f"{facts['wheel']} names no cuda_version in its build info: write the row by hand")
     cudnn = _cudnn_major(facts)
     row: dict[str, Any] = {
+        "wheel_platforms": _Flow({p: _platform_tag(release.wheels[p].name) for p in WHEEL_PLATFORMS
+                                  if p in release.wheels}),
+        **windows_facts(release),
         "cuda": ".".join(str(cuda).split(".")[:2]),
         "cudnn_major": cudnn,
         "cudnn": f"{cudnn}.x" if cudnn is not None else None,
@@ -270,18 +311,25 @@ def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
     return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
 
 
+def _represent_flow(dumper: yaml.SafeDumper, data: _Flow) -> yaml.Node:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", dict(data), flow_style=True)
+
+
 _Dumper.add_representer(list, _represent_list)
+_Dumper.add_representer(_Flow, _represent_flow)
 
 
-def _dump(value: Any) -> str:
-    text: str = yaml.dump(value, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120,
+def _dump(value: Any, width: int = 120) -> str:
+    text: str = yaml.dump(value, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=width,
                      allow_unicode=True)
     return text
 
 
 def _render(key: str, value: Any) -> str:
     """One row key as the matrix writes it, two spaces in from the row's dash."""
-    return "".join("  " + line for line in _dump({key: value}).splitlines(True))
+    # a one-line mapping stays on one line, however long its tags (manylinux_2_27_x86_64.manylinux_2_28_x86_64)
+    width = 1 << 16 if isinstance(value, _Flow) else 120
+    return "".join("  " + line for line in _dump({key: value}, width).splitlines(True))
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -352,6 +400,9 @@ def new_row(release: Release, older: dict[str, Any] | None) -> str:
     on the same feeds: the review names them) carry over; notes and known_bad are left to a person."""
     facts = wheel_facts(release)
     row: dict[str, Any] = {"line": release.line, "versions": [release.version]}
+    for key in HEAD_KEYS[1:]:
+        if key in facts:
+            row[key] = facts[key]
     for key in ("cuda", "cudnn_major", "cudnn", "source", "source_ref"):
         row[key] = facts[key]
     row["wheels"] = {release.version: facts["source_ref"]}
@@ -365,7 +416,18 @@ def new_row(release: Release, older: dict[str, Any] | None) -> str:
                 row[key] = older[key]
                 if key == "feeds":  # a feed's own version list names the older line's versions
                     row[key] = [{k: v for k, v in feed.items() if k != "versions"} for feed in older[key]]
-    return _dump([row]) + "\n"
+    return _set_key(_dump([row]), "wheel_platforms", facts["wheel_platforms"], "versions") + "\n"
+
+
+def _line_platforms(recorded: dict[str, str], read: dict[str, str]) -> _Flow:
+    """wheel_platforms after one more version of the line: the platforms every version has, each with the
+    strictest tag (the highest glibc floor) where the versions' tags differ."""
+    out = _Flow()
+    for platform in WHEEL_PLATFORMS:
+        if platform in recorded and platform in read:
+            old, new = recorded[platform], read[platform]
+            out[platform] = old if (glibc_floor(old) or (0, 0)) > (glibc_floor(new) or (0, 0)) else new
+    return out
 
 
 def update_row(block: str, release: Release) -> str:
@@ -378,10 +440,14 @@ def update_row(block: str, release: Release) -> str:
     wheels = {**(row.get("wheels") or {}), release.version: facts["source_ref"]}
     block = _set_key(block, "wheels", dict(sorted(wheels.items(), key=lambda kv: _version_key(kv[0]))),
                      "source_ref")
+    platforms = facts["wheel_platforms"]
+    if row.get("wheel_platforms"):
+        platforms = _line_platforms(row["wheel_platforms"], platforms)
+    block = _set_key(block, "wheel_platforms", platforms, "versions")
     if versions[-1] != release.version:
         return block
-    keys = (*WHEEL_KEYS[:5], "wheels", *WHEEL_KEYS[5:])
-    for key in WHEEL_KEYS:
+    keys = ("versions", *HEAD_KEYS, *WHEEL_KEYS[:5], "wheels", *WHEEL_KEYS[5:])
+    for key in (*HEAD_KEYS[1:], *WHEEL_KEYS):
         block = _set_key(block, key, facts.get(key, _REMOVE), _previous_key(key, keys))
     return block
 
@@ -464,6 +530,7 @@ def add_to_table(text: str, release: Release) -> str:
 def apply(release: Release, paths: Paths) -> list[str]:
     """Write every file; return what a person should review. Nothing is written for an invalid matrix."""
     before = paths.matrix.read_text(encoding="utf-8")
+    release.known_dlls = _windows_dlls(before)
     new_line = not any(f"{a}.{b}" == release.line for (a, b), _, _ in _rows(before))
     matrix = add_row(before, release)
     table = add_to_table(paths.table.read_text(encoding="utf-8"), release)

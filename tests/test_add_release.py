@@ -19,7 +19,13 @@ import yaml
 
 from ortdoctor.decide.matrix.load import load_matrix, snapshot_bytes
 from ortdoctor.decide.matrix.model import Matrix
-from tests.support.release_wheels import CUDA_NEEDED, TENSORRT_NEEDED, build_release
+from tests.support.release_wheels import (
+    CUDA_NEEDED,
+    TENSORRT_NEEDED,
+    WINDOWS_NEEDED,
+    WINDOWS_TENSORRT_NEEDED,
+    build_release,
+)
 from tests.support.releases import NEWEST, SHIPPED, next_line
 
 REPO = Path(__file__).resolve().parent.parent
@@ -92,6 +98,11 @@ def test_a_new_line_is_one_command_and_a_data_diff(
     assert (win.archs, win.ptx_isa, win.source) == (("sm_90a", "sm_120a", "compute_90a"), "9.0",
                                                     f"onnxruntime_gpu-{version}-cp311-cp311-win_amd64.whl")
     assert arm.archs == ("sm_75", "sm_80")
+    # the platform tag of each wheel read, and the CUDA/cuDNN/TensorRT DLLs of the Windows providers' imports
+    assert row.wheel_platforms == {"linux_x86_64": "manylinux_2_28_x86_64", "linux_aarch64": "manylinux_2_34_aarch64",
+                                   "win_amd64": "win_amd64"}
+    assert (row.windows_needed, row.windows_tensorrt_needed) == (WINDOWS_NEEDED, WINDOWS_TENSORRT_NEEDED)
+    assert row.windows_source == win.source
     assert row.torch == NEWEST.torch  # same CUDA and cuDNN majors as the line before
     assert row.notes == ()
     # the feeds (other CUDA majors' builds) carry over for the same majors, for every version of the line
@@ -118,6 +129,9 @@ def test_a_new_line_is_one_command_and_a_data_diff(
                if line.startswith("-") and not line.startswith("---")]
     assert removed == [next(x for x in before.splitlines() if "release line (1.0 ..." in x)]
     assert f"(1.0 ... {LINE})" in after
+    # written as the rows before it are: the platforms on one line, right after the versions
+    assert (f"  versions: [{version}]\n  wheel_platforms: {{linux_x86_64: manylinux_2_28_x86_64, linux_aarch64: "
+            "manylinux_2_34_aarch64, win_amd64: win_amd64}\n  windows_needed: [") in after
 
     # idempotent
     written = _files(root)
@@ -173,6 +187,8 @@ def test_a_patch_release_adds_to_its_line_and_keeps_what_a_person_wrote(root: Pa
     assert row.versions == (first, second)
     assert row.source_ref == f"onnxruntime_gpu-{second}-cp311-cp311-manylinux_2_28_x86_64.whl"
     assert set(row.wheels) == {first, second}
+    assert set(row.wheel_platforms) == {"linux_x86_64", "linux_aarch64", "win_amd64"}  # both versions have all
+    assert row.windows_source == f"onnxruntime_gpu-{second}-cp311-cp311-win_amd64.whl"
     assert row.notes == ("Reviewed: the release notes say nothing new.",)
     assert "  # a comment a person wrote\n" in path.read_text()
     assert _matrix(root).versions_of("onnxruntime-gpu")[-2:] == (first, second)

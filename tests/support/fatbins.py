@@ -39,9 +39,24 @@ def fatbin_containers(data: bytes) -> list[bytes]:
     return out
 
 
-def make_pe(sections: list[tuple[bytes, bytes]], *, virtual_sizes: bool = True) -> bytes:
+def _idata(imports: tuple[str, ...], rva: int) -> bytes:
+    """An import table at ``rva``: one descriptor per DLL name, the all-zero terminator, then the names."""
+    names_at = 20 * (len(imports) + 1)
+    names, descriptors = b"", b""
+    for dll in imports:
+        descriptors += struct.pack("<IIIII", 0, 0, 0, rva + names_at + len(names), 0)  # thunks: not read
+        names += dll.encode() + b"\0"
+    return descriptors + bytes(20) + names
+
+
+def make_pe(sections: list[tuple[bytes, bytes]], *, virtual_sizes: bool = True,
+            imports: tuple[str, ...] = ()) -> bytes:
     """A minimal PE32+ DLL image whose sections are ``(8-byte name, raw bytes)``, each padded to the
-    512-byte file alignment (the virtual size keeps the real length, as linkers write it)."""
+    512-byte file alignment (the virtual size keeps the real length, as linkers write it). ``imports``: the
+    DLL names of an import table, in an ``.idata`` section put first (at RVA 0x1000, so no larger section
+    before it overlaps its addresses)."""
+    if imports:
+        sections = [(b".idata", _idata(imports, 0x1000)), *sections]
     lfanew, opt_size = 0x80, 112 + 8 * 16
     table_at = lfanew + 24 + opt_size
     raw_at = (table_at + 40 * len(sections) + 0x1FF) & ~0x1FF
@@ -53,6 +68,8 @@ def make_pe(sections: list[tuple[bytes, bytes]], *, virtual_sizes: bool = True) 
     opt = bytearray(opt_size)
     struct.pack_into("<HI", opt, 0, 0x20B, 0)
     struct.pack_into("<I", opt, 108, 16)
+    if imports:
+        struct.pack_into("<II", opt, 112 + 8, 0x1000, len(sections[0][1]))  # data directory 1: imports
     image += opt
     bodies = b""
     for i, (name, body) in enumerate(sections):

@@ -1,8 +1,9 @@
 """Small onnxruntime-gpu wheels of a release, built here: a gcc-compiled CUDA provider with real DT_NEEDED
 entries and a real fatbin (the committed nvcc-built fixtures' containers in its ``.nv_fatbin`` section), a
-pybind module, a TensorRT provider, METADATA and the build-info file; a Windows DLL image and a Linux aarch64
-provider with their fatbins; and the CPU ``onnxruntime`` wheels' names. scripts/add_release.py reads them
-offline (``--wheels DIR``) exactly as it reads PyPI's."""
+pybind module, a TensorRT provider, METADATA and the build-info file; Windows CUDA and TensorRT provider DLL
+images with import tables (the CUDA one with its fatbin) and a Linux aarch64 provider with its fatbin; and
+the CPU ``onnxruntime`` wheels' names. scripts/add_release.py reads them offline (``--wheels DIR``) exactly
+as it reads PyPI's."""
 
 from __future__ import annotations
 
@@ -17,6 +18,11 @@ PYTHONS = ("cp311-cp311", "cp312-cp312", "cp313-cp313", "cp313-cp313t", "cp314-c
 CUDA_NEEDED = ("libcublasLt.so.13", "libcublas.so.13", "libcurand.so.10", "libcudart.so.13")
 TENSORRT_NEEDED = ("libcublas.so.13", "libnvinfer.so.10", "libnvonnxparser.so.10", "libcudart.so.13",
                    "libcudnn.so.9")
+#: The win_amd64 providers' import tables: CUDA/cuDNN/TensorRT DLLs (the row's windows_needed and
+#: windows_tensorrt_needed) among the DLLs of Windows and onnxruntime that the row leaves out.
+WINDOWS_NEEDED = ("cublasLt64_13.dll", "cublas64_13.dll", "cudart64_13.dll")
+WINDOWS_TENSORRT_NEEDED = ("cublas64_13.dll", "nvinfer_10.dll", "nvonnxparser_10.dll", "cudnn64_9.dll")
+_WINDOWS_OWN = ("onnxruntime_providers_shared.dll", "KERNEL32.dll", "VCRUNTIME140.dll")
 #: The kernel targets of each platform's provider: the fixtures' fatbins.
 LINUX_FATBIN = "sass_ptx_zstd"  # sm_75, sm_86, compute_86 (ISA 9.0)
 WINDOWS_FATBIN = "arch_specific"  # sm_90a, sm_120a, compute_90a (ISA 9.0)
@@ -70,10 +76,13 @@ def build_release(out: Path, version: str, *, cuda_version: str = "13.0", build:
             tag = py.split("-")[1]
             zf.write(libs["pybind"], f"onnxruntime/capi/onnxruntime_pybind11_state.{tag}-x86_64-linux-gnu.so")
     dll = make_pe([(b".text", b"\xc3" * 64),
-                   (b".nv_fatb", b"".join(fatbin_containers(library(WINDOWS_FATBIN).read_bytes())))])
+                   (b".nv_fatb", b"".join(fatbin_containers(library(WINDOWS_FATBIN).read_bytes())))],
+                  imports=(*WINDOWS_NEEDED[:2], _WINDOWS_OWN[0], WINDOWS_NEEDED[2], *_WINDOWS_OWN[1:]))
+    tensorrt_dll = make_pe([(b".text", b"\xc3" * 64)], imports=(*WINDOWS_TENSORRT_NEEDED, *_WINDOWS_OWN))
     with zipfile.ZipFile(out / f"onnxruntime_gpu-{version}-cp311-cp311-win_amd64.whl", "w") as zf:
         zf.writestr(f"{dist}/METADATA", _metadata(version))
         zf.writestr("onnxruntime/capi/onnxruntime_providers_cuda.dll", dll)
+        zf.writestr("onnxruntime/capi/onnxruntime_providers_tensorrt.dll", tensorrt_dll)
     with zipfile.ZipFile(out / f"onnxruntime_gpu-{version}-cp311-cp311-manylinux_2_34_aarch64.whl", "w") as zf:
         zf.writestr(f"{dist}/METADATA", _metadata(version))
         zf.write(libs["aarch64"], "onnxruntime/capi/libonnxruntime_providers_cuda.so")
