@@ -24,7 +24,7 @@ from ortdoctor.formats.fatbin import FatbinInfo, KernelImage
 from ortdoctor.probes.environment import collect_environment
 from ortdoctor.probes.ort import isolated_targets, probe_ort, read_kernels
 from tests.support import fake_nvml, testenvs
-from tests.support.releases import as_of, newest_version
+from tests.support.releases import as_of, newest_version, offered_for
 from tests.support.report_schema import validate
 from tests.test_diagnose import driver_ok, full_plan, healthy_env, ort_gpu, python_info
 
@@ -313,8 +313,11 @@ def finding(report: dict[str, Any], fid: str) -> dict[str, Any]:
 
 
 @pytest.mark.realwheels
-@pytest.mark.parametrize(("key", "sm", "fix"), [("B200", "sm_100", f"=={B200_WHEEL}"), ("V100", "sm_70", "==1.26.0"),
-                                                ("GB10", "sm_121", "==1.28.0"), ("Orin", "sm_87", "==1.20.2")])
+# GB10 and Orin: no release has native code for them on Linux x86_64; the newest whose PTX the CUDA 13 driver JITs
+@pytest.mark.parametrize(("key", "sm", "fix"), [
+    ("B200", "sm_100", f"=={B200_WHEEL}"), ("V100", "sm_70", "==1.26.0"),
+    ("GB10", "sm_121", f"=={offered_for((12, 1), 13, driver_cuda='13.0')}"),
+    ("Orin", "sm_87", f"=={offered_for((8, 7), 13, driver_cuda='13.0')}")])
 def test_check_reports_gpus_without_kernels_before_any_session(nvml_dir: Path, key: str, sm: str, fix: str) -> None:
     _real()
     code, rep = check(nvml_dir, gpu(key))
@@ -388,9 +391,12 @@ def test_matrix_recommends_a_wheel_with_kernels_for_the_gpu_given() -> None:
     text = matrix_cli("--cuda", "13", "--gpu", "10.0")
     assert f"For CUDA 13, GPU sm_100 (--gpu): onnxruntime-gpu {B200_WHEEL}" in text.stdout
     assert "carries native code for sm_100 (sm_100a)" in text.stdout
-    # the Windows wheels of 1.29-1.31 carry sm_90a only in Hopper-only kernels
+    # the Windows wheels of 1.29-1.31 carry sm_90a only in Hopper-only kernels: never recommended for an H100
     win = json.loads(matrix_cli("--cuda", "13", "--gpu", "9.0", "--platform", "win_amd64", "--json").stdout)
-    assert win["recommendation"]["version"] == "1.28.0"
+    assert win["recommendation"]["version"] == newest_version(13, carrying="sm_90a", platform="win_amd64")
+    upto_1_31 = as_of("1.31").recommend("13", None, gpu=(9, 0), platform="win_amd64")
+    assert upto_1_31 is not None
+    assert upto_1_31.version == "1.28.0"
     assert json.loads(matrix_cli("--cuda", "13", "--gpu", "9.0", "--json").stdout)["recommendation"]["version"] \
         == newest_version(13, carrying="sm_90a")
 

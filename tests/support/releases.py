@@ -30,16 +30,26 @@ NEWEST_VERSION = newest_good(NEWEST)
 def newest_version(cuda_major: int, *, carrying: str | None = None, platform: str = LINUX_X86_64,
                    matrix: Matrix = SHIPPED) -> str:
     """The newest good PyPI release built for ``cuda_major`` (whose ``platform`` wheel carries the kernel
-    target ``carrying``, e.g. ``"sm_90a"``, when given)."""
+    target ``carrying``, e.g. ``"sm_90a"``, when given, and not only in single-GPU kernels: ``isolated``)."""
     for release in matrix.releases:
         if not release.pypi or release.cuda_major != cuda_major:
             continue
         kernels = release.kernels_for(platform)
-        if carrying is not None and (kernels is None or carrying not in kernels.archs):
+        if carrying is not None and (kernels is None or carrying not in kernels.archs
+                                     or carrying in kernels.isolated):
             continue
         if any(release.bad(v) is None for v in release.versions):
             return newest_good(release)
     raise LookupError(f"no CUDA {cuda_major} release carrying {carrying} for {platform}")
+
+
+def offered_for(gpu: tuple[int, int], cuda_major: int, *, driver_cuda: str, platform: str = LINUX_X86_64,
+                matrix: Matrix = SHIPPED) -> str:
+    """The release ``check`` offers a GPU of compute capability ``gpu`` that the installed build has no kernels
+    for: among the releases whose kernels run on it (PTX that ``driver_cuda`` can JIT counts), the newest on the
+    installed ``cuda_major`` first, native code before PTX."""
+    found = matrix.kernel_releases(gpu, platform=platform, driver_cuda=driver_cuda)
+    return sorted(found, key=lambda k: (k.release.cuda_major != cuda_major, k.coverage.verdict != "sass"))[0].version
 
 
 def lines_carrying(target: str, platform: str = LINUX_X86_64) -> list[str]:
