@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import shutil
 import subprocess
 import sys
@@ -192,6 +193,37 @@ def test_a_patch_release_adds_to_its_line_and_keeps_what_a_person_wrote(root: Pa
     assert row.notes == ("Reviewed: the release notes say nothing new.",)
     assert "  # a comment a person wrote\n" in path.read_text()
     assert _matrix(root).versions_of("onnxruntime-gpu")[-2:] == (first, second)
+
+
+_WINDOWS_FROM_RECORDS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import add_release
+text = open(sys.argv[2], encoding="utf-8").read()
+known = add_release._windows_dlls(text)
+out = {}
+for record in json.load(open(sys.argv[3], encoding="utf-8")):
+    if record["platform"] == "win_amd64":
+        release = add_release.Release(record["version"], {}, {}, surveyed=[record], known_dlls=known)
+        out[record["wheel"]] = add_release.windows_facts(release)
+print(json.dumps(out))
+"""
+
+
+def test_the_windows_imports_of_every_row_are_what_the_command_reads_from_its_wheel() -> None:
+    # the recorded survey of each win_amd64 wheel a row names (scripts/data/wheel_facts.json), read as the
+    # command reads a new wheel's, gives the row's windows_needed and windows_tensorrt_needed as shipped
+    proc = subprocess.run([sys.executable, "-c", _WINDOWS_FROM_RECORDS, str(REPO / "scripts"),
+                           str(REPO / DATA[0]), str(REPO / DATA[2])],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    read = json.loads(proc.stdout)
+    rows = [r for r in SHIPPED.releases if r.windows_source]
+    assert rows
+    for r in rows:
+        assert read[r.windows_source] == {"windows_needed": list(r.windows_needed),
+                                          "windows_tensorrt_needed": list(r.windows_tensorrt_needed),
+                                          "windows_source": r.windows_source}, r.line
 
 
 def test_nothing_is_written_for_a_release_the_matrix_cannot_hold(root: Path, tmp_path: Path, build: Path) -> None:
