@@ -195,33 +195,47 @@ def test_a_patch_release_adds_to_its_line_and_keeps_what_a_person_wrote(root: Pa
     assert _matrix(root).versions_of("onnxruntime-gpu")[-2:] == (first, second)
 
 
-_WINDOWS_FROM_RECORDS = """
+_FROM_RECORDS = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import add_release
 text = open(sys.argv[2], encoding="utf-8").read()
 known = add_release._windows_dlls(text)
-out = {}
+out, tags = {}, {}
 for record in json.load(open(sys.argv[3], encoding="utf-8")):
+    tags.setdefault(record["version"], {})[record["platform"]] = add_release._platform_tag(record["wheel"])
     if record["platform"] == "win_amd64":
         release = add_release.Release(record["version"], {}, {}, surveyed=[record], known_dlls=known)
         out[record["wheel"]] = add_release.windows_facts(release)
-print(json.dumps(out))
+platforms = {}
+for versions in json.loads(sys.argv[4]):
+    if all(v in tags for v in versions):
+        line = add_release._Flow({p: t for p, t in tags[versions[0]].items()})
+        for v in versions[1:]:
+            line = add_release._line_platforms(line, tags[v])
+        platforms[versions[-1]] = dict(line)
+print(json.dumps({"windows": out, "platforms": platforms}))
 """
 
 
-def test_the_windows_imports_of_every_row_are_what_the_command_reads_from_its_wheel() -> None:
-    # the recorded survey of each win_amd64 wheel a row names (scripts/data/wheel_facts.json), read as the
-    # command reads a new wheel's, gives the row's windows_needed and windows_tensorrt_needed as shipped
-    proc = subprocess.run([sys.executable, "-c", _WINDOWS_FROM_RECORDS, str(REPO / "scripts"),
-                           str(REPO / DATA[0]), str(REPO / DATA[2])],
+def test_the_rows_platforms_and_windows_imports_are_what_the_command_reads_from_their_wheels() -> None:
+    # the recorded survey of each wheel (scripts/data/wheel_facts.json), read as the command reads a new one's,
+    # gives the rows' wheel_platforms (every version of the line surveyed) and windows_needed /
+    # windows_tensorrt_needed as shipped
+    lines = json.dumps([list(r.versions) for r in SHIPPED.releases if r.wheel_platforms])
+    proc = subprocess.run([sys.executable, "-c", _FROM_RECORDS, str(REPO / "scripts"),
+                           str(REPO / DATA[0]), str(REPO / DATA[2]), lines],
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     read = json.loads(proc.stdout)
+    surveyed = [r for r in SHIPPED.releases if r.versions and r.versions[-1] in read["platforms"]]
+    assert len(surveyed) >= 9  # 1.31 too once 1.31.0 is surveyed
+    for r in surveyed:
+        assert read["platforms"][r.versions[-1]] == r.wheel_platforms, r.line
     rows = [r for r in SHIPPED.releases if r.windows_source]
-    assert rows
+    assert NEWEST in rows
     for r in rows:
-        assert read[r.windows_source] == {"windows_needed": list(r.windows_needed),
+        assert read["windows"][r.windows_source] == {"windows_needed": list(r.windows_needed),
                                           "windows_tensorrt_needed": list(r.windows_tensorrt_needed),
                                           "windows_source": r.windows_source}, r.line
 
