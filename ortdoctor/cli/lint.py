@@ -26,10 +26,13 @@ def _fail(message: str, code: int = exitcodes.USAGE) -> None:
 @click.option("--output", "-o", "output", type=click.Path(dir_okay=False, writable=True),
               help="Write the report to this file instead of stdout.")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+@click.option("--show-suppressed", is_flag=True,
+              help="List the findings `# ortdoctor: ignore[ID]` or [tool.ortdoctor] ignore silence "
+                   "(SARIF always marks them).")
 @click.option("--matrix", "matrix_file", metavar="FILE", envvar="ORTDOCTOR_MATRIX", show_envvar=True,
               help="Use this matrix file instead of the shipped one.")
 def command(paths: tuple[str, ...], fmt: str, as_json: bool, gpus: tuple[str, ...], min_driver: str | None,
-            output: str | None, strict: bool, matrix_file: str | None) -> None:
+            output: str | None, strict: bool, show_suppressed: bool, matrix_file: str | None) -> None:
     """Find onnxruntime-gpu misconfigurations in the files, before anything is installed.
 
     Reads pip requirement files (-r, -c, markers, index URLs), pyproject.toml (PEP 621, Poetry, PDM, uv),
@@ -63,7 +66,9 @@ def command(paths: tuple[str, ...], fmt: str, as_json: bool, gpus: tuple[str, ..
         return
     report = lint_paths(paths or (".",), gpus=gpus, min_driver=min_driver.strip() if min_driver else None,
                         matrix=matrix)
-    text = render("json" if as_json else fmt, report.files, report.findings, report.errors)
+    fmt = "json" if as_json else fmt
+    text = render(fmt, report.files, report.findings, report.errors,
+                  report.suppressed if show_suppressed or fmt == "sarif" else ())
     if output:
         try:
             with open(output, "w", encoding="utf-8") as fh:

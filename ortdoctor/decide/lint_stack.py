@@ -87,7 +87,7 @@ class Pin:
 class Declared:
     """A fact a file states about the environment beside its pins."""
 
-    kind: str  # "python", "cuda", "cudnn", "gpu", "driver"
+    kind: str  # "python", "cuda", "cudnn", "gpu", "driver", "ignore" (a finding id [tool.ortdoctor] silences)
     value: str  # "3.10", "12.4", "9", "sm_70", "535.104"
     origin: str  # "the base image nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04", "requires-python"
     where: Where

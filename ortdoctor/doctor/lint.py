@@ -20,6 +20,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from ortdoctor.core.catalog import CATALOG
 from ortdoctor.core.record import field, record
 from ortdoctor.decide.gpu_names import sm_from_text, sm_of_name
 from ortdoctor.decide.kernels import parse_compute_capability, sm_name
@@ -48,7 +49,7 @@ from ortdoctor.formats.regular_file import NotRegularFile, open_regular
 from ortdoctor.formats.requirements_txt import ReqFile, read_requirements
 from ortdoctor.formats.toml_lines import LocatedStr, TomlError, read_toml
 
-__all__ = ["LintReport", "kind_of", "lint_paths"]
+__all__ = ["LintReport", "Suppressed", "kind_of", "lint_paths"]
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", ".tox", ".nox", "__pycache__",
                         "site-packages", ".mypy_cache", ".ruff_cache", ".pytest_cache", "build", "dist", ".eggs"})
@@ -61,12 +62,22 @@ _MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
 @record
+class Suppressed:
+    """A finding the files silence on purpose: it leaves the verdict and the exit code alone."""
+
+    finding: LintFinding
+    kind: str  # SARIF's word: "inSource" (a comment at the line), "external" ([tool.ortdoctor] ignore)
+    by: Where  # the comment's line, or the ignore entry
+
+
+@record
 class LintReport:
     files: tuple[str, ...]  # every file read, in order
     stacks: int  # how many environments were judged
-    findings: tuple[LintFinding, ...]
+    findings: tuple[LintFinding, ...]  # what counts: the suppressed ones are not here
     errors: tuple[str, ...] = ()  # inputs that could not be read: "path: why"
     skipped: tuple[str, ...] = field(default_factory=tuple)  # paths given that are no file lint reads
+    suppressed: tuple[Suppressed, ...] = field(default_factory=tuple)
 
 
 def kind_of(path: Path) -> str | None:
@@ -151,9 +162,11 @@ class _Reader:
         self.parsed: dict[str, ReqFile] = {}
         self.errors: list[str] = []
         self.read_order: list[str] = []
+        self.keys: dict[str, str] = {}  # the path as shown -> as opened
 
     def text(self, path: Path, shown: str) -> str | None:
         key = os.fspath(path)
+        self.keys.setdefault(shown, key)
         if key not in self.texts:
             try:
                 text: str | None = _read(path)
@@ -700,10 +713,12 @@ def _is_library(doc: dict[str, Any], poetry: dict[str, Any], uv: dict[str, Any])
 
 
 def _config(table: Any, shown: str, reader: _Reader, path: Path) -> list[Declared]:
-    """``[tool.ortdoctor]``: ``gpus`` and ``min-driver``."""
+    """``[tool.ortdoctor]``: ``gpus``, ``min-driver`` and ``ignore``."""
     if not isinstance(table, dict):
         return []
     out: list[Declared] = []
+    for rid in _strings(table.get("ignore", [])):
+        out.append(Declared("ignore", str(rid).strip(), _IGNORE_ORIGIN, reader.where(path, shown, rid)))
     for gpu in _strings(table.get("gpus", [])):
         out.append(Declared("gpu", str(gpu), "[tool.ortdoctor] gpus", reader.where(path, shown, gpu)))
     floor = table.get("min-driver")
@@ -855,8 +870,48 @@ def lint_paths(paths: Sequence[str] = (".",), *, gpus: Sequence[str] = (), min_d
                 seen.add(key)
                 findings.append(f)
     findings.sort(key=lambda f: (f.where.file, f.where.line, f.finding.id))
-    return LintReport(tuple(reader.read_order), len(stacks), tuple(findings),
-                      tuple(errors + reader.errors), tuple(skipped))
+    ignored: dict[str, Where] = {}
+    for d in (d for s in stacks for d in s.declared if d.kind == "ignore"):
+        if _is_lint_id(d.value):
+            ignored.setdefault(d.value, d.where)
+        else:
+            errors.append(f"{d.where.file}:{d.where.line}: {_IGNORE_ORIGIN} names no lint finding id: {d.value!r}")
+    kept: list[LintFinding] = []
+    quiet: list[Suppressed] = []
+    for f in findings:
+        by = _comment(reader, f)
+        if by is not None:
+            quiet.append(Suppressed(f, "inSource", by))
+        elif f.finding.id in ignored:
+            quiet.append(Suppressed(f, "external", ignored[f.finding.id]))
+        else:
+            kept.append(f)
+    return LintReport(tuple(reader.read_order), len(stacks), tuple(kept),
+                      tuple(errors + reader.errors), tuple(skipped), tuple(quiet))
+
+
+_IGNORE_ORIGIN = "[tool.ortdoctor] ignore"
+_IGNORE_COMMENT = re.compile(r"#.*?\bortdoctor:\s*ignore\[([^\]]*)\]")
+
+
+def _is_lint_id(value: str) -> bool:
+    return value.startswith("lint-") and value in CATALOG
+
+
+def _comment(reader: _Reader, f: LintFinding) -> Where | None:
+    """The ``# ortdoctor: ignore[ID, ...]`` comment naming the finding: at the end of its line, or alone
+    on the line above (a comment after another requirement there speaks for that one)."""
+    key = reader.keys.get(f.where.file)
+    if key is None or f.where.line < 1:
+        return None
+    for number in (f.where.line, f.where.line - 1):
+        text = reader.line(Path(key), number)
+        if number != f.where.line and not text.lstrip().startswith("#"):
+            break
+        for m in _IGNORE_COMMENT.finditer(text):
+            if f.finding.id in {x.strip() for x in m.group(1).split(",")}:
+                return Where(f.where.file, number, text)
+    return None
 
 
 def _version_key(version: str) -> tuple[int, ...]:

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortdoctor._version import __version__
 from ortdoctor.core.catalog import CATALOG
 from ortdoctor.core.exitcodes import BUG_REPORT_URL
 from ortdoctor.core.facts import Severity
 from ortdoctor.diagnose.lint_rules import LintFinding
+
+if TYPE_CHECKING:
+    from ortdoctor.doctor.lint import Suppressed
 
 __all__ = ["FORMATS", "render", "to_github", "to_json", "to_sarif", "to_text", "verdict"]
 
@@ -34,7 +37,8 @@ def _place(f: LintFinding) -> str:
     return f"{f.where.file}:{f.where.line}" if f.where.line else f.where.file
 
 
-def to_text(files: Sequence[str], findings: Sequence[LintFinding], errors: Sequence[str] = ()) -> str:
+def to_text(files: Sequence[str], findings: Sequence[LintFinding], errors: Sequence[str] = (),
+            suppressed: Sequence[Suppressed] = ()) -> str:
     lines: list[str] = []
     for f in findings:
         x = f.finding
@@ -48,12 +52,17 @@ def to_text(files: Sequence[str], findings: Sequence[LintFinding], errors: Seque
             lines.append(f"    fix: replace the line with: {shown}")
         elif x.fix:
             lines.append(f"    fix: {x.fix}")
+    for q in suppressed:
+        lines.append(f"{_place(q.finding)}: suppressed {q.finding.finding.id}: {q.finding.finding.title}")
+        lines.append(f"    by {q.by.file}:{q.by.line}: {q.by.text.strip()}")
     for e in errors:
         lines.append(f"✘ cannot read {e}")
     counts = {s: sum(1 for f in findings if f.finding.severity == s) for s in ("error", "warning", "info")}
     summary = f"{len(files)} file(s) read: {counts['error']} error(s), {counts['warning']} warning(s)"
     if counts["info"]:
         summary += f", {counts['info']} note(s)"
+    if suppressed:
+        summary += f", {len(suppressed)} suppressed"
     lines.append(("" if not lines else "\n") + summary)
     return "\n".join(lines) + "\n"
 
@@ -73,8 +82,9 @@ def _finding_json(f: LintFinding) -> dict[str, Any]:
     }
 
 
-def to_json(files: Sequence[str], findings: Sequence[LintFinding], errors: Sequence[str] = ()) -> str:
-    doc = {
+def to_json(files: Sequence[str], findings: Sequence[LintFinding], errors: Sequence[str] = (),
+            suppressed: Sequence[Suppressed] = ()) -> str:
+    doc: dict[str, Any] = {
         "tool": "ortdoctor lint",
         "version": __version__,
         "verdict": verdict(findings),
@@ -82,6 +92,9 @@ def to_json(files: Sequence[str], findings: Sequence[LintFinding], errors: Seque
         "findings": [_finding_json(f) for f in findings],
         "errors": list(errors),
     }
+    if suppressed:
+        doc["suppressed"] = [{**_finding_json(q.finding), "suppressed_by": {"kind": q.kind, "file": q.by.file,
+                                                                           "line": q.by.line}} for q in suppressed]
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -93,8 +106,10 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def to_github(files: Sequence[str], findings: Sequence[LintFinding], errors: Sequence[str] = ()) -> str:
-    """One workflow command per finding (``::error file=...,line=...,title=...::message``)."""
+def to_github(files: Sequence[str], findings: Sequence[LintFinding], errors: Sequence[str] = (),
+              suppressed: Sequence[Suppressed] = ()) -> str:
+    """One workflow command per finding (``::error file=...,line=...,title=...::message``); none for a
+    suppressed one (an annotation cannot be marked so)."""
     out: list[str] = []
     for f in findings:
         x = f.finding
@@ -111,8 +126,13 @@ def to_github(files: Sequence[str], findings: Sequence[LintFinding], errors: Seq
     return "\n".join(out) + ("\n" if out else "")
 
 
-def to_sarif(files: Sequence[str], findings: Sequence[LintFinding], errors: Sequence[str] = ()) -> str:
-    """A SARIF 2.1.0 log with one run: the catalog's lint rules and one result per finding."""
+def to_sarif(files: Sequence[str], findings: Sequence[LintFinding], errors: Sequence[str] = (),
+             suppressed: Sequence[Suppressed] = ()) -> str:
+    """A SARIF 2.1.0 log with one run: the catalog's lint rules and one result per finding; a suppressed
+    finding is a result with ``suppressions`` (code scanning shows it closed)."""
+    silenced = {id(q.finding): q for q in suppressed}
+    findings = sorted([*findings, *(q.finding for q in suppressed)],
+                      key=lambda f: (f.where.file, f.where.line, f.finding.id))
     ids = sorted({f.finding.id for f in findings})
     rules = []
     for rid in ids:
@@ -153,6 +173,12 @@ def to_sarif(files: Sequence[str], findings: Sequence[LintFinding], errors: Sequ
                     }],
                 }],
             }]
+        q = silenced.get(id(f))
+        if q is not None:
+            result["suppressions"] = [{
+                "kind": q.kind, "status": "accepted",
+                "justification": f"{q.by.file}:{q.by.line}: {q.by.text.strip()}" if q.kind == "inSource"
+                else f"[tool.ortdoctor] ignore ({q.by.file}:{q.by.line})"}]
         results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -177,5 +203,8 @@ def _uri(path: str) -> str:
     return path.replace("\\", "/").lstrip("./") if path.startswith("./") else path.replace("\\", "/")
 
 
-def render(fmt: str, files: Sequence[str], findings: Sequence[LintFinding], errors: Sequence[str] = ()) -> str:
-    return {"text": to_text, "json": to_json, "github": to_github, "sarif": to_sarif}[fmt](files, findings, errors)
+def render(fmt: str, files: Sequence[str], findings: Sequence[LintFinding], errors: Sequence[str] = (),
+           suppressed: Sequence[Suppressed] = ()) -> str:
+    """``suppressed``: the findings the files silence, listed apart (text, JSON) or marked (SARIF)."""
+    renderer = {"text": to_text, "json": to_json, "github": to_github, "sarif": to_sarif}[fmt]
+    return renderer(files, findings, errors, suppressed)
