@@ -25,8 +25,10 @@ NEW_IDS = sorted(set(re.findall(r"^### `([a-z0-9-]+)`", (CORPUS_DIR / "NEW_IDS.m
 ENTRIES = load_corpus()
 ERRORS = Path(__file__).parent / "data" / "errors"
 
-# Known misses of the corpus (see its README): texts that say less than their thread established.
-KNOWN_MISSES = {"141-ort-cpp-cuda-memoryinfo-on-host-buffer", "068-ort-cuda-graph-arena-capture-bug"}
+# Known misses of the corpus (see its README): texts that say less than their thread established
+# (219 holds its versions but not its error line, which is in the thread's title).
+KNOWN_MISSES = {"141-ort-cpp-cuda-memoryinfo-on-host-buffer", "068-ort-cuda-graph-arena-capture-bug",
+                "219-ufold-torch-1-4-cuda117-cudnn-execution-failed"}
 
 
 def test_every_proposed_class_is_in_the_catalog_with_real_threads() -> None:
