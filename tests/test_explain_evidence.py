@@ -58,6 +58,9 @@ def _facts(*lines: str) -> set[tuple[str, str]]:
     # mudler/LocalAI#9948: a CUDA major named without its minor
     ('the "latest" containers f\u00fcr cuda13 dont work with my V100.',
      {("cuda.major", "13"), ("gpu.name", "V100"), ("gpu.compute_capability", "sm_70")}),
+    # microsoft/onnxruntime#7748 and #26073: a one-digit data-centre GPU
+    ("- GPU model and memory: NVIDIA T4, 16G", {("gpu.name", "NVIDIA T4"), ("gpu.compute_capability", "sm_75")}),
+    ("- **GPU**: NVIDIA Tesla T4", {("gpu.name", "NVIDIA Tesla T4"), ("gpu.compute_capability", "sm_75")}),
     # microsoft/onnxruntime#8325
     ('2021-07-07 19:07:55.8302585 [E:onnxruntime:Default, provider_bridge_ort.cc:1001 onnxruntime::ProviderLibrary::'
      'Get] LoadLibrary failed with error 126 "The specified module could not be found." when trying to load '

@@ -72,9 +72,11 @@ _RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("env.uv", ("uv pip", "uv add", "uv sync", "\\.venv", "/.venv"), re.compile(r"\b(uv (?:pip|add|sync))\b")),
 )
 _NEEDLES = tuple(sorted({n for _, needles, _ in _RULES for n in needles}))
+# One digit too: T4, P4, L4 and A2 are data-centre GPUs of the name table (decide/gpu_names.py), which
+# decides whether a match is a GPU at all.
 _GPU_NAME = re.compile(
     r"\b(?:NVIDIA\s+)?(?:GeForce\s+|Quadro\s+|Tesla\s+)?(?:RTX\s?(?:PRO\s)?[A-Z]?\d{3,4}(?:\s?(?:Ti|SUPER|Laptop))?"
-    r"|GTX\s?\d{3,4}(?:\s?Ti)?|[PMKTV]\d{2,4}\b|[AHLB]\d{2,3}\b|Titan\s?\w+|Jetson\s\w+|GB10\b)", re.IGNORECASE)
+    r"|GTX\s?\d{3,4}(?:\s?Ti)?|[PMKTV]\d{1,4}\b|[AHLB]\d{1,3}\b|Titan\s?\w+|Jetson\s\w+|GB10\b)", re.IGNORECASE)
 _GPU_HINTS = ("rtx", "gtx", "quadro", "tesla", "titan", "jetson", "nvidia", "gpu", "a100", "h100", "v100", "t4",
               "p100", "p40", "p4", "l4", "gb10")
 _CC = re.compile(r"(?:compute capability|CUDA capability|capability)(?: major/minor version number)?:?\s*"
