@@ -46,7 +46,7 @@ from ortdoctor.decide.lint_stack import (
 from ortdoctor.decide.matrix.model import Matrix, Release, ReleaseMatch
 from ortdoctor.decide.ort_dependents import dependents, gpu_spec_of, ort_package_of
 
-__all__ = ["LintFinding", "lint_stack"]
+__all__ = ["LintFinding", "Suppressed", "lint_stack"]
 
 
 @record
@@ -56,6 +56,15 @@ class LintFinding:
     replacement: str | None = None  # the new text of `where.line` ("" : delete the line); None: no edit
     related: tuple[Where, ...] = ()  # the other lines the finding is about (the torch pin, the FROM line)
     stack: str = ""
+
+
+@record
+class Suppressed:
+    """A finding the files silence on purpose: it leaves the verdict and the exit code alone."""
+
+    finding: LintFinding
+    kind: str  # SARIF's word: "inSource" (a comment at the line), "external" ([tool.ortdoctor] ignore)
+    by: Where  # the comment's line, or the ignore entry
 
 
 @record

@@ -40,7 +40,7 @@ from ortdoctor.decide.lint_stack import (
 from ortdoctor.decide.matrix.load import load_matrix
 from ortdoctor.decide.matrix.model import Matrix
 from ortdoctor.decide.ort_dependents import dependents
-from ortdoctor.diagnose.lint_rules import LintFinding, image_declarations, lint_stack
+from ortdoctor.diagnose.lint_rules import LintFinding, Suppressed, image_declarations, lint_stack
 from ortdoctor.formats.compose import read_compose
 from ortdoctor.formats.conda_env import read_conda_env
 from ortdoctor.formats.dockerfile import read_dockerfile
@@ -59,15 +59,6 @@ _COMPOSE_NAME = re.compile(r"^(?:docker-)?compose(?:[-_.].*)?\.ya?ml$", re.I)
 _CONDA_NAME = re.compile(r"^(?:environment|conda|env)(?:[-_.].*)?\.ya?ml$", re.I)
 _MAX_INCLUDE_DEPTH = 16
 _MAX_FILE_BYTES = 8 * 1024 * 1024
-
-
-@record
-class Suppressed:
-    """A finding the files silence on purpose: it leaves the verdict and the exit code alone."""
-
-    finding: LintFinding
-    kind: str  # SARIF's word: "inSource" (a comment at the line), "external" ([tool.ortdoctor] ignore)
-    by: Where  # the comment's line, or the ignore entry
 
 
 @record

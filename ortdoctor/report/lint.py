@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ortdoctor._version import __version__
 from ortdoctor.core.catalog import CATALOG
 from ortdoctor.core.exitcodes import BUG_REPORT_URL
 from ortdoctor.core.facts import Severity
-from ortdoctor.diagnose.lint_rules import LintFinding
-
-if TYPE_CHECKING:
-    from ortdoctor.doctor.lint import Suppressed
+from ortdoctor.diagnose.lint_rules import LintFinding, Suppressed
 
 __all__ = ["FORMATS", "render", "to_github", "to_json", "to_sarif", "to_text", "verdict"]
 
