@@ -132,3 +132,17 @@ def test_step_audio_before_and_after_its_fix(monkeypatch: pytest.MonkeyPatch) ->
     report = lint_paths(["Dockerfile"])
     assert report.files == ("Dockerfile", "requirements.txt")
     assert not report.findings
+
+
+def test_the_fix_has_a_wheel_for_the_python_the_image_installs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step-Audio-EditX's requirements.txt declares no Python; its Dockerfile installs Python 3.10 and then
+    the file. The newest CUDA 12 release (1.24 and later: Python 3.11-3.14) would not install there; the fix
+    is the newest with a 3.10 wheel, 1.23.2, the release issue #3 reports working."""
+    report = _run("stepfun-ai__Step-Audio-EditX@aacb90a2a4f4", monkeypatch)
+    (finding,) = [f for f in report.findings if f.finding.id == "lint-ort-cuda-mismatch"]  # type: ignore[attr-defined]
+    assert finding.replacement == "onnxruntime-gpu==1.23.2"
+    assert "the Python 3.10 the image installs (Dockerfile:20)" in finding.finding.fix
+    # the file linted alone: nothing says which Python runs it
+    monkeypatch.chdir(DATA / "stepfun-ai__Step-Audio-EditX@aacb90a2a4f4")
+    alone = [f for f in lint_paths(["requirements.txt"]).findings if f.finding.id == "lint-ort-cuda-mismatch"]
+    assert [f.replacement for f in alone] == ["onnxruntime-gpu==1.26.0"]  # the newest CUDA 12 release

@@ -26,6 +26,7 @@ from ortdoctor.decide.gpu_names import sm_from_text, sm_of_name
 from ortdoctor.decide.kernels import parse_compute_capability, sm_name
 from ortdoctor.decide.lint_stack import (
     CPU_FLAVOURS,
+    PYTHONS,
     Declared,
     Pin,
     Stack,
@@ -181,6 +182,10 @@ class _Reader:
             self.texts[key] = text
         return self.texts[key]
 
+    def real(self, shown: str) -> str:
+        """The real path of a file as shown: one file a Dockerfile and the command line name apart."""
+        return os.path.realpath(self.keys.get(shown, shown))
+
     def line(self, path: Path, number: int) -> str:
         key = os.fspath(path)
         lines = self.lines.get(key)
@@ -293,7 +298,8 @@ class _Reader:
                     if option in ("-r", "--requirement", "-c", "--constraint") and value:
                         target = _docker_path(path, value)
                         if target is not None:
-                            sub_shown = os.path.relpath(target) if not target.is_absolute() else str(target)
+                            sub_shown = os.path.normpath(os.path.relpath(target) if not target.is_absolute()
+                                                         else str(target))
                             sub, sub_feeds = self.requirements(target, sub_shown)
                             pins += sub if option in ("-r", "--requirement") else []
                             feeds += sub_feeds
@@ -857,13 +863,16 @@ def lint_paths(paths: Sequence[str] = (".",), *, gpus: Sequence[str] = (), min_d
     drivers = sorted((d for d in config if d.kind == "driver"), key=lambda d: _version_key(d.value))
     config = [d for d in config if d.kind != "driver"] + drivers[:1]
     shared = extra + [d for d in config if not (d.kind == "driver" and min_driver)]
+    under = _installed_under(stacks, reader)
     findings: list[LintFinding] = []
     seen: set[tuple[str, str, int, tuple[Where, ...]]] = set()
     for s in stacks:
         own = [d for d in s.declared if not d.origin.startswith(_MACHINE_ORIGINS)]
         if shared or config:
             own += _dedupe(shared)
-        s = Stack(s.name, s.pins, s.feeds, tuple(own), s.locked, s.library)
+        files = dict.fromkeys(p.where.file for p in s.pins)
+        elsewhere = tuple((f, d) for f in files for d in under.get(reader.real(f), ()) if d not in s.declared)
+        s = Stack(s.name, s.pins, s.feeds, tuple(own), s.locked, s.library, elsewhere)
         for f in lint_stack(s, matrix):
             key = (f.finding.id, f.where.file, f.where.line, f.related)
             if key not in seen:
@@ -912,6 +921,19 @@ def _comment(reader: _Reader, f: LintFinding) -> Where | None:
             if f.finding.id in {x.strip() for x in m.group(1).split(",")}:
                 return Where(f.where.file, number, text)
     return None
+
+
+def _installed_under(stacks: Sequence[Stack], reader: _Reader) -> dict[str, list[Declared]]:
+    """file (its real path) -> the Pythons declared by the stacks that install it (a Dockerfile's image or the Python it
+    installs, a conda file's `python=`, with the requirement files they include): a line of that file is
+    installed under each of them, whichever stack a finding about it comes from."""
+    out: dict[str, list[Declared]] = {}
+    for s in stacks:
+        pythons = [d for d in s.declared if d.kind == "python" and d.value in PYTHONS]
+        for f in dict.fromkeys(p.where.file for p in s.pins):
+            known = out.setdefault(reader.real(f), [])
+            known += [d for d in pythons if d not in known]
+    return out
 
 
 def _version_key(version: str) -> tuple[int, ...]:
