@@ -146,3 +146,15 @@ def test_the_fix_has_a_wheel_for_the_python_the_image_installs(monkeypatch: pyte
     monkeypatch.chdir(DATA / "stepfun-ai__Step-Audio-EditX@aacb90a2a4f4")
     alone = [f for f in lint_paths(["requirements.txt"]).findings if f.finding.id == "lint-ort-cuda-mismatch"]
     assert [f.replacement for f in alone] == ["onnxruntime-gpu==1.26.0"]  # the newest CUDA 12 release
+
+
+def test_a_poetry_entry_for_some_pythons_is_judged_on_those(monkeypatch: pytest.MonkeyPatch) -> None:
+    """infinity's pyproject (branch 313-support) gives onnxruntime-gpu one entry per Python range: `1.19.*`
+    below 3.13, `>=1.21` from 3.13 (1.19 has no 3.13 wheel, 1.21 none for 3.9). Each entry is installed only
+    on its own Pythons: neither is held against Poetry's `python = ">=3.9,<3.14"` floor, and the fix of the
+    3.13 entry keeps its `python` key."""
+    report = _run("michaelfeil__infinity@e308fee985f2", monkeypatch)
+    assert [f.finding.id for f in report.findings] == ["lint-ort-unpinned"]  # type: ignore[attr-defined]
+    (finding,) = report.findings  # type: ignore[attr-defined]
+    assert 'python_full_version >= "3.13"' in finding.finding.detail
+    assert (finding.replacement or "").endswith('python = ">=3.13"}')

@@ -287,6 +287,18 @@ def test_a_fix_in_a_requirements_file_keeps_a_wheel_for_every_python_that_instal
         lint_paths([str(tmp_path / "0")]).findings[0].replacement.split("==", 1)[1])  # type: ignore[union-attr]
 
 
+
+def test_a_poetry_python_key_is_a_marker(tmp_path: Path) -> None:
+    """`python = "<3.13"` in a Poetry dependency table installs that entry only there: 1.19 has wheels for
+    3.9 (the declared floor) and 1.20 has them for 3.13, so neither entry is unsupported where it installs."""
+    poetry = ('[tool.poetry]\nname = "x"\nversion = "1"\n\n[tool.poetry.dependencies]\npython = ">=3.9,<3.14"\n'
+              'onnxruntime-gpu = [{version = "1.19.*", python = "<3.13"},\n'
+              '  {version = "1.20.2", python = ">=3.13"}]\n')
+    assert _ids(tmp_path / "a", {"pyproject.toml": poetry}) == []
+    # without the keys both entries install on 3.9: 1.20.2 has no 3.9 wheel
+    plain = poetry.replace(', python = "<3.13"', "").replace(', python = ">=3.13"', "")
+    assert _ids(tmp_path / "b", {"pyproject.toml": plain}) == [("lint-ort-python-unsupported", "pyproject.toml", 8)]
+
 def _release_pythons(version: str) -> tuple[str, ...]:
     from ortdoctor.decide.matrix.load import load_matrix
     match = load_matrix().release_for(version)

@@ -587,6 +587,32 @@ def _poetry_spec(constraint: str) -> str:
     return ",".join(out)
 
 
+def _poetry_python_marker(constraint: str) -> str | None:
+    """A Poetry dependency's ``python`` constraint as a PEP 508 marker (``">=3.13"`` ->
+    ``python_full_version >= "3.13"``; ``||`` alternatives joined with ``or``); None for ``*``."""
+    alternatives: list[str] = []
+    for part in constraint.split("||"):
+        clauses = [m.groups() for c in _poetry_spec(part).split(",") if c
+                   for m in [re.fullmatch(r"\s*(===?|!=|<=|>=|<|>|~=)\s*([\d.*]+)\s*", c)] if m is not None]
+        if clauses:
+            alternatives.append(" and ".join(_python_clause(op, v) for op, v in clauses))
+    if not alternatives:
+        return None
+    return alternatives[0] if len(alternatives) == 1 else " or ".join(f"({a})" for a in alternatives)
+
+
+def _python_clause(op: str, version: str) -> str:
+    """One clause of a Python constraint as a marker: ``3.11`` is every 3.11.x, as Poetry reads it, and a
+    wildcard after an ordering (``<=3.9.*``, which PEP 440 does not allow) is the bound it means."""
+    if version.endswith(".*") and op not in ("==", "!="):
+        nums = [int(n) for n in version[:-2].split(".")]
+        above = ".".join(map(str, [*nums[:-1], nums[-1] + 1]))
+        op, version = {"<=": ("<", above), ">": (">=", above)}.get(op, (op, version[:-2]))
+    elif op in ("==", "===") and version.count(".") == 1:
+        version += ".*"
+    return f'python_full_version {"==" if op == "===" else op} "{version}"'
+
+
 def _table_pins(deps: Any, shown: str, reader: _Reader, path: Path, sources: dict[str, str]) -> tuple[
         list[Pin], list[Declared]]:
     """Poetry's ``name = "constraint"`` / ``name = {version = ..., extras = [...], markers = ...}`` tables."""
@@ -606,6 +632,11 @@ def _table_pins(deps: Any, shown: str, reader: _Reader, path: Path, sources: dic
                 version = entry.get("version", "")
                 extras = _strings(entry.get("extras", []))
                 marker = entry.get("markers")
+                # `python = ">=3.13"`: Poetry installs this entry only on those Pythons (one entry per range
+                # is how a project gives each Python its own constraint)
+                only = _poetry_python_marker(str(entry["python"])) if "python" in entry else None
+                if only:
+                    marker = f"({marker}) and {only}" if marker else only
                 index = sources.get(str(entry.get("source", "")))
                 optional = str(entry.get("optional", "false")).lower() == "true"
                 anchor = next((v for v in entry.values() if isinstance(v, LocatedStr)), None)
