@@ -132,3 +132,29 @@ def test_step_audio_before_and_after_its_fix(monkeypatch: pytest.MonkeyPatch) ->
     report = lint_paths(["Dockerfile"])
     assert report.files == ("Dockerfile", "requirements.txt")
     assert not report.findings
+
+
+def test_the_fix_has_a_wheel_for_the_python_the_image_installs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step-Audio-EditX's requirements.txt declares no Python; its Dockerfile installs Python 3.10 and then
+    the file. The newest CUDA 12 release (1.24 and later: Python 3.11-3.14) would not install there; the fix
+    is the newest with a 3.10 wheel, 1.23.2, the release issue #3 reports working."""
+    report = _run("stepfun-ai__Step-Audio-EditX@aacb90a2a4f4", monkeypatch)
+    (finding,) = [f for f in report.findings if f.finding.id == "lint-ort-cuda-mismatch"]  # type: ignore[attr-defined]
+    assert finding.replacement == "onnxruntime-gpu==1.23.2"
+    assert "the Python 3.10 the image installs (Dockerfile:20)" in finding.finding.fix
+    # the file linted alone: nothing says which Python runs it
+    monkeypatch.chdir(DATA / "stepfun-ai__Step-Audio-EditX@aacb90a2a4f4")
+    alone = [f for f in lint_paths(["requirements.txt"]).findings if f.finding.id == "lint-ort-cuda-mismatch"]
+    assert [f.replacement for f in alone] == ["onnxruntime-gpu==1.26.0"]  # the newest CUDA 12 release
+
+
+def test_a_poetry_entry_for_some_pythons_is_judged_on_those(monkeypatch: pytest.MonkeyPatch) -> None:
+    """infinity's pyproject (branch 313-support) gives onnxruntime-gpu one entry per Python range: `1.19.*`
+    below 3.13, `>=1.21` from 3.13 (1.19 has no 3.13 wheel, 1.21 none for 3.9). Each entry is installed only
+    on its own Pythons: neither is held against Poetry's `python = ">=3.9,<3.14"` floor, and the fix of the
+    3.13 entry keeps its `python` key."""
+    report = _run("michaelfeil__infinity@e308fee985f2", monkeypatch)
+    assert [f.finding.id for f in report.findings] == ["lint-ort-unpinned"]  # type: ignore[attr-defined]
+    (finding,) = report.findings  # type: ignore[attr-defined]
+    assert 'python_full_version >= "3.13"' in finding.finding.detail
+    assert (finding.replacement or "").endswith('python = ">=3.13"}')

@@ -260,6 +260,52 @@ def test_an_application_pins_one_release_every_declared_python_installs(tmp_path
     assert _specifier(line) == ">=1.21.0,<1.27"
 
 
+def test_a_fix_in_a_requirements_file_keeps_a_wheel_for_every_python_that_installs_it(tmp_path: Path) -> None:
+    """The requirements file declares no Python; the Dockerfiles that install it do, and the line the fix
+    writes is installed under each of them (1.24 and later have no 3.10 wheel, 1.20 and later no 3.8 one)."""
+    req = "torch==2.5.1\nonnxruntime-gpu==1.18.0\n"
+    image = ("FROM nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04\nRUN apt-get install -y python3.10\n"
+             "COPY requirements.txt .\nRUN pip install -r requirements.txt\n")
+    old = image.replace("python3.10", "python3.8").replace("COPY requirements.txt .", "COPY . .").replace(
+        "-r requirements.txt", "-r ../requirements.txt")
+    cases = [({}, ()), ({"Dockerfile": image}, ("3.10",)),
+             ({"Dockerfile": image, "docker/old.Dockerfile": old}, ("3.8", "3.10"))]
+    for n, (more, pythons) in enumerate(cases):
+        root = tmp_path / str(n)
+        for name, text in {"requirements.txt": req, **more}.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text, encoding="utf-8")
+        fixes = {(f.finding.id, f.where.file.rsplit("/", 1)[-1], f.where.line): f for f in
+                 lint_paths([str(root)]).findings}
+        fix = fixes[("lint-ort-cuda-mismatch", "requirements.txt", 2)]
+        assert fix.replacement is not None
+        assert fix.replacement.startswith("onnxruntime-gpu==")
+        wheels = _release_pythons(fix.replacement.split("==", 1)[1])
+        assert all(p in wheels for p in pythons), (fix.replacement, pythons)
+        assert ("Python 3.10 the image installs" in (fix.finding.fix or "")) == bool(pythons)
+    assert "3.10" not in _release_pythons(
+        lint_paths([str(tmp_path / "0")]).findings[0].replacement.split("==", 1)[1])  # type: ignore[union-attr]
+
+
+
+def test_a_poetry_python_key_is_a_marker(tmp_path: Path) -> None:
+    """`python = "<3.13"` in a Poetry dependency table installs that entry only there: 1.19 has wheels for
+    3.9 (the declared floor) and 1.20 has them for 3.13, so neither entry is unsupported where it installs."""
+    poetry = ('[tool.poetry]\nname = "x"\nversion = "1"\n\n[tool.poetry.dependencies]\npython = ">=3.9,<3.14"\n'
+              'onnxruntime-gpu = [{version = "1.19.*", python = "<3.13"},\n'
+              '  {version = "1.20.2", python = ">=3.13"}]\n')
+    assert _ids(tmp_path / "a", {"pyproject.toml": poetry}) == []
+    # without the keys both entries install on 3.9: 1.20.2 has no 3.9 wheel
+    plain = poetry.replace(', python = "<3.13"', "").replace(', python = ">=3.13"', "")
+    assert _ids(tmp_path / "b", {"pyproject.toml": plain}) == [("lint-ort-python-unsupported", "pyproject.toml", 8)]
+
+def _release_pythons(version: str) -> tuple[str, ...]:
+    from ortdoctor.decide.matrix.load import load_matrix
+    match = load_matrix().release_for(version)
+    assert match is not None
+    return match.release.python
+
+
 WORKFLOW = """name: ci
 on:
   push:

@@ -105,6 +105,10 @@ class Stack:
     # a distributable package's own requirements (a pyproject with a build system: its dependencies and
     # extras): what its users' installers resolve beside their own pins, so a fix is a range, not one version
     library: bool = False
+    # (a file of this stack, a Python another stack that installs that file declares): a Dockerfile that
+    # installs Python 3.10 and `-r requirements.txt` runs that file's lines under 3.10, so a fix written
+    # into it must have a 3.10 wheel even where the file read alone declares no Python
+    installed_under: tuple[tuple[str, Declared], ...] = ()
 
 
 @record

@@ -232,15 +232,31 @@ def _span_now(matrix: Matrix, extras: tuple[str, ...], cuda: int | None, cudnn: 
 def _fix_pythons(matrix: Matrix, stack: Stack, pin: Pin) -> tuple[str, ...]:
     """Every Python a fix must install on: the one the stack names exactly, else each minor its
     requires-python (or Poetry's ``python``) admits that onnxruntime-gpu has ever had a wheel for, and the
-    pin's marker admits; () where nothing is declared."""
-    exact = {d.value for d in _pythons(stack) if d.exact}
-    if exact:
-        return tuple(sorted(exact, key=_vkey))
-    ranges = [set(d.admits) for d in stack.declared if d.kind == "python" and not d.exact and d.admits]
-    if not ranges:
-        return ()
+    pin's marker admits; with them, every Python another stack that installs the pin's file declares (the
+    edited line is installed there too); () where nothing is declared."""
     known = {p for r in matrix.releases if r.pypi for p in r.python}
-    return tuple(p for p in PYTHONS if all(p in r for r in ranges) and p in known and applies(pin, p))
+    exact = {d.value for d in _pythons(stack) if d.exact}
+    ranges = [set(d.admits) for d in stack.declared if d.kind == "python" and not d.exact and d.admits]
+    own = exact or ({p for p in PYTHONS if all(p in r for r in ranges) and p in known and applies(pin, p)}
+                    if ranges else set())
+    return tuple(p for p in PYTHONS if p in own or p in _elsewhere(stack, pin, known))
+
+
+def _elsewhere(stack: Stack, pin: Pin, known: set[str]) -> set[str]:
+    """The Pythons the other stacks that install the pin's file declare (each minor of a range that
+    onnxruntime-gpu has had wheels for), where the pin's marker admits them."""
+    out: set[str] = set()
+    for file, d in stack.installed_under:
+        if file == pin.where.file and d.value in PYTHONS:
+            out |= {d.value} if d.exact else {p for p in d.admits if p in known}
+    return {p for p in out if applies(pin, p)}
+
+
+def _installed_exactly(stack: Stack, pin: Pin) -> tuple[str, ...]:
+    """The Pythons other stacks install the pin's file under, by their exact version (an image's, the one
+    a Dockerfile installs): even the last resort of a fix keeps a wheel for them."""
+    return tuple(sorted({d.value for file, d in stack.installed_under if file == pin.where.file and d.exact
+                         and d.value in PYTHONS and applies(pin, d.value)}, key=_vkey))
 
 
 def _target(matrix: Matrix, stack: Stack, pin: Pin, *, cuda: int | None = None, cudnn: int | None = None,
@@ -261,7 +277,8 @@ def _target(matrix: Matrix, stack: Stack, pin: Pin, *, cuda: int | None = None, 
                      within=within)
         if span is not None:
             return span
-    v = _pick(matrix, cuda=cuda, cudnn=cudnn, python=python, driver=driver, gpus=gpus, within=within)
+    v = _pick(matrix, cuda=cuda, cudnn=cudnn, python=python, driver=driver, gpus=gpus, within=within,
+              pythons=_installed_exactly(stack, pin))
     return "==" + v if v is not None else None
 
 
@@ -385,6 +402,12 @@ def _pin_fix(pin: Pin, spec: str | None, matrix: Matrix, why: str,
         why = (f"{why}; " if why else "") + (
             "a range of one CUDA major: the package's users resolve it beside their own pins" if stack.library
             else "a range of one CUDA major: no one release has wheels for every Python the file admits")
+    if stack is not None:
+        under = [d for file, d in stack.installed_under if file == pin.where.file and d.value in PYTHONS
+                 and applies(pin, d.value)]
+        if under:
+            why = (f"{why}; " if why else "") + "with a wheel for " + ", ".join(
+                f"{d.origin} ({_at(d.where)}), where {d.where.file} installs {pin.where.file}" for d in under)
     if _is_lock(pin.where.file):
         # a lock file is written by its tool: the pin goes where the project declares its requirements
         text = f"pin {GPU_PACKAGE}{spec} in the project's requirements and lock again"

@@ -26,6 +26,7 @@ from ortdoctor.decide.gpu_names import sm_from_text, sm_of_name
 from ortdoctor.decide.kernels import parse_compute_capability, sm_name
 from ortdoctor.decide.lint_stack import (
     CPU_FLAVOURS,
+    PYTHONS,
     Declared,
     Pin,
     Stack,
@@ -172,6 +173,10 @@ class _Reader:
             self.texts[key] = text
         return self.texts[key]
 
+    def real(self, shown: str) -> str:
+        """The real path of a file as shown: one file a Dockerfile and the command line name apart."""
+        return os.path.realpath(self.keys.get(shown, shown))
+
     def line(self, path: Path, number: int) -> str:
         key = os.fspath(path)
         lines = self.lines.get(key)
@@ -284,7 +289,8 @@ class _Reader:
                     if option in ("-r", "--requirement", "-c", "--constraint") and value:
                         target = _docker_path(path, value)
                         if target is not None:
-                            sub_shown = os.path.relpath(target) if not target.is_absolute() else str(target)
+                            sub_shown = os.path.normpath(os.path.relpath(target) if not target.is_absolute()
+                                                         else str(target))
                             sub, sub_feeds = self.requirements(target, sub_shown)
                             pins += sub if option in ("-r", "--requirement") else []
                             feeds += sub_feeds
@@ -572,6 +578,32 @@ def _poetry_spec(constraint: str) -> str:
     return ",".join(out)
 
 
+def _poetry_python_marker(constraint: str) -> str | None:
+    """A Poetry dependency's ``python`` constraint as a PEP 508 marker (``">=3.13"`` ->
+    ``python_full_version >= "3.13"``; ``||`` alternatives joined with ``or``); None for ``*``."""
+    alternatives: list[str] = []
+    for part in constraint.split("||"):
+        clauses = [m.groups() for c in _poetry_spec(part).split(",") if c
+                   for m in [re.fullmatch(r"\s*(===?|!=|<=|>=|<|>|~=)\s*([\d.*]+)\s*", c)] if m is not None]
+        if clauses:
+            alternatives.append(" and ".join(_python_clause(op, v) for op, v in clauses))
+    if not alternatives:
+        return None
+    return alternatives[0] if len(alternatives) == 1 else " or ".join(f"({a})" for a in alternatives)
+
+
+def _python_clause(op: str, version: str) -> str:
+    """One clause of a Python constraint as a marker: ``3.11`` is every 3.11.x, as Poetry reads it, and a
+    wildcard after an ordering (``<=3.9.*``, which PEP 440 does not allow) is the bound it means."""
+    if version.endswith(".*") and op not in ("==", "!="):
+        nums = [int(n) for n in version[:-2].split(".")]
+        above = ".".join(map(str, [*nums[:-1], nums[-1] + 1]))
+        op, version = {"<=": ("<", above), ">": (">=", above)}.get(op, (op, version[:-2]))
+    elif op in ("==", "===") and version.count(".") == 1:
+        version += ".*"
+    return f'python_full_version {"==" if op == "===" else op} "{version}"'
+
+
 def _table_pins(deps: Any, shown: str, reader: _Reader, path: Path, sources: dict[str, str]) -> tuple[
         list[Pin], list[Declared]]:
     """Poetry's ``name = "constraint"`` / ``name = {version = ..., extras = [...], markers = ...}`` tables."""
@@ -591,6 +623,11 @@ def _table_pins(deps: Any, shown: str, reader: _Reader, path: Path, sources: dic
                 version = entry.get("version", "")
                 extras = _strings(entry.get("extras", []))
                 marker = entry.get("markers")
+                # `python = ">=3.13"`: Poetry installs this entry only on those Pythons (one entry per range
+                # is how a project gives each Python its own constraint)
+                only = _poetry_python_marker(str(entry["python"])) if "python" in entry else None
+                if only:
+                    marker = f"({marker}) and {only}" if marker else only
                 index = sources.get(str(entry.get("source", "")))
                 optional = str(entry.get("optional", "false")).lower() == "true"
                 anchor = next((v for v in entry.values() if isinstance(v, LocatedStr)), None)
@@ -848,13 +885,16 @@ def lint_paths(paths: Sequence[str] = (".",), *, gpus: Sequence[str] = (), min_d
     drivers = sorted((d for d in config if d.kind == "driver"), key=lambda d: _version_key(d.value))
     config = [d for d in config if d.kind != "driver"] + drivers[:1]
     shared = extra + [d for d in config if not (d.kind == "driver" and min_driver)]
+    under = _installed_under(stacks, reader)
     findings: list[LintFinding] = []
     seen: set[tuple[str, str, int, tuple[Where, ...]]] = set()
     for s in stacks:
         own = [d for d in s.declared if not d.origin.startswith(_MACHINE_ORIGINS)]
         if shared or config:
             own += _dedupe(shared)
-        s = Stack(s.name, s.pins, s.feeds, tuple(own), s.locked, s.library)
+        files = dict.fromkeys(p.where.file for p in s.pins)
+        elsewhere = tuple((f, d) for f in files for d in under.get(reader.real(f), ()) if d not in s.declared)
+        s = Stack(s.name, s.pins, s.feeds, tuple(own), s.locked, s.library, elsewhere)
         for f in lint_stack(s, matrix):
             key = (f.finding.id, f.where.file, f.where.line, f.related)
             if key not in seen:
@@ -903,6 +943,19 @@ def _comment(reader: _Reader, f: LintFinding) -> Where | None:
             if f.finding.id in {x.strip() for x in m.group(1).split(",")}:
                 return Where(f.where.file, number, text)
     return None
+
+
+def _installed_under(stacks: Sequence[Stack], reader: _Reader) -> dict[str, list[Declared]]:
+    """file (its real path) -> the Pythons declared by the stacks that install it (a Dockerfile's image or the Python it
+    installs, a conda file's `python=`, with the requirement files they include): a line of that file is
+    installed under each of them, whichever stack a finding about it comes from."""
+    out: dict[str, list[Declared]] = {}
+    for s in stacks:
+        pythons = [d for d in s.declared if d.kind == "python" and d.value in PYTHONS]
+        for f in dict.fromkeys(p.where.file for p in s.pins):
+            known = out.setdefault(reader.real(f), [])
+            known += [d for d in pythons if d not in known]
+    return out
 
 
 def _version_key(version: str) -> tuple[int, ...]:
