@@ -11,7 +11,8 @@ the CPU ``onnxruntime`` wheels of the same version too) with the readers the oth
 
   * ``compat_matrix.yaml``: the release row (a new line is inserted newest first; a patch release of a known
     line is added to its row, and when it is the line's newest patch the row's wheel facts are re-read from
-    it), ``wheel_platforms`` and the Windows providers' imports (``windows_needed``) included. The YAML is edited as text: comments, notes, known_bad, torch and feeds are kept as written;
+    it), ``wheel_platforms`` and the Windows providers' imports (``windows_needed``) included. The YAML
+    is edited as text: comments, notes, known_bad, torch and feeds are kept as written;
   * the ``packages:`` section of the matrix (``scripts/gen_package_section.py``), after adding the release
     to ``scripts/data/package_table.yaml`` (onnxruntime-gpu and onnxruntime);
   * ``scripts/data/wheel_facts.json`` (``scripts/survey_wheel_facts.py``'s record of each wheel);

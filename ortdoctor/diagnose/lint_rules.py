@@ -242,21 +242,24 @@ def _fix_pythons(matrix: Matrix, stack: Stack, pin: Pin) -> tuple[str, ...]:
     return tuple(p for p in PYTHONS if p in own or p in _elsewhere(stack, pin, known))
 
 
+def _under(stack: Stack, pin: Pin) -> list[Declared]:
+    """The Python declarations of the other stacks that install the pin's file."""
+    return [d for file, d in stack.installed_under if file == pin.where.file and d.value in PYTHONS]
+
+
 def _elsewhere(stack: Stack, pin: Pin, known: set[str]) -> set[str]:
     """The Pythons the other stacks that install the pin's file declare (each minor of a range that
     onnxruntime-gpu has had wheels for), where the pin's marker admits them."""
     out: set[str] = set()
-    for file, d in stack.installed_under:
-        if file == pin.where.file and d.value in PYTHONS:
-            out |= {d.value} if d.exact else {p for p in d.admits if p in known}
+    for d in _under(stack, pin):
+        out |= {d.value} if d.exact else {p for p in d.admits if p in known}
     return {p for p in out if applies(pin, p)}
 
 
 def _installed_exactly(stack: Stack, pin: Pin) -> tuple[str, ...]:
     """The Pythons other stacks install the pin's file under, by their exact version (an image's, the one
     a Dockerfile installs): even the last resort of a fix keeps a wheel for them."""
-    return tuple(sorted({d.value for file, d in stack.installed_under if file == pin.where.file and d.exact
-                         and d.value in PYTHONS and applies(pin, d.value)}, key=_vkey))
+    return tuple(sorted({d.value for d in _under(stack, pin) if d.exact and applies(pin, d.value)}, key=_vkey))
 
 
 def _target(matrix: Matrix, stack: Stack, pin: Pin, *, cuda: int | None = None, cudnn: int | None = None,
@@ -403,8 +406,7 @@ def _pin_fix(pin: Pin, spec: str | None, matrix: Matrix, why: str,
             "a range of one CUDA major: the package's users resolve it beside their own pins" if stack.library
             else "a range of one CUDA major: no one release has wheels for every Python the file admits")
     if stack is not None:
-        under = [d for file, d in stack.installed_under if file == pin.where.file and d.value in PYTHONS
-                 and applies(pin, d.value)]
+        under = [d for d in _under(stack, pin) if applies(pin, d.value)]
         if under:
             why = (f"{why}; " if why else "") + "with a wheel for " + ", ".join(
                 f"{d.origin} ({_at(d.where)}), where {d.where.file} installs {pin.where.file}" for d in under)
