@@ -149,3 +149,51 @@ def test_the_issue_form_names_the_release_and_the_binding() -> None:
     assert found.finding_id == "cuda-major-mismatch"
     assert "onnxruntime_gpu" in found.fix
     assert "pip install" not in found.fix
+
+
+@pytest.mark.parametrize(("text", "soname"), [
+    # netease-youdao/QAnything#328 (title): a CUDA 12.4 machine, a CUDA 11 onnxruntime-gpu
+    ("[BUG] Install in python env, libcublasLt.so.11 is missing but use CUDA 12", "libcublasLt.so.11"),
+    # microsoft/onnxruntime#20656 (title): onnxruntime-gpu 1.17.1 (CUDA 11) on CUDA 12.4
+    ("install cuda 12.4, but got libcublas.so.11 missing error", "libcublas.so.11"),
+])
+def test_a_library_missing_in_a_persons_own_words_is_read(text: str, soname: str) -> None:
+    found = classify(text)[0]
+    assert found.finding_id == "cuda-major-mismatch"
+    assert soname in found.what
+
+
+def test_a_library_named_beside_other_words_is_not_missing() -> None:
+    # microsoft/onnxruntime-genai#694: the person found the library; nothing says it is missing
+    text = ('If I run a search for "libcudnn.so.8" I can found it, but seems something is not properly configured '
+            "at runtime.")
+    assert classify(text) == []
+
+
+# Steffenhir/GraXpert#205: cuDNN 9.6 from NVIDIA's installer, and the ldd of a cuDNN 8 build
+_GRAXPERT = """\
+lrwxrwxrwx 1 root root     17 Nov 22 08:48 /usr/lib/x86_64-linux-gnu/libcudnn.so.9 -> libcudnn.so.9.6.0
+-rw-r--r-- 1 root root 125136 Nov 22 08:48 /usr/lib/x86_64-linux-gnu/libcudnn.so.9.6.0
+```
+
+The GraXpert-linux/lib/onnxruntime/capi/libonnxruntime_providers_cuda.so requires the previous version 8 :
+
+```
+ldd GraXpert-linux/lib/onnxruntime/capi/libonnxruntime_providers_cuda.so
+        linux-vdso.so.1 (0x00007ffc30b92000)
+        libcublasLt.so.12 => /usr/local/cuda/targets/x86_64-linux/lib/libcublasLt.so.12 (0x0000712a6fc00000)
+        libcublas.so.12 => /usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.12 (0x0000712a69000000)
+        libcudnn.so.8 => not found
+"""
+
+
+def test_library_files_a_listing_or_ldd_shows_are_evidence_of_what_is_installed() -> None:
+    assert _facts(*_GRAXPERT.splitlines()) >= {("cudnn.version", "9.6.0"), ("cuda.major", "12")}
+    # a soname in a loader's message is what was asked for, not what is there
+    assert not _facts("libcudnn.so.8: cannot open shared object file: No such file or directory")
+
+
+def test_ldd_not_found_against_an_installed_major_is_a_major_mismatch() -> None:
+    found = classify(_GRAXPERT)[0]
+    assert found.finding_id == "cudnn-major-mismatch"
+    assert "cuDNN 9" in found.what

@@ -607,3 +607,17 @@ def test_env_var_selects_a_file(raw: dict[str, Any], tmp_path: Path, monkeypatch
     m = load_matrix()
     assert m.path == str(p)
     assert len(m.releases) == 2
+
+
+def test_a_feed_build_records_the_bindings_it_ships(matrix: Matrix, raw: dict[str, Any], tmp_path: Path) -> None:
+    # the CUDA EP page: the 1.17 CUDA 12 build was "C++/C# NuGet and Python only"; 1.18.1's had no Java package
+    by_line = {r.line: r for r in matrix.releases}
+    for line, version in (("1.17", "1.17.1"), ("1.18", "1.18.1")):
+        feed = next(f for f in by_line[line].feeds if f.cuda_major == 12 and (not f.versions or version in f.versions))
+        assert not feed.ships("java")
+        assert all(feed.ships(b) for b in ("python", "csharp", "unknown"))
+    data = yaml.safe_load(yaml.safe_dump(raw))
+    row = next(i for i, r in enumerate(data["releases"]) if r.get("feeds"))
+    data["releases"][row]["feeds"][0]["bindings"] = ["python", "fortran"]
+    err = _error(_write(tmp_path, data))
+    assert err.key_path == f"releases[{row}].feeds[0].bindings[1]"

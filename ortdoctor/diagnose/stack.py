@@ -18,11 +18,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ortdoctor.core.bindings import BINDINGS
 from ortdoctor.core.record import record
 
 __all__ = ["BINDINGS", "Stack", "StackScanner"]
 
-BINDINGS = ("python", "java", "csharp", "rust", "node", "cpp")
 
 # (binding, weight, the strings any of which marks it). A strong marker (3) names the binding outright;
 # weaker ones add up. Plain substrings, matched case-sensitively as the messages spell them: a few dozen

@@ -84,6 +84,12 @@ _CC = re.compile(r"(?:compute capability|CUDA capability|capability)(?: major/mi
 _PAIRED = re.compile(r"CUDA\s*/\s*cuDNN(?:\s*versions?)?\s*[:=]?\s*v?((?:1[0-3]|[89])\.\d{1,2}(?:\.\d{1,3})?)\s*/\s*v?"
                      r"(\d{1,2}(?:\.\d{1,3}){0,3})\b", re.IGNORECASE)
 _REQUIRE = re.compile(r"Require cuDNN (\d{1,2})\.\* and CUDA (\d{1,2})\.\*")
+# A library file the machine has: the target ldd resolved a soname to ("libcudnn.so.8 => /usr/lib/.../libcudnn.so.8"),
+# or a path in a listing (ls, find, locate) with the file's full version ("/usr/lib/x86_64-linux-gnu/libcudnn.so.9.6.0";
+# a loader's message names a soname, never a path with three version numbers). Only the libraries whose major
+# is the CUDA (cudart, cuBLAS) or cuDNN major count.
+_PRESENT = re.compile(r"=>\s*/\S*?/(lib(?:cudnn|cudart|cublas|cublasLt)\.so\.\d{1,2}(?:\.\d{1,3}){0,3})\b"
+                      r"|(?<![\w.])/(?:[\w.+-]{1,80}/){1,20}(lib(?:cudnn|cudart|cublas|cublasLt)\.so\.\d{1,2}(?:\.\d{1,3}){2,3})\b")
 
 
 class EvidenceScanner:
@@ -123,8 +129,22 @@ class EvidenceScanner:
                 value = _value(fact, m)
                 if value:
                     self._add(fact, value, line)
+        if ".so." in low and ("=>" in low or "/lib" in low):
+            self._present(line)
         if any(h in low for h in _GPU_HINTS):
             self._gpu(line)
+
+    def _present(self, line: str) -> None:
+        for m in _PRESENT.finditer(line):
+            name = m.group(1) or m.group(2)
+            stem, _, version = name.partition(".so.")
+            parts = version.split(".")
+            if stem == "libcudnn":
+                self._add("cudnn.version", version if len(parts) >= 3 else parts[0], line)
+            elif stem == "libcudart" and len(parts) >= 2:
+                self._add("cuda.version", ".".join(parts[:2]), line)
+            else:
+                self._add("cuda.major", parts[0], line)
 
     def _gpu(self, line: str) -> None:
         cc = _CC.search(line)

@@ -131,10 +131,14 @@ class Decider:
         #: (CUDA major, cuDNN major) of each build of that version (its PyPI wheel and its feeds)
         self.version_builds: tuple[tuple[int, int | None], ...] = ()
         if line is not None:
+            # only the feed builds that exist for this version and ship a package for the text's binding (the
+            # 1.17 CUDA 12 build had no Java package: a Java 1.17 program runs the CUDA 11 build)
+            feeds = [f for f in line.feeds if f.ships(self.stack.binding)
+                     and (not f.versions or version is None or version in f.versions)]
             self.version_builds = ((line.cuda_major, line.cudnn_major),
-                                   *((f.cuda_major, f.cudnn_major) for f in line.feeds))
-            self.version_cuda = frozenset({line.cuda_major, *(f.cuda_major for f in line.feeds)})
-            self.version_cudnn = frozenset(m for m in (line.cudnn_major, *(f.cudnn_major for f in line.feeds))
+                                   *((f.cuda_major, f.cudnn_major) for f in feeds))
+            self.version_cuda = frozenset({line.cuda_major, *(f.cuda_major for f in feeds)})
+            self.version_cudnn = frozenset(m for m in (line.cudnn_major, *(f.cudnn_major for f in feeds))
                                            if m is not None)
         self.ctx = Context(
             cuda_major=ctx.cuda_major if ctx.cuda_major is not None else (req[1] if req else None),
@@ -1000,13 +1004,20 @@ class Decider:
         ev = self.ev
         first = next(iter(sorted(self.hits.values(), key=lambda h: h.order)), None)
         if first is None:
+            # a text with no error line (a question, an issue form): a GPU/CUDA pair that cannot run fails
+            # whatever the program does, so it is a cause. A build of another major than the issue form's
+            # "CUDA/cuDNN version" is not: that field is often the host's toolkit, not what the program loads
+            # (a program that ran on its own libraries, slowly for another reason, fills it in too)
             return self._gpu_cause(None)
         owners = list(dict.fromkeys(ev.ort_owners()))
         if len(owners) >= 2:
             return self._second_ort(first, owners)
-        gpu = self._gpu_cause(first)
-        if gpu is not None:
-            return gpu
+        return self._gpu_cause(first) or self._build_cause(first)
+
+    def _build_cause(self, first: Hit) -> Match | None:
+        """A build whose required cuDNN/CUDA major is not the one the text shows installed (None when the
+        evidence is silent or agrees)."""
+        ev = self.ev
         runtime = ev.cuda_versions()
         build_cudnn, build_cuda = self.ctx.cudnn_major, self.ctx.cuda_major
         # without ORT's own Require line, the version the text names gives the build's majors when all its

@@ -193,6 +193,24 @@ def _so_missing(s: Scanner, m: re.Match[str], line: str) -> None:
         s.add("so_missing", soname, line, {"requester": _requester(line, m.start())}, at=m.start())
 
 
+#: Words with which people say a library is missing, in prose rather than in a loader's message.
+_PROSE_MISSING = ("lost of", "is missing", "are missing", "missing ", "not found", "cannot find", "can't find",
+                  "could not find", "couldn't find", "unable to find", "does not have", "doesn't have",
+                  "no such file", "not exist", "searches for", "looks for", "looking for")
+_PROSE_LIBRARY = re.compile(
+    r"(?<!\w)((?:lib)?(?:cudnn|cublas|cudart|cufft|curand|cusparse|cusolver|nvinfer|nvonnxparser|nvrtc"
+    r"|nvJitLink|onnxruntime_providers_)[\w+-]{0,40}(?:\.so(?:\.\d{1,6}){1,3}|\.dll))\b", re.IGNORECASE)
+
+
+def _prose_missing(s: Scanner, m: re.Match[str], line: str) -> None:
+    name = m.group(1)
+    kind = "dll_missing" if name.lower().endswith(".dll") else "so_missing"
+    if kind == "so_missing" and not name.lower().startswith("lib"):
+        return
+    if not s.seen("so_missing", name) and not s.seen("dll_missing", name):
+        s.add(kind, name, line, {"requester": _requester(line, m.start()), "prose": "1"}, at=m.start())
+
+
 def _so_dlopen(s: Scanner, m: re.Match[str], line: str) -> None:
     if not s.seen("so_missing", m.group(1)):
         s.add("so_missing", m.group(1), line, {"requester": _requester(line, m.start())}, at=m.start())
@@ -569,6 +587,11 @@ _RULES: tuple[Rule, ...] = (
                      re.IGNORECASE), _simple("ep_not_created", rank=3, subject="")),
     Rule(("cuda_path is set but cuda",),
           re.compile(r"CUDA_PATH is set but CUDA wasn'?t\s+able to be loaded", re.IGNORECASE), _cuda_path),
+    # a person's own words about a missing library ("it will report lost of libcudnn.so.9", "file not found
+    # libcublas.so.11", "does not have cudnn_ops_infer64_8.dll"): only the CUDA, cuDNN, TensorRT and provider
+    # libraries count, and only where no loader message named the same library already (so it
+    # comes last)
+    Rule(_PROSE_MISSING, _PROSE_LIBRARY, _prose_missing),
 )
 
 

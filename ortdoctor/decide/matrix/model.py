@@ -126,10 +126,17 @@ class Feed:
     versions: tuple[str, ...] = ()
     cudnn: str | None = None  # "9.x", "8.9" where documented
     source: str = ""  # URL, or "wheel:<file>" when read from the feed's wheel
+    # the language bindings this build ships packages for ("python", "csharp", "cpp", "java"); empty: not
+    # recorded, taken as every binding. The 1.17 and 1.18.1 CUDA 12 builds had no Java package.
+    bindings: tuple[str, ...] = ()
 
     @property
     def cuda_major(self) -> int:
         return int(self.cuda.split(".")[0])
+
+    def ships(self, binding: str) -> bool:
+        """Whether this build has a package for ``binding`` ("unknown" and unrecorded lists count as yes)."""
+        return not self.bindings or binding == "unknown" or binding in self.bindings
 
 
 @record

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
+from ortdoctor.core.bindings import BINDINGS
 from ortdoctor.decide.kernels import parse_target
 from ortdoctor.decide.matrix.model import (
     ARCH_PLATFORMS,
@@ -351,7 +352,8 @@ class _Validator:
 
     def feed(self, value: Any, key: str) -> Feed:
         obj = self.mapping(value, key)
-        self.unknown_keys(obj, ("cuda", "cudnn_major", "cudnn", "index_url", "note", "versions", "source"), key)
+        self.unknown_keys(obj, ("cuda", "cudnn_major", "cudnn", "index_url", "note", "versions", "source", "bindings"),
+                          key)
         cuda = self.string(self.req(obj, "cuda", key), f"{key}.cuda")
         if parse_cuda_request(cuda) is None:
             raise self.fail(f"{key}.cuda", f"expected a CUDA version such as '12.x' or '11.8', got {cuda!r}")
@@ -363,7 +365,15 @@ class _Validator:
             versions=self.versions(obj.get("versions"), f"{key}.versions"),
             cudnn=self.string(obj.get("cudnn"), f"{key}.cudnn", allow_none=True),
             source=self.string(obj.get("source", ""), f"{key}.source"),
+            bindings=self.feed_bindings(obj.get("bindings"), f"{key}.bindings"),
         )
+
+    def feed_bindings(self, value: Any, key: str) -> tuple[str, ...]:
+        out = self.strings(value, key)
+        for i, b in enumerate(out):
+            if b not in BINDINGS:
+                raise self.fail(f"{key}[{i}]", f"expected one of {', '.join(BINDINGS)}, got {b!r}")
+        return out
 
     def versions(self, value: Any, key: str) -> tuple[str, ...]:
         out = self.strings(value, key)
