@@ -197,3 +197,18 @@ def test_ldd_not_found_against_an_installed_major_is_a_major_mismatch() -> None:
     found = classify(_GRAXPERT)[0]
     assert found.finding_id == "cudnn-major-mismatch"
     assert "cuDNN 9" in found.what
+
+
+def _sample(name: str) -> str:
+    from pathlib import Path
+    return (Path(__file__).parent / "data" / "errors" / name).read_text(encoding="utf-8").splitlines()[-1]
+
+
+def test_a_loader_message_says_which_library_is_missing_not_the_prose_reading() -> None:
+    # failure-modes.md mode 5: the provider DLL is what was being loaded; the loader names its missing dependency
+    found = classify(_sample("mode05_which_is_missing.txt"))
+    assert found[0].details.get("soname", "cudnn64_9.dll") == "cudnn64_9.dll"
+    assert "onnxruntime_providers_cuda.dll" not in found[0].what
+    # mode 18 (facebookresearch/nougat#105): cuDNN 8 loading its sub-library, when libcuda.so is what is missing
+    found = classify(_sample("mode18_wsl_libcuda.txt"))
+    assert all("libcudnn_cnn_infer.so.8" not in m.what for m in found)

@@ -199,13 +199,22 @@ _PROSE_MISSING = ("lost of", "is missing", "are missing", "missing ", "not found
                   "no such file", "not exist", "searches for", "looks for", "looking for")
 _PROSE_LIBRARY = re.compile(
     r"(?<!\w)((?:lib)?(?:cudnn|cublas|cudart|cufft|curand|cusparse|cusolver|nvinfer|nvonnxparser|nvrtc"
-    r"|nvJitLink|onnxruntime_providers_)[\w+-]{0,40}(?:\.so(?:\.\d{1,6}){1,3}|\.dll))\b", re.IGNORECASE)
+    r"|nvJitLink)[\w+-]{0,40}(?:\.so(?:\.\d{1,6}){1,3}|\.dll))\b", re.IGNORECASE)
+
+
+#: A loader's own message on the line: it says which library is missing (often not the one it was loading).
+_LOADER_WORDING = ("cannot open shared object", "error code", "which depends on", "loadlibrary", "load library",
+                   "unable to load", "failed to dlopen")
 
 
 def _prose_missing(s: Scanner, m: re.Match[str], line: str) -> None:
     name = m.group(1)
+    low = line.lower()
     kind = "dll_missing" if name.lower().endswith(".dll") else "so_missing"
     if kind == "so_missing" and not name.lower().startswith("lib"):
+        return
+    # one library on the line, and no loader message: otherwise which of them is missing is the loader's to say
+    if any(w in low for w in _LOADER_WORDING) or {x.lower() for x in _PROSE_LIBRARY.findall(line)} != {name.lower()}:
         return
     if not s.seen("so_missing", name) and not s.seen("dll_missing", name):
         s.add(kind, name, line, {"requester": _requester(line, m.start()), "prose": "1"}, at=m.start())
@@ -588,9 +597,9 @@ _RULES: tuple[Rule, ...] = (
     Rule(("cuda_path is set but cuda",),
           re.compile(r"CUDA_PATH is set but CUDA wasn'?t\s+able to be loaded", re.IGNORECASE), _cuda_path),
     # a person's own words about a missing library ("it will report lost of libcudnn.so.9", "file not found
-    # libcublas.so.11", "does not have cudnn_ops_infer64_8.dll"): only the CUDA, cuDNN, TensorRT and provider
-    # libraries count, and only where no loader message named the same library already (so it
-    # comes last)
+    # libcublas.so.11", ldd's "libcudnn.so.8 => not found"): only the CUDA, cuDNN and TensorRT libraries count
+    # (onnxruntime's provider failing to load is the consequence), one on the line, and no loader message on it
+    # or before it naming the same library (so it comes last)
     Rule(_PROSE_MISSING, _PROSE_LIBRARY, _prose_missing),
 )
 
