@@ -49,13 +49,18 @@ _RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("cuda.version", ("cuda", "nvcc", "cu1"),
      re.compile(r"(?<![\w.])(?:CUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?(?!\s*Version:)[\s:=_\\/(-]{0,3}v?"
                 r"|cuda-|nvidia/cuda:|release\s)((?:1[0-3]|[89])\.\d)(?!\.\*)\b|\bcu(1[1-3])(\d)\b", re.IGNORECASE)),
+    # environment dumps people paste: torch's collect_env ("CUDA used to build PyTorch: 12.1"), torch.version.cuda,
+    # and `pip list`'s CUDA runtime wheel ("nvidia-cuda-runtime-cu12   12.4.127": the wheel's version is the runtime's)
+    ("cuda.version", ("cuda used to build", "version.cuda", "nvidia-cuda-runtime-cu"),
+     re.compile(r"(?:CUDA used to build PyTorch|torch\.version\.cuda\W{0,6})\s*:?\s*((?:1[0-3]|[89])\.\d)\b"
+                r"|nvidia-cuda-runtime-cu1\d[=\s]{1,40}((?:1[0-3])\.\d)\b", re.IGNORECASE)),
     # a CUDA major named without its minor ("CUDA 12", "cuda13", "CUDA 12.x", a cu13 image): the machine's major
     ("cuda.major", ("cuda", "cu1"),
      re.compile(r"(?<![\w.])(?:CUDA[ _-]?|cu)(1[1-3])(?:\.[x*])?(?!\w|\.\d)(?!\s*(?:Version|toolkit)\b)",
                 re.IGNORECASE)),
     ("cudnn.version", ("cudnn",),
      re.compile(r"\bcu[Dd][Nn][Nn][\s_-]?v?(?:version\s*)?[:=]?\s?((?:[89]|1\d)(?:\.\d{1,2}){1,3})\b"
-                r"|nvidia-cudnn-cu1\d[=\s]{1,3}((?:[89]|1\d)\.\d{1,2})|\bcudnn(8|9)\b"
+                r"|nvidia-cudnn-cu1\d[=\s]{1,40}((?:[89]|1\d)\.\d{1,2})|\bcudnn(8|9)\b"
                 # the integer torch.backends.cudnn.version() prints (CUDNN_VERSION): 8907 is 8.9.7, 90100 is 9.1.0
                 r"|\bcu[Dd][Nn][Nn](?:\s*(?:version|ver\.?))?\s*[:=]?\s*([89]\d{3}|[19]\d{4})\b", re.IGNORECASE)),
     ("tensorrt.version", ("tensorrt", "trt"),
@@ -167,7 +172,7 @@ def _value(fact: str, m: re.Match[str]) -> str | None:
     groups = [g for g in m.groups() if g]
     if not groups and fact != "ort.copies":
         return None
-    if fact == "cuda.version" and m.group(2):
+    if fact == "cuda.version" and m.re.groups == 3 and m.group(2):
         return f"{m.group(2)}.{m.group(3)}"  # cu124 -> 12.4
     if fact == "cudnn.version" and m.group(4):  # CUDNN_VERSION as an integer: major*1000 (8.x), major*10000 (9.x)
         n = int(m.group(4))
