@@ -212,3 +212,17 @@ def test_a_loader_message_says_which_library_is_missing_not_the_prose_reading() 
     # mode 18 (facebookresearch/nougat#105): cuDNN 8 loading its sub-library, when libcuda.so is what is missing
     found = classify(_sample("mode18_wsl_libcuda.txt"))
     assert all("libcudnn_cnn_infer.so.8" not in m.what for m in found)
+
+
+@pytest.mark.parametrize("line", [
+    # microsoft/onnxruntime-genai#1195
+    ("onnxruntime_genai.onnxruntime_genai.OrtException: Non-zero status code returned while running Gather node. "
+     "Name:'/model/embed_tokens/Gather' Status Message: CUDA error cudaErrorUnsupportedPtxVersion:the provided PTX was "
+     "compiled with an unsupported toolchain."),
+    # mit-han-lab/inter-operator-scheduler#4
+    "Cuda failure: 222 the provided PTX was compiled with an unsupported toolchain.",
+])
+def test_ptx_from_a_newer_toolkit_than_the_driver_is_an_old_driver(line: str) -> None:
+    found = classify(line)[0]
+    assert found.finding_id == "driver-too-old"
+    assert "222" in found.what

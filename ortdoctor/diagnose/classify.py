@@ -106,7 +106,7 @@ def _resolve(scanner: Scanner, ctx: Context, matrix: Matrix | None,
 #: contradict them.
 _STATUS_KINDS = frozenset({"cublas_status", "cudnn_status", "ep_not_created", "fell_back_to_cpu", "dll_init_failed",
                            "provider_126", "cuda_path_set", "cpu_applied"})
-_STATUS_CODES = frozenset({"2", "3", "35", "209", "999"})
+_STATUS_CODES = frozenset({"2", "3", "35", "209", "222", "999"})
 #: Findings whose advice is canned by the message's name (memory, driver, "install the requirements").
 _CANNED: frozenset[FindingId] = frozenset({"cublas-status-error", "cudnn-status-error", "driver-too-old", "gpu-out-of-memory",
                      "cuda-ep-fell-back-to-cpu", "cuda-path-set-not-loaded", "dll-init-failed", "driver-error",

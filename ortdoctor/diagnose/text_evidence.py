@@ -89,6 +89,11 @@ _CC = re.compile(r"(?:compute capability|CUDA capability|capability)(?: major/mi
 _PAIRED = re.compile(r"CUDA\s*/\s*cuDNN(?:\s*versions?)?\s*[:=]?\s*v?((?:1[0-3]|[89])\.\d{1,2}(?:\.\d{1,3})?)\s*/\s*v?"
                      r"(\d{1,2}(?:\.\d{1,3}){0,3})\b", re.IGNORECASE)
 _REQUIRE = re.compile(r"Require cuDNN (\d{1,2})\.\* and CUDA (\d{1,2})\.\*")
+# What a program asks for is not what the machine has: "sherpa-onnx is looking for CUDA 11 file", "it searches
+# for CUDA 11.x dependencies", "needs CUDA 11" name the build's CUDA, so they are not read as the machine's.
+_ASKED = re.compile(r"\b(?:looking|looks|look|searching|searches|search|asks|asking|ask)\s+for\s+(?:the\s+|a\s+)?$"
+                    r"|\b(?:requires?|requiring|needs?|needing|wants?|expects?|built\s+(?:for|with)|compiled\s+(?:for|with))"
+                    r"\s+(?:the\s+|a\s+)?$", re.IGNORECASE)
 # A library file the machine has: the target ldd resolved a soname to ("libcudnn.so.8 => /usr/lib/.../libcudnn.so.8"),
 # or a path in a listing (ls, find, locate) with the file's full version ("/usr/lib/x86_64-linux-gnu/libcudnn.so.9.6.0";
 # a loader's message names a soname, never a path with three version numbers). Only the libraries whose major
@@ -132,7 +137,7 @@ class EvidenceScanner:
                 continue
             for m in pattern.finditer(line):
                 value = _value(fact, m)
-                if value:
+                if value and not (fact.startswith("cuda.") and _ASKED.search(line, max(0, m.start() - 40), m.start())):
                     self._add(fact, value, line)
         if ".so." in low and ("=>" in low or "/lib" in low):
             self._present(line)

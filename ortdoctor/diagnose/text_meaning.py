@@ -1297,14 +1297,18 @@ def _driver_too_old(d: Decider, hit: Hit) -> Match:
             fix = (f"Update the NVIDIA driver: the text shows driver {drv.value} (line {drv.line_no}); {floors}. "
                    + fix)
         d._naming = []  # the fix already chose among the majors by the driver
-    return Match(
-        "driver-too-old",
-        "CUDA reports error 35 (cudaErrorInsufficientDriver): the driver is older than the CUDA runtime onnxruntime "
-        "was built with, or there is no usable driver at all.",
-        "Each CUDA major needs a minimum driver (CUDA 12: >= 525.60.13, CUDA 13: R580+ on Linux). In a container the "
-        "image's CUDA can be newer than the host driver supports.",
-        fix, hit.evidence, {"driver": drv.value} if drv is not None else {},
-    )
+    if hit.subject == "222":
+        what = ("CUDA reports error 222 (cudaErrorUnsupportedPtxVersion): the PTX in the program was made by a newer "
+                "CUDA toolkit than the driver can compile, so the driver is older than the program's CUDA.")
+        why = ("A driver JIT-compiles PTX only up to the PTX ISA of its own CUDA release; kernels built by a newer "
+               "toolkit (the program's CUDA minor, or a build whose only kernels for this GPU are PTX) need a driver "
+               "at least as new as that toolkit.")
+    else:
+        what = ("CUDA reports error 35 (cudaErrorInsufficientDriver): the driver is older than the CUDA runtime "
+                "onnxruntime was built with, or there is no usable driver at all.")
+        why = ("Each CUDA major needs a minimum driver (CUDA 12: >= 525.60.13, CUDA 13: R580+ on Linux). In a container "
+               "the image's CUDA can be newer than the host driver supports.")
+    return Match("driver-too-old", what, why, fix, hit.evidence, {"driver": drv.value} if drv is not None else {})
 
 
 def _no_device(d: Decider, hit: Hit) -> Match:
@@ -1409,6 +1413,7 @@ def _illegal_address(d: Decider, hit: Hit) -> Match:
 
 BY_CODE: dict[int, Callable[[Decider, Hit], Match]] = {
     35: _driver_too_old,
+    222: _driver_too_old,  # cudaErrorUnsupportedPtxVersion: PTX newer than the driver's JIT
     100: _no_device,
     46: _no_device,  # cudaErrorDevicesUnavailable: an exclusive-process GPU already taken
     101: _invalid_ordinal,

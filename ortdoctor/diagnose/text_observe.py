@@ -275,11 +275,14 @@ def _dll_load_failed(s: Scanner, m: re.Match[str], line: str) -> None:
 
 # -- CUDA errors -------------------------------------------------------------------------------------
 #: The CUDA runtime error codes (cudaError_t) :mod:`.text_meaning` has a finding for.
-KNOWN_CODES = frozenset({2, 3, 35, 46, 100, 101, 209, 700, 803, 804, 999})
+KNOWN_CODES = frozenset({2, 3, 35, 46, 100, 101, 209, 222, 700, 803, 804, 999})
 
 _NAMED_ERRORS: dict[str, int] = {
     "cudaErrorInsufficientDriver": 35,
     "CUDA driver version is insufficient for CUDA runtime version": 35,
+    "cudaErrorUnsupportedPtxVersion": 222,
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": 222,
+    "the provided PTX was compiled with an unsupported toolchain": 222,
     "cudaErrorNoDevice": 100,
     "no CUDA-capable device is detected": 100,
     "cudaErrorInvalidDevice": 101,
