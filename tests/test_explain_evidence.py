@@ -226,3 +226,46 @@ def test_ptx_from_a_newer_toolkit_than_the_driver_is_an_old_driver(line: str) ->
     found = classify(line)[0]
     assert found.finding_id == "driver-too-old"
     assert "222" in found.what
+
+
+@pytest.mark.parametrize(("text", "expected", "fix_has"), [
+    # andreimargeloiu/WPFS#3 (torch 1.10.1 from the default index; the fix was the +cu111 build)
+    ("NVIDIA A100-SXM4-80GB with CUDA capability sm_80 is not compatible with the current PyTorch installation.\n"
+     "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.",
+     "cuda-runtime-older-than-gpu", "CUDA 11.0"),
+    # RetroUpgrade-YouTube/Hi3DGen_1Click_installer#5: an RTX 5080 Laptop GPU
+    ("NVIDIA GeForce RTX 5080 Laptop GPU with CUDA capability sm_120 is not compatible with the current PyTorch "
+     "installation.\nThe current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_61 sm_70 sm_75 sm_80 sm_86 "
+     "sm_90.", "cuda-runtime-older-than-gpu", "12.8"),
+    # pytorch/pytorch#56552 (PyTorch's wording before 2.8 for a GPU below its minimum)
+    ("Found GPU0 GeForce GTX 680 which is of cuda capability 3.0.\nPyTorch no longer supports this GPU because it is "
+     "too old.\nThe minimum cuda capability that we support is 3.5.", "gpu-dropped-by-library", "sm_30"),
+])
+def test_pytorchs_capability_check_against_the_architectures_it_lists(text: str, expected: str, fix_has: str) -> None:
+    found = classify(text)[0]
+    assert found.finding_id == expected
+    assert fix_has in found.fix
+
+
+def test_a_gpu_tensorrt_dropped_is_the_cause_of_its_unsupported_sm() -> None:
+    # NVIDIA/TensorRT#3826 (title): TensorRT names the SM in hex; 10.0 builds nothing for Pascal
+    found = classify("Unsupported SM: 0x601 failure of TensorRT 10.0.1 on 1080ti")[0]
+    assert found.finding_id == "gpu-dropped-by-library"
+    assert "TensorRT 10.0" in found.what
+    assert "TensorRT 8.6" in found.fix  # the newest TensorRT EP build (onnxruntime-gpu 1.17) that runs on Pascal
+
+
+def test_tensorrt_running_out_of_memory_is_its_own_not_session_memory_advice() -> None:
+    # NVIDIA/TensorRT#4258 (trtexec building an engine on an RTX 4060)
+    text = ("[11/22/2024-13:40:47] [E] Error[1]: [defaultAllocator.cpp::allocate::31] Error Code 1: Cuda Runtime (out "
+            "of memory)\n[11/22/2024-13:40:47] [E] Error[9]: Error Code: 9: Skipping tactic 0x0000000000000000 due to "
+            "exception [tunable_graph.cpp:create:117] autotuning: User allocator error allocating 15485030400-byte buffer")
+    ids = [m.finding_id for m in classify(text)]
+    assert ids[0] == "tensorrt-engine-build-failed"
+    assert "gpu-out-of-memory" not in ids
+
+
+def test_more_gpu_names_are_read() -> None:
+    # NVIDIA/TensorRT#3589 (GT 730), microsoft/onnxruntime#21415 (Quadro P6000)
+    assert _facts("**NVIDIA GPU**: GT 730") >= {("gpu.compute_capability", "sm_35")}
+    assert _facts("NVIDIA Quadro P6000 (Pascal)") >= {("gpu.compute_capability", "sm_61")}

@@ -85,6 +85,13 @@ def test_the_model_classes_have_no_post_init() -> None:
     assert [name for name, cls in matrix_module._CLASSES.items() if hasattr(cls, "__post_init__")] == []
 
 
+def test_the_shipped_snapshot_decodes() -> None:
+    """A model class missing from ``_CLASSES`` makes the snapshot unreadable: the loader then parses the YAML on
+    every start (slowly, and with PyYAML), and nothing else fails."""
+    raw = Path(default_matrix_path()).read_bytes()
+    assert matrix_module._from_snapshot(matrix_module._fingerprint(raw)) is not None
+
+
 def test_snapshot_keeps_integer_keys_and_tuples() -> None:
     encoded = matrix_module._encode({"a": {12: "x", 13: {"b": [1, None, True, 1.5]}}})
     loaded = marshal.loads(marshal.dumps(encoded, matrix_module.SNAPSHOT_MARSHAL_VERSION))

@@ -27,10 +27,13 @@ FAMILIES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (r"\bRTX\s*20[6-8]0\b|\bGTX\s*16[5-6]0\b|\bT4\b|\bQuadro\s*RTX\b", "sm_75", "Turing"),
         (r"\bXavier\b", "sm_72", "Volta (Jetson Xavier)"),
         (r"\bV100\b|\bTitan\s*V\b", "sm_70", "Volta"),
-        (r"\bP100\b", "sm_60", "Pascal"),
-        (r"\bGTX\s*10[5-8]0\b|\bP40\b|\bP4\b", "sm_61", "Pascal"),
+        (r"\bP100\b|\bGP100\b", "sm_60", "Pascal"),
+        (r"\bGTX\s*10[5-8]0\b|\bGT\s*1030\b|\bP40\b|\bP4\b|\bQuadro\s*P\d{3,4}\b", "sm_61", "Pascal"),
         (r"\bJetson\s*Nano\b", "sm_53", "Maxwell (Jetson Nano)"),
-        (r"\bGTX\s*9[5-8]0\b", "sm_52", "Maxwell"),
+        (r"\bGTX\s*9[5-8]0\b|\bTesla\s*M(?:40|60)\b|\bQuadro\s*M\d{3,4}\b", "sm_52", "Maxwell"),
+        (r"\bGTX\s*750\b|\bGTX\s*745\b", "sm_50", "Maxwell"),
+        (r"\bK80\b", "sm_37", "Kepler"),
+        (r"\bGT\s*7[1-4]0\b|\bK40\b|\bK20X?\b|\bGTX\s*TITAN\b(?!\s*[XVZ])", "sm_35", "Kepler"),
     )
 )
 

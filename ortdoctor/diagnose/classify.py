@@ -110,11 +110,14 @@ _STATUS_CODES = frozenset({"2", "3", "35", "209", "222", "999"})
 #: Findings whose advice is canned by the message's name (memory, driver, "install the requirements").
 _CANNED: frozenset[FindingId] = frozenset({"cublas-status-error", "cudnn-status-error", "driver-too-old", "gpu-out-of-memory",
                      "cuda-ep-fell-back-to-cpu", "cuda-path-set-not-loaded", "dll-init-failed", "driver-error",
-                     "gpu-arch-unsupported", "cpu-provider-only-applied"})
+                     "gpu-arch-unsupported", "cpu-provider-only-applied", "tensorrt-engine-build-failed"})
 
 
 def _status_like(hit: Hit) -> bool:
-    return hit.kind in _STATUS_KINDS or (hit.kind == "cuda_code" and hit.subject in _STATUS_CODES)
+    # a TensorRT engine build that failed for no stated reason, or for "Unsupported SM", is explained by the GPU
+    # and the TensorRT the text shows (a generation TensorRT dropped)
+    return hit.kind in _STATUS_KINDS or (hit.kind == "cuda_code" and hit.subject in _STATUS_CODES) or (
+        hit.kind == "trt_build" and hit.subject in ("engine", "sm"))
 
 
 def _merge(matches: Iterable[Match]) -> list[Match]:

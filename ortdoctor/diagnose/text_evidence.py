@@ -81,11 +81,13 @@ _NEEDLES = tuple(sorted({n for _, needles, _ in _RULES for n in needles}))
 # decides whether a match is a GPU at all.
 _GPU_NAME = re.compile(
     r"\b(?:NVIDIA\s+)?(?:GeForce\s+|Quadro\s+|Tesla\s+)?(?:RTX\s?(?:PRO\s)?[A-Z]?\d{3,4}(?:\s?(?:Ti|SUPER|Laptop))?"
-    r"|GTX\s?\d{3,4}(?:\s?Ti)?|[PMKTV]\d{1,4}\b|[AHLB]\d{1,3}\b|Titan\s?\w+|Jetson\s\w+|GB10\b)", re.IGNORECASE)
-_GPU_HINTS = ("rtx", "gtx", "quadro", "tesla", "titan", "jetson", "nvidia", "gpu", "a100", "h100", "v100", "t4",
+    r"|GTX\s?\d{3,4}(?:\s?Ti)?|GT\s?\d{3,4}\b|[PMKTV]\d{1,4}\b|[AHLB]\d{1,3}\b|Titan\s?\w+|Jetson\s\w+|GB10\b)", re.IGNORECASE)
+_GPU_HINTS = ("rtx", "gtx", "gt ", "quadro", "tesla", "titan", "jetson", "nvidia", "gpu", "a100", "h100", "v100", "t4",
               "p100", "p40", "p4", "l4", "gb10")
 _CC = re.compile(r"(?:compute capability|CUDA capability|capability)(?: major/minor version number)?:?\s*"
                  r"(\d{1,2})\.(\d)|\bsm_?(\d{2,3})\b", re.IGNORECASE)
+# TensorRT names the GPU it refuses by its SM in hex, major and minor: "Unsupported SM: 0x601" is sm_61
+_TRT_SM = re.compile(r"Unsupported SM:?\s*0x([1-9a-c])0([0-9])\b")
 _PAIRED = re.compile(r"CUDA\s*/\s*cuDNN(?:\s*versions?)?\s*[:=]?\s*v?((?:1[0-3]|[89])\.\d{1,2}(?:\.\d{1,3})?)\s*/\s*v?"
                      r"(\d{1,2}(?:\.\d{1,3}){0,3})\b", re.IGNORECASE)
 _REQUIRE = re.compile(r"Require cuDNN (\d{1,2})\.\* and CUDA (\d{1,2})\.\*")
@@ -141,6 +143,10 @@ class EvidenceScanner:
                     self._add(fact, value, line)
         if ".so." in low and ("=>" in low or "/lib" in low):
             self._present(line)
+        if "unsupported sm" in low:
+            m = _TRT_SM.search(line)
+            if m:
+                self._add("gpu.compute_capability", f"sm_{int(m.group(1), 16)}{m.group(2)}", line)
         if any(h in low for h in _GPU_HINTS):
             self._gpu(line)
 

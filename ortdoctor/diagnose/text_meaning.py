@@ -1120,6 +1120,9 @@ class Decider:
         cudnn = [tuple(int(x) for x in v.split(".")[:2]) for v in self.ev.values("cudnn.version") if "." in v]
         if sm < _CUDNN_DROP_BELOW and any(v >= _CUDNN_DROP_FROM for v in cudnn):
             return f"cuDNN {'.'.join(map(str, max(cudnn)))} (cuDNN 9.11 and later support no GPU older than Volta)"
+        trt = self._tensorrt_drop(sm)
+        if trt is not None:
+            return trt[0]
         shown = {m for m, _ in self.ev.cuda_versions()} | self.ev.majors("cuda.major")
         if self.ctx.cuda_major is not None:
             shown.add(self.ctx.cuda_major)
@@ -1128,6 +1131,35 @@ class Decider:
             if floor is not None and sm < floor[0] * 10 + floor[1]:
                 return (f"CUDA {major} (it builds nothing below sm_{floor[0]}{floor[1]}"
                         + (": no Maxwell, Pascal or Volta)" if major == 13 else ": no Kepler)" if major == 12 else ")"))
+        return None
+
+    def _tensorrt_drop(self, sm: int) -> tuple[str, str] | None:
+        """(what dropped the GPU, the fix) when a TensorRT version the text shows supports no GPU this old
+        (the matrix's ``tensorrt.gpu_floors``); the fix names the newest onnxruntime-gpu whose TensorRT EP was
+        built with a TensorRT that still supports it."""
+        facts = self.matrix.tensorrt if self.matrix is not None else None
+        if facts is None:
+            return None
+        for value in self.ev.values("tensorrt.version"):
+            head = value.split(".")
+            if len(head) < 2 or not (head[0].isdigit() and head[1].isdigit()):
+                continue
+            floor = facts.gpu_floor((int(head[0]), int(head[1])))
+            if floor is None or sm >= floor.sm:
+                continue
+            # the current CUDA majors whose builds still carry kernels for this GPU, newest first
+            cuda = [m for m in sorted(self._current(), reverse=True)
+                    if kernels.CUDA_FLOOR.get(m, (0, 0)) <= divmod(sm, 10)]
+            keeps = next((b for b in sorted(facts.builds, key=lambda b: _line_key(b.lines[-1]), reverse=True)
+                          if (f := facts.gpu_floor(tuple(int(x) for x in b.tensorrt.split(".")[:2])))  # type: ignore[arg-type]
+                          is None or sm >= f.sm), None)
+            fix = (f"Use a TensorRT older than {floor.since} on this GPU"
+                   + (f": for the TensorRT provider, onnxruntime-gpu {keeps.lines[-1]} with TensorRT {keeps.tensorrt}, "
+                      "the TensorRT its provider was built with" if keeps is not None else "")
+                   + "; or leave TensorRT out and run the model on the CUDA provider"
+                   + (f" (a CUDA {cuda[0]} build still has kernels for it)" if cuda else "")
+                   + f", or move to a GPU of compute capability {floor.sm // 10}.{floor.sm % 10} or newer.")
+            return (f"TensorRT {value} (TensorRT {floor.since} and later support no GPU below sm_{floor.sm})", fix)
         return None
 
     def _second_ort(self, hit: Hit, owners: list[str]) -> Match:
@@ -1166,6 +1198,12 @@ class Decider:
                            "cuda.version", "cuda.major")
         doc = _CATALOG["gpu-dropped-by-library"]
         fix = doc.fix
+        trt = self._tensorrt_drop(sm) if by.startswith("TensorRT") else None
+        if trt is not None:
+            items += self._used("gpu-dropped-by-library", "gpu.name", "gpu.compute_capability", "tensorrt.version")[2:]
+            return Match("gpu-dropped-by-library", f"The GPU (sm_{sm}) is not supported by {by}.",
+                         doc.cause + " Evidence: " + self._cite(items) + ".", trt[1],
+                         items[0].line if items else hit.evidence, {"sm": f"sm_{sm}"})
         # the fix sends the GPU to the newest current CUDA major that still builds for it: that major's driver
         # floor is checked against a driver the text shows (_for_driver)
         keeps = [m for m in sorted(self._current(), reverse=True) if kernels.CUDA_FLOOR.get(m, (0, 0)) <= divmod(sm, 10)]
@@ -1219,14 +1257,57 @@ class Decider:
             wheels.append(f'"{cudnn}==9.*"')
         return ("python -m pip install " + " ".join(wheels)) if wheels else ""
 
+    def _b_torch_arch(self, hit: Hit) -> Match:
+        """PyTorch's check of the GPU against its build's architectures: a GPU newer than all of them needs a
+        build of a newer CUDA; one older than all of them was dropped by the build; one between them is missing."""
+        sm = int(hit.subject)
+        archs = sorted({int(k[1]) for k in self.hits if k[0] == "torch_archs"})
+        listed = " ".join(f"sm_{a}" for a in archs)
+        need = _FIRST_CUDA.get(sm)
+        have = max(self.ev.cuda_versions(), default=None)
+        if need is not None and ((archs and sm > archs[-1] and (have is None or have < need))
+                                 or (not archs and have is not None and have < need)):
+            # the GPU is newer than the build: its list ends below it, or the text's CUDA predates it
+            items = self._used("cuda-runtime-older-than-gpu", "gpu.name", "gpu.compute_capability", "cuda.version")
+            major = min((m for m in self._current() if m >= need[0]), default=max(self._current()))
+            fix = (f"Install a PyTorch build of CUDA {need[0]}.{need[1]} or newer (its index URL names the CUDA, "
+                   f"e.g. cu{need[0]}{need[1]}); for onnxruntime on the same GPU, the same CUDA major: "
+                   f"{self._ort_for(major)}.")
+            return Match("cuda-runtime-older-than-gpu",
+                         f"The GPU (sm_{sm}) is newer than the PyTorch build: it needs CUDA {need[0]}.{need[1]} "
+                         "or newer" + (f"; the build carries {listed}" if archs else "") + ".",
+                         _CATALOG["cuda-runtime-older-than-gpu"].cause + " Evidence: " + self._cite(items) + ".",
+                         fix, hit.evidence, {"sm": f"sm_{sm}", "needs_cuda": f"{need[0]}.{need[1]}"})
+        if archs and sm < archs[0]:
+            cuda = [m for m in sorted(self._current(), reverse=True)
+                    if kernels.CUDA_FLOOR.get(m, (0, 0)) <= divmod(sm, 10)]
+            return Match("gpu-dropped-by-library",
+                         f"The GPU (sm_{sm}) is not supported by this PyTorch build: its kernels start at sm_{archs[0]}.",
+                         _CATALOG["gpu-dropped-by-library"].cause,
+                         f"Install a PyTorch build whose architecture list includes sm_{sm}: the same torch release "
+                         "from an older CUDA index (the message names one), or an older release"
+                         + (f"; for onnxruntime on this GPU, a CUDA {cuda[0]} build: {self._ort_for(cuda[0])}"
+                            if cuda else "") + ".",
+                         hit.evidence, {"sm": f"sm_{sm}"})
+        return Match("gpu-arch-unsupported",
+                     f"The PyTorch build has no kernels for the GPU (sm_{sm})"
+                     + (f"; it carries {listed}" if archs else "") + ".",
+                     _CATALOG["gpu-arch-unsupported"].cause,
+                     f"Install a PyTorch build whose architecture list includes sm_{sm} (another CUDA index or "
+                     f"release), or build it with TORCH_CUDA_ARCH_LIST including {sm // 10}.{sm % 10}; a build "
+                     "without kernels for the GPU cannot run on it.",
+                     hit.evidence, {"sm": f"sm_{sm}"})
+
     def _b_trt_build(self, hit: Hit) -> Match:
         subjects = {k[1] for k in self.hits if k[0] == "trt_build"}
         why = ("the GPU ran out of memory while TensorRT timed its tactics" if "memory" in subjects else
+               "TensorRT's allocator ran out of GPU memory" if "allocator" in subjects else
                "the TensorRT version does not support this GPU (Unsupported SM)" if "sm" in subjects else
                "the workspace limit left no tactic for a layer" if "workspace" in subjects else
                "the text does not say why (TensorRT's own log lines before it would: memory, workspace, SM)")
-        return self._m("tensorrt-engine-build-failed", hit, f"TensorRT could not build an engine: {why}.",
-                       details={"reason": ",".join(sorted(subjects))})
+        what = ("TensorRT's allocator ran out of GPU memory, building an engine or loading one."
+                if subjects == {"allocator"} else f"TensorRT could not build an engine: {why}.")
+        return self._m("tensorrt-engine-build-failed", hit, what, details={"reason": ",".join(sorted(subjects))})
 
     # -- a match documented by the catalog ----------------------------------------------------------
     def _m(self, fid: FindingId, hit: Hit, what: str, *, fix: str | None = None, details: dict[str, str] | None = None,
@@ -1245,6 +1326,10 @@ _FIRST_CUDA: dict[int, tuple[int, int]] = {
 # cuDNN 9.11 dropped Maxwell and Pascal (its support matrix; https://github.com/immich-app/immich/pull/23110).
 _CUDNN_DROP_FROM = (9, 11)
 _CUDNN_DROP_BELOW = 70
+
+
+def _line_key(line: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in line.split(".") if x.isdigit())
 
 
 def with_evidence(stack: Stack, ev: TextEvidence) -> Stack:

@@ -220,6 +220,14 @@ def _prose_missing(s: Scanner, m: re.Match[str], line: str) -> None:
         s.add(kind, name, line, {"requester": _requester(line, m.start()), "prose": "1"}, at=m.start())
 
 
+def _torch_archs(s: Scanner, m: re.Match[str], line: str) -> None:
+    """The architectures a PyTorch build carries, one observation each (data for ``torch_arch``, no finding)."""
+    # (PyTorch before 2.8 names only its minimum for a GPU that is too old: that is the oldest it carries)
+    for sm in re.findall(r"sm_(\d{2,3})", m.group(1)) if m.group(1) else [
+            f"{m.group(2)}{m.group(3)}" if m.group(2) else f"{m.group(4)}{m.group(5)}"]:
+        s.add("torch_archs", sm, line, at=m.start())
+
+
 def _so_dlopen(s: Scanner, m: re.Match[str], line: str) -> None:
     if not s.seen("so_missing", m.group(1)):
         s.add("so_missing", m.group(1), line, {"requester": _requester(line, m.start())}, at=m.start())
@@ -303,8 +311,15 @@ _GPU_ID = re.compile(r"\bGPU=(-?\d{1,12})")
 _DEVICE_ID_MINUS_ONE = re.compile(r"device ?id\S*\s*(?:is\s*)?(?:equal to|=|==)\s*-1", re.IGNORECASE)
 
 
+#: A TensorRT engine build timing its tactics: an allocation failing there is the build running out of memory.
+_TRT_BUILDING = ("autotuning", "skipping tactic", "tactic ")
+
+
 def _cuda_code(s: Scanner, m: re.Match[str], line: str) -> None:
     code = int(m.group(1))
+    if code == 2 and any(w in line.lower() for w in _TRT_BUILDING):
+        s.add("trt_build", "memory", line, at=m.start())
+        return
     if code in KNOWN_CODES or code == 77:
         _add_code(s, 700 if code == 77 and "illegal memory" in line.lower() else code, line, m.start())
 
@@ -552,16 +567,21 @@ _RULES: tuple[Rule, ...] = (
                      r"|RegisterTensorRTPluginsAsCustomOps", re.IGNORECASE),
           _simple("trt_unavailable", subject="")),
     # TensorRT building an engine (the provider compiles one per subgraph): why the build failed
-    Rule(("cuda error in allocate", "could not be allocated", "unsupported sm", "sufficient workspace",
+    Rule(("cuda error in allocate", "could not be allocated", "cuda runtime (out of memory)", "unsupported sm",
+          "sufficient workspace",
           "is not supported by this tensorrt release", "failed to create engine from network",
           "failed to build tensorrt engine", "failed to create tensorrt engine", "engine could not be created"),
           re.compile(r"(Cuda Error in allocate: 2|Requested amount of GPU memory \(\d{1,20} bytes\) could not be "
-                     r"allocated)|(Unsupported SM|Target GPU SM \d{2,3} is not supported by this TensorRT release)"
+                     r"allocated)|(Error Code \d{1,3}: Cuda Runtime \(out of memory\))"
+                     r"|(Unsupported SM|Target GPU SM \d{2,3} is not supported by this TensorRT release)"
                      r"|(?:insufficient|not have sufficient) (workspace)"
                      r"|(failed to create engine from network|Failed to build TensorRT engine"
                      r"|Failed to create TensorRT engine|Engine could not be created from network)", re.IGNORECASE),
-          lambda s, m, line: s.add("trt_build", "memory" if m.group(1) else "sm" if m.group(2) else
-                                   "workspace" if m.group(3) else "engine", line, at=m.start())),
+          # TensorRT's allocator failing ("Error Code 1: Cuda Runtime (out of memory)") happens building an engine
+          # or loading one: "allocator", not "memory"
+          lambda s, m, line: s.add("trt_build", "memory" if m.group(1) else "allocator" if m.group(2) else
+                                   "sm" if m.group(3) else "workspace" if m.group(4) else "engine", line,
+                                   at=m.start())),
     # the loader's wording before 1.8: "ProviderLibrary] Failed to load library, error code: 126" and then
     # the C API function that asked for it
     Rule(("failed to load shared library",),
@@ -599,6 +619,20 @@ _RULES: tuple[Rule, ...] = (
                      re.IGNORECASE), _simple("ep_not_created", rank=3, subject="")),
     Rule(("cuda_path is set but cuda",),
           re.compile(r"CUDA_PATH is set but CUDA wasn'?t\s+able to be loaded", re.IGNORECASE), _cuda_path),
+    # PyTorch's own check of the GPU against the architectures its build carries, in its two wordings: "<GPU> with
+    # CUDA capability sm_61 is not compatible with the current PyTorch installation." then "The current PyTorch
+    # install supports CUDA capabilities sm_50 sm_70 ...", and (2.8 on) "Found GPU0 <GPU> which is of compute
+    # capability (CC) 6.1." then one "- 7.5 which supports hardware CC >=7.5,<8.0" line per architecture
+    Rule(("is not compatible with the current pytorch", "which is of compute capability", "which is of cuda capability"),
+          re.compile(r"with CUDA capability sm_(\d{2,3}) is not compatible with the current PyTorch"
+                     r"|which is of (?:compute|cuda) capability (?:\(CC\) )?(\d{1,2})\.(\d)", re.IGNORECASE),
+          lambda s, m, line: s.add("torch_arch", m.group(1) or f"{m.group(2)}{m.group(3)}", line, at=m.start())),
+    Rule(("pytorch install supports cuda capabilities", "which supports hardware cc", "minimum cuda capability"),
+          re.compile(r"PyTorch install supports CUDA capabilities((?:\s+sm_\d{2,3}[a-z]?)+)"
+                     r"|-\s*(\d{1,2})\.(\d) which supports hardware CC"
+                     r"|minimum cuda capability (?:that we support|supported by this library) is (\d{1,2})\.(\d)",
+                     re.IGNORECASE),
+          _torch_archs),
     # a person's own words about a missing library ("it will report lost of libcudnn.so.9", "file not found
     # libcublas.so.11", ldd's "libcudnn.so.8 => not found"): only the CUDA, cuDNN and TensorRT libraries count
     # (onnxruntime's provider failing to load is the consequence), one on the line, and no loader message on it

@@ -42,7 +42,7 @@ _CLASSES: dict[str, type[Any]] = {
     cls.__name__: cls for cls in (model.LibSpec, model.CudaMajor, model.CudnnMajor, model.Feed, model.KnownBad,
                                   model.PlatformArchs, model.Release, model.TorchVariant, model.TorchRelease,
                                   model.PackageRow, model.Matrix, model.TensorrtBuild, model.TensorrtPip,
-                                  model.TensorrtMajor, model.TensorrtFacts, model.JetsonFeed,
+                                  model.TensorrtMajor, model.TensorrtFacts, model.TensorrtGpuFloor, model.JetsonFeed,
                                   model.JetsonFacts)
 }
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -389,6 +389,20 @@ class TensorrtMajor:
 
 
 @record
+class TensorrtGpuFloor:
+    """From TensorRT ``since`` on, no GPU older than compute capability ``sm`` is supported (sourced)."""
+
+    since: str  # "10.0": the first TensorRT release without the older GPUs
+    sm: int  # 70: the oldest compute capability it supports, as sm_NN
+    source: str = ""
+
+    @property
+    def since_tuple(self) -> tuple[int, int]:
+        major, _, minor = self.since.partition(".")
+        return int(major), int(minor or 0)
+
+
+@record
 class TensorrtFacts:
     """What the TensorRT EP links and where TensorRT comes from (the matrix's ``tensorrt`` section).
 
@@ -397,10 +411,17 @@ class TensorrtFacts:
 
     majors: dict[int, TensorrtMajor]
     builds: tuple[TensorrtBuild, ...] = ()
+    # the GPU generations each TensorRT release dropped, oldest release first
+    gpu_floors: tuple[TensorrtGpuFloor, ...] = ()
     index_url: str = ""  # where the tensorrt-cuNN-libs sdists download the real wheels from
     layouts: dict[str, str] = field(default_factory=dict)  # "pip", "tarball", "apt": where the files go
     source: str = ""
     notes: tuple[str, ...] = ()
+
+    def gpu_floor(self, version: tuple[int, int]) -> TensorrtGpuFloor | None:
+        """The oldest GPU TensorRT ``version`` (major, minor) supports, None where no release dropped one yet."""
+        floors = [f for f in self.gpu_floors if f.since_tuple <= version]
+        return max(floors, key=lambda f: f.since_tuple) if floors else None
 
     def build_for(self, line: str) -> TensorrtBuild | None:
         """The documented TensorRT build of a release line ("1.24"), or None when no source names it."""

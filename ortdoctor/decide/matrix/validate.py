@@ -33,6 +33,7 @@ from ortdoctor.decide.matrix.model import (
     Release,
     TensorrtBuild,
     TensorrtFacts,
+    TensorrtGpuFloor,
     TensorrtMajor,
     TensorrtPip,
     TorchRelease,
@@ -531,7 +532,8 @@ class _Validator:
     # -- tensorrt ----------------------------------------------------------------------------------
     def tensorrt(self, value: Any, releases: tuple[Release, ...]) -> TensorrtFacts:
         obj = self.mapping(value, "tensorrt")
-        self.unknown_keys(obj, ("index_url", "source", "notes", "layouts", "majors", "builds"), "tensorrt")
+        self.unknown_keys(obj, ("index_url", "source", "notes", "layouts", "majors", "builds", "gpu_floors"),
+                          "tensorrt")
         majors: dict[int, TensorrtMajor] = {}
         for k, v in self.mapping(self.req(obj, "majors", "tensorrt"), "tensorrt.majors").items():
             major = self.integer(k, f"tensorrt.majors.{k}")
@@ -540,6 +542,7 @@ class _Validator:
         facts = TensorrtFacts(
             majors=majors,
             builds=self.each(obj.get("builds") or [], "tensorrt.builds", self.tensorrt_build),
+            gpu_floors=self.each(obj.get("gpu_floors") or [], "tensorrt.gpu_floors", self.tensorrt_gpu_floor),
             index_url=self.string(obj.get("index_url", ""), "tensorrt.index_url"),
             layouts={str(k): self.string(v, f"tensorrt.layouts.{k}") for k, v in layouts_raw.items()},
             source=self.string(obj.get("source", ""), "tensorrt.source"),
@@ -547,6 +550,15 @@ class _Validator:
         )
         self.check_tensorrt(facts, releases)
         return facts
+
+    def tensorrt_gpu_floor(self, value: Any, key: str) -> TensorrtGpuFloor:
+        obj = self.mapping(value, key)
+        self.unknown_keys(obj, ("since", "sm", "source"), key)
+        since = self.string(self.req(obj, "since", key), f"{key}.since")
+        if not re.fullmatch(r"\d{1,2}\.\d{1,2}", since):
+            raise self.fail(f"{key}.since", f"expected a TensorRT major.minor such as '10.0', got {since!r}")
+        source = self.string(self.req(obj, "source", key), f"{key}.source")
+        return TensorrtGpuFloor(since=since, sm=self.integer(self.req(obj, "sm", key), f"{key}.sm"), source=source)
 
     def tensorrt_major(self, major: int, value: Any, key: str) -> TensorrtMajor:
         obj = self.mapping(value, key)
