@@ -37,9 +37,10 @@ TARGET_ACCURACY = 0.95  # the working part, which rules are written against
 # and general rules brought it to 84/94; with entries 215-221 (scored before any rule changed, 5 of 7
 # right) it stood at 89/101, and 90/101 after the single-digit GPU names (T4, P4, L4) were read
 # (docs/explain.md). Entries 222-238 and 260-272 (30 threads, scored before any rule changed: 17 of 30 right
-# once 233 was labelled by the corpus rule) brought it to 107/131 (81.7 %); the general readings after them
-# are measured in docs/explain.md. The floor follows the measured score, it is not a target.
-HELDOUT_FLOOR = 0.80
+# once 233 was labelled by the corpus rule) brought it to 107/131 (81.7 %); general readings written after
+# their misses were classified brought it to 118/131 (90.1 %), a figure for rules written with those
+# classes in view. The floor follows the measured score, it is not a target.
+HELDOUT_FLOOR = 0.90
 MIN_ENTRIES = 170
 DOC = Path(__file__).resolve().parents[1] / "docs" / "explain.md"
 MISSES_FILE = Path(tempfile.gettempdir()) / "ortdoctor-explain-corpus-misses.md"
