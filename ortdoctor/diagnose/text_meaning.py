@@ -1281,6 +1281,7 @@ class Decider:
         if archs and sm < archs[0]:
             cuda = [m for m in sorted(self._current(), reverse=True)
                     if kernels.CUDA_FLOOR.get(m, (0, 0)) <= divmod(sm, 10)]
+            self._used("gpu-dropped-by-library", "gpu.name", "gpu.compute_capability", "cuda.version")
             return Match("gpu-dropped-by-library",
                          f"The GPU (sm_{sm}) is not supported by this PyTorch build: its kernels start at sm_{archs[0]}.",
                          _CATALOG["gpu-dropped-by-library"].cause,
@@ -1289,6 +1290,7 @@ class Decider:
                          + (f"; for onnxruntime on this GPU, a CUDA {cuda[0]} build: {self._ort_for(cuda[0])}"
                             if cuda else "") + ".",
                          hit.evidence, {"sm": f"sm_{sm}"})
+        self._used("gpu-arch-unsupported", "gpu.name", "gpu.compute_capability", "cuda.version")
         return Match("gpu-arch-unsupported",
                      f"The PyTorch build has no kernels for the GPU (sm_{sm})"
                      + (f"; it carries {listed}" if archs else "") + ".",
