@@ -188,3 +188,33 @@ def test_json_carries_the_evidence_of_every_finding() -> None:
     assert {("ort.cudnn_major", "8"), ("cudnn.version", "9.3")} <= facts
     assert all(e["line"] for m in data["matches"] for e in m["evidence_used"])
     assert ("env.jetson", "Jetpack") in {(e["fact"], e["value"]) for e in data["evidence"]}
+
+
+def test_a_log_file_is_read_with_file(tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    # microsoft/onnxruntime#21684 (the error line the issue pasted)
+    log.write_bytes(b"FAIL : Failed to load library libonnxruntime_providers_cuda.so with error: libcublasLt.so.11: "
+                    b"cannot open shared object file: No such file or directory\n")
+    code, out, _ = _run("--no-here", "--file", str(log))
+    assert code == 0
+    assert "libcublasLt.so.11" in out
+    code, out, _ = _run("--no-here", "--json", "-f", str(log))
+    assert code == 0
+    assert json.loads(out)["matches"]
+
+
+def test_file_errors_are_usage_errors(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    assert _run("--no-here", "--file", str(empty))[0] == 2
+    assert _run("--no-here", "--file", str(tmp_path / "absent.log"))[0] == 2
+    assert _run("--no-here", "--file", str(tmp_path))[0] == 2  # a directory
+    assert _run("--no-here", "--file", str(empty), "driver-missing")[0] == 2
+
+
+def test_a_file_name_given_as_the_text_gets_a_hint(tmp_path: Path) -> None:
+    log = tmp_path / "my app.log"
+    log.write_text("nothing to see\n", encoding="utf-8")
+    code, _, err = _run("--no-here", str(log))
+    assert code == 1
+    assert "ortdoctor explain --file '" + str(log) + "'" in err

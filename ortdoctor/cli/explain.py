@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -171,13 +172,16 @@ def _stack_line(stack: Any) -> str | None:
               help="Also say whether this environment has the problem now (inspection only, no session).")
 @click.option("--json", "as_json", is_flag=True, help="Print the matches as JSON on stdout.")
 @click.option("--list", "list_ids", is_flag=True, help="List every finding id with its title.")
-def command(what: str | None, here: bool, as_json: bool, list_ids: bool) -> None:
-    """Explain a finding ID, an error TEXT, or a log on stdin ('-').
+@click.option("--file", "-f", "log_file", type=click.Path(dir_okay=False, allow_dash=False),
+              help="Read the text from this log file (every line is read, as with stdin).")
+def command(what: str | None, here: bool, as_json: bool, list_ids: bool, log_file: str | None) -> None:
+    """Explain a finding ID, an error TEXT, a log FILE (--file), or a log on stdin ('-').
 
     \b
       ortdoctor explain driver-missing
       ortdoctor explain --list
       ortdoctor explain "Failed to load library ... libcudnn.so.9: cannot open shared object file"
+      ortdoctor explain --file app.log
       python app.py 2>&1 | ortdoctor explain -
 
     Exit status: 0 explained, 1 nothing recognised, 2 usage or input error.
@@ -190,8 +194,13 @@ def command(what: str | None, here: bool, as_json: bool, list_ids: bool) -> None
         else:
             click.echo(list_text(), nl=False)
         sys.exit(exitcodes.OK)
+    if log_file is not None:
+        if what is not None:
+            click.echo("ortdoctor: error: give either --file or a text/id, not both", err=True)
+            sys.exit(exitcodes.USAGE)
+        _explain_text(None, _file_lines(log_file), here, as_json, origin=log_file)
     if what is None:
-        click.echo("ortdoctor: error: give a finding id, an error text, or - to read a log on stdin "
+        click.echo("ortdoctor: error: give a finding id, an error text, --file LOG, or - to read a log on stdin "
                    "(`ortdoctor explain --list` lists the ids)", err=True)
         sys.exit(exitcodes.USAGE)
 
@@ -207,12 +216,27 @@ def command(what: str | None, here: bool, as_json: bool, list_ids: bool) -> None
             click.echo(unknown_id_message(stripped), err=True)
             sys.exit(exitcodes.USAGE)
 
-    from ortdoctor.diagnose.classify import classify_with_stack
     from ortdoctor.diagnose.textlines import iter_lines
+
+    _explain_text(what, _stdin_lines() if what == "-" else iter_lines(what), here, as_json,
+                  origin="stdin" if what == "-" else None)
+
+
+def _file_lines(path: str) -> Iterator[str]:
+    """The lines of a log file, streamed like stdin (bytes decoded as the text reader decodes them)."""
+    from ortdoctor.diagnose.textlines import iter_stream
+
+    with open(path, "rb") as f:
+        yield from iter_stream(f)
+
+
+def _explain_text(what: str | None, lines: Iterable[str], here: bool, as_json: bool, *, origin: str | None) -> None:
+    """Classify the text's lines, print the matches (text or JSON) and exit with the code for them."""
+    from ortdoctor.diagnose.classify import classify_with_stack
 
     report, problem = _inspect_here() if here else (None, None)
     ort = getattr(getattr(report, "env", None), "ort", None)
-    source = _Seen(_stdin_lines() if what == "-" else iter_lines(what))
+    source = _Seen(lines)
     used: dict[str, list[Any]] = {}
     evidence: list[Any] = []
     try:
@@ -226,10 +250,11 @@ def command(what: str | None, here: bool, as_json: bool, list_ids: bool) -> None
             evidence=evidence,
         )
     except OSError as exc:
-        click.echo(f"ortdoctor: error: cannot read stdin: {exc}", err=True)
+        click.echo(f"ortdoctor: error: cannot read {terminal_safe(origin or 'the text')}: {exc.strerror or exc}",
+                   err=True)
         sys.exit(exitcodes.USAGE)
     if not source.any_text:
-        click.echo("ortdoctor: error: stdin was empty. " + _WHAT_TO_PASTE, err=True)
+        click.echo(f"ortdoctor: error: {terminal_safe(origin or 'the text')} was empty. " + _WHAT_TO_PASTE, err=True)
         sys.exit(exitcodes.USAGE)
 
     ids: list[str] = []
@@ -246,8 +271,16 @@ def command(what: str | None, here: bool, as_json: bool, list_ids: bool) -> None
                                "matches": [_match_json(m, used) for m in matches], "here": here_data or None},
                               indent=2))
     elif not matches:
+        hint = ""
+        word = what.strip() if what is not None else ""
+        if word and "\n" not in word and len(word) < 4096 and os.path.isfile(word):
+            from ortdoctor.core.shell import posix_join, powershell_join
+
+            argv = ["ortdoctor", "explain", "--file", word]
+            again = powershell_join(argv) if os.name == "nt" else posix_join(argv)
+            hint = f"That is the name of a file; to read the file: {terminal_safe(again)}\n"
         click.echo("ortdoctor: nothing in this text was recognised as a known ONNX Runtime / CUDA failure.\n"
-                   + _WHAT_TO_PASTE, err=True)
+                   + hint + _WHAT_TO_PASTE, err=True)
     else:
         from ortdoctor.report.smoke import render_matches
 
