@@ -97,3 +97,16 @@ def test_the_environment_is_not_applied_to_a_text_from_another_stack() -> None:
     python = "Traceback (most recent call last):\nImportError: libcudnn.so.8: cannot open shared object file"
     matches, _ = classify_with_stack(iter_lines(python), cuda_major=13, cudnn_major=9, from_environment=True)
     assert matches[0].finding_id == "cudnn-major-mismatch"
+
+
+@pytest.mark.parametrize("line", [
+    # NVIDIA/TensorRT#800: a TensorRT C++ sample's own result line
+    "&&&& FAILED TensorRT.sample_onnx_mnist # E:\\TensorRT-7.1.3.4.Windows10.x86_64.cuda-11.0.cudnn8.0\\TensorRT-7.1.3.4"
+    "\\samples\\sampleOnnxMNIST\\\\..\\..\\bin\\sample_onnx_mnist.exe",
+    # linghu8812/tensorrt_inference#155: glibc's assert() in the program's own C++ source
+    "tensorrt_inference: /home/thuong/source/tensorrt_inference/code/src/model.cpp:46: void Model::OnnxToTRTModel(): "
+    "Assertion `engine' failed.",
+])
+def test_cpp_programs_are_read_from_their_own_lines(line: str) -> None:
+    _, stack = classify_with_stack(iter_lines(line))
+    assert stack.binding == "cpp"
