@@ -40,9 +40,10 @@ TARGET_ACCURACY = 0.95  # the working part, which rules are written against
 # once 233 was labelled by the corpus rule) brought it to 107/131 (81.7 %); general readings written after
 # their misses were classified brought it to 118/131 (90.1 %), a figure for rules written with those
 # classes in view. Entries 300-314 and 341-354 (29 threads, scored against those rules before any rule
-# changed: 18 of 29 right) brought it to 136/160 (85.0 %), the measure of texts no rule was written against.
+# changed: 18 of 29 right) brought it to 136/160 (85.0 %), the measure of texts no rule was written against;
+# round 3's general readings, written after their misses were classified, brought it to 142/160 (88.8 %).
 # The floor follows the measured score, it is not a target.
-HELDOUT_FLOOR = 0.85
+HELDOUT_FLOOR = 0.88
 MIN_ENTRIES = 170
 DOC = Path(__file__).resolve().parents[1] / "docs" / "explain.md"
 MISSES_FILE = Path(tempfile.gettempdir()) / "ortdoctor-explain-corpus-misses.md"

@@ -269,3 +269,40 @@ def test_more_gpu_names_are_read() -> None:
     # NVIDIA/TensorRT#3589 (GT 730), microsoft/onnxruntime#21415 (Quadro P6000)
     assert _facts("**NVIDIA GPU**: GT 730") >= {("gpu.compute_capability", "sm_35")}
     assert _facts("NVIDIA Quadro P6000 (Pascal)") >= {("gpu.compute_capability", "sm_61")}
+
+
+@pytest.mark.parametrize("text", [
+    # omarabid59/yolov8-triton#6 (a Triton 23.02 image on driver 470)
+    "ERROR: This container was built for NVIDIA Driver Release 525.85 or later, but\n"
+    "       version 470.199.02 was detected and compatibility mode is UNAVAILABLE.",
+    # eugr/spark-vllm-docker#266 (a DGX Spark on driver 580)
+    "ERROR: This container was built for NVIDIA Driver Release 590.48 or later, but\n"
+    "       version 580.159.03 was detected and compatibility mode is UNAVAILABLE.",
+])
+def test_an_nvidia_container_newer_than_the_host_driver(text: str) -> None:
+    found = classify(text)[0]
+    assert found.finding_id == "driver-too-old"
+    assert found.details["needs_driver"] in text
+    assert found.details["driver"] in text
+
+
+@pytest.mark.parametrize(("line", "soname"), [
+    # glibc's dlerror in other languages, as public logs show it
+    ("libpng12.so.0: Kann die Shared-Object-Datei nicht öffnen: Datei oder Verzeichnis nicht gefunden",
+     "libpng12.so.0"),
+    ("ERROR: libGLX_nvidia.so.0: 共有オブジェクトファイルを開けません:", "libGLX_nvidia.so.0"),
+    ("Failed to open VDPAU backend libvdpau_nvidia.so: невозможно открыть разделяемый объектный файл: Нет такого "
+     "файла или каталога", "libvdpau_nvidia.so"),
+    ("ImportError: libcublas.so.9.0:无法打开共享对象文件:没有这样的文件或目录", "libcublas.so.9.0"),
+])
+def test_the_loaders_message_is_read_in_other_languages(line: str, soname: str) -> None:
+    from ortdoctor.diagnose.text_observe import Scanner
+
+    scanner = Scanner()
+    scanner.feed(line)
+    assert ("so_missing", soname) in scanner.hits
+
+
+def test_a_drivers_highest_cuda_is_not_an_installed_cuda() -> None:
+    # a public root-cause note on cudaErrorInsufficientDriver (found by code search; cuda-python 13 on driver 570)
+    assert _facts("- **Driver**: 570.172.08 (supports CUDA 12.8)") == {("driver.version", "570.172.08")}

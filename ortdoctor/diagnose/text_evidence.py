@@ -46,8 +46,10 @@ _RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("driver.version", ("driver",),
      re.compile(r"\bdriver(?:\s+version)?\s*[:=]?\s*[vR]?(\d{3}\.\d{1,3}(?:\.\d{1,3})?)(?![\d.]*\d)", re.IGNORECASE)),
     ("driver.cuda", ("cuda version:",), re.compile(r"CUDA Version:\s*(\d{2}\.\d)")),
+    # an NVIDIA container's start-up check: "... but version 510.85.02 was detected and compatibility mode is ..."
+    ("driver.version", ("was detected",), re.compile(r"version\s+(\d{3}\.\d{1,3}(?:\.\d{1,3})?) was detected")),
     ("cuda.version", ("cuda", "nvcc", "cu1"),
-     re.compile(r"(?<![\w.])(?:CUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?(?!\s*Version:)[\s:=_\\/(-]{0,3}v?"
+     re.compile(r"(?<![A-Za-z0-9_.])(?:CUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?(?!\s*Version:)[\s:=_\\/(-]{0,3}v?"
                 r"|cuda-|nvidia/cuda:|release\s)((?:1[0-3]|[89])\.\d)(?!\.\*)\b|\bcu(1[1-3])(\d)\b", re.IGNORECASE)),
     # environment dumps people paste: torch's collect_env ("CUDA used to build PyTorch: 12.1"), torch.version.cuda,
     # and `pip list`'s CUDA runtime wheel ("nvidia-cuda-runtime-cu12   12.4.127": the wheel's version is the runtime's)
@@ -56,7 +58,7 @@ _RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
                 r"|nvidia-cuda-runtime-cu1\d[=\s]{1,40}((?:1[0-3])\.\d)\b", re.IGNORECASE)),
     # a CUDA major named without its minor ("CUDA 12", "cuda13", "CUDA 12.x", a cu13 image): the machine's major
     ("cuda.major", ("cuda", "cu1"),
-     re.compile(r"(?<![\w.])(?:CUDA[ _-]?|cu)(1[1-3])(?:\.[x*])?(?!\w|\.\d)(?!\s*(?:Version|toolkit)\b)",
+     re.compile(r"(?<![A-Za-z0-9_.])(?:CUDA[ _-]?|cu)(1[1-3])(?:\.[x*])?(?!\w|\.\d)(?!\s*(?:Version|toolkit)\b)",
                 re.IGNORECASE)),
     ("cudnn.version", ("cudnn",),
      re.compile(r"\bcu[Dd][Nn][Nn][\s_-]?v?(?:version\s*)?[:=]?\s?((?:[89]|1\d)(?:\.\d{1,2}){1,3})\b"
@@ -92,8 +94,11 @@ _PAIRED = re.compile(r"CUDA\s*/\s*cuDNN(?:\s*versions?)?\s*[:=]?\s*v?((?:1[0-3]|
                      r"(\d{1,2}(?:\.\d{1,3}){0,3})\b", re.IGNORECASE)
 _REQUIRE = re.compile(r"Require cuDNN (\d{1,2})\.\* and CUDA (\d{1,2})\.\*")
 # What a program asks for is not what the machine has: "sherpa-onnx is looking for CUDA 11 file", "it searches
-# for CUDA 11.x dependencies", "needs CUDA 11" name the build's CUDA, so they are not read as the machine's.
+# for CUDA 11.x dependencies", "needs CUDA 11" name the build's CUDA, and "(supports CUDA 13.0)" a driver's
+# ceiling, so they are not read as the machine's.
 _ASKED = re.compile(r"\b(?:looking|looks|look|searching|searches|search|asks|asking|ask)\s+for\s+(?:the\s+|a\s+)?$"
+                    # a driver's highest CUDA ("Driver: 580.126.18 (supports CUDA 13.0)") is not an installed one
+                    r"|\bsupports?\s+(?:up\s+to\s+)?$"
                     r"|\b(?:requires?|requiring|needs?|needing|wants?|expects?|built\s+(?:for|with)|compiled\s+(?:for|with))"
                     r"\s+(?:the\s+|a\s+)?$", re.IGNORECASE)
 # A library file the machine has: the target ldd resolved a soname to ("libcudnn.so.8 => /usr/lib/.../libcudnn.so.8"),
@@ -101,7 +106,7 @@ _ASKED = re.compile(r"\b(?:looking|looks|look|searching|searches|search|asks|ask
 # a loader's message names a soname, never a path with three version numbers). Only the libraries whose major
 # is the CUDA (cudart, cuBLAS) or cuDNN major count.
 _PRESENT = re.compile(r"=>\s*/\S*?/(lib(?:cudnn|cudart|cublas|cublasLt)\.so\.\d{1,2}(?:\.\d{1,3}){0,3})\b"
-                      r"|(?<![\w.])/(?:[\w.+-]{1,80}/){1,20}(lib(?:cudnn|cudart|cublas|cublasLt)\.so\.\d{1,2}(?:\.\d{1,3}){2,3})\b")
+                      r"|(?<![A-Za-z0-9_.])/(?:[\w.+-]{1,80}/){1,20}(lib(?:cudnn|cudart|cublas|cublasLt)\.so\.\d{1,2}(?:\.\d{1,3}){2,3})\b")
 
 
 class EvidenceScanner:

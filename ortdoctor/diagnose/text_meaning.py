@@ -258,6 +258,8 @@ class Decider:
                                            "was built for") + ".",
                 hit.evidence, {"dll": dll},
             )
+        if _TRT_LIB.match(dll) or hit.data.get("requester") == "tensorrt":
+            return self._trt_unavailable(hit, dll)  # TensorRT's DLLs (nvinfer_10.dll), or one the TensorRT EP needs
         lib = _identify(self.matrix, dll) if self.matrix is not None else None
         if lib is None:
             lib = _identify_without_matrix(dll)
@@ -1256,6 +1258,24 @@ class Decider:
         if cudnn:
             wheels.append(f'"{cudnn}==9.*"')
         return ("python -m pip install " + " ".join(wheels)) if wheels else ""
+
+    def _b_container_driver(self, hit: Hit) -> Match:
+        """An NVIDIA container image that needs a newer host driver than the one it found."""
+        need = hit.subject
+        drv = self._driver()
+        self._used("driver-too-old", "driver.version", "driver.cuda")
+        have = f"; the host has {drv.value}" if drv is not None else ""
+        return Match(
+            "driver-too-old",
+            f"The container image needs NVIDIA driver {need} or newer{have}, and its forward compatibility "
+            "(the image's cuda-compat libraries) is not available on this GPU or driver.",
+            "An NVIDIA image's CUDA needs the host driver of its CUDA release; the image checks it at start. Forward "
+            "compatibility, which would let an older driver run it, works only on data-centre GPUs with a supported "
+            "driver branch.",
+            f"Update the host's NVIDIA driver to {need} or newer (the container uses the host's driver), or run an "
+            "image built for the CUDA the host driver supports (nvidia-smi's \"CUDA Version\" is the highest it runs)"
+            + (f". {self._summary()}." if self._summary() else "."),
+            hit.evidence, {"needs_driver": need} | ({"driver": drv.value} if drv is not None else {}))
 
     def _b_torch_arch(self, hit: Hit) -> Match:
         """PyTorch's check of the GPU against its build's architectures: a GPU newer than all of them needs a

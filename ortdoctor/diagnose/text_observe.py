@@ -193,6 +193,13 @@ def _so_missing(s: Scanner, m: re.Match[str], line: str) -> None:
         s.add("so_missing", soname, line, {"requester": _requester(line, m.start())}, at=m.start())
 
 
+#: glibc's "cannot open shared object file" and its translations, as machines with another LANG print them
+#: (each seen in public logs: zh_CN in two wordings, ja, de, fr, es, ru, ko).
+_DLERROR_OPEN = ("cannot open shared object file", "无法打开共享对象文件", "无法打开共享目标文件",
+                 "共有オブジェクトファイルを開けません", "Kann die Shared-Object-Datei nicht öffnen",
+                 "Ne peut ouvrir le fichier d'objet partagé", "no se puede abrir el archivo del objeto compartido",
+                 "невозможно открыть разделяемый объектный файл", "공유 객체 파일을 열 수 없습니다")
+
 #: Words with which people say a library is missing, in prose rather than in a loader's message.
 _PROSE_MISSING = ("lost of", "is missing", "are missing", "missing ", "not found", "cannot find", "can't find",
                   "could not find", "couldn't find", "unable to find", "does not have", "doesn't have",
@@ -203,7 +210,7 @@ _PROSE_LIBRARY = re.compile(
 
 
 #: A loader's own message on the line: it says which library is missing (often not the one it was loading).
-_LOADER_WORDING = ("cannot open shared object", "error code", "which depends on", "loadlibrary", "load library",
+_LOADER_WORDING = (*(p.lower() for p in _DLERROR_OPEN), "error code", "which depends on", "loadlibrary", "load library",
                    "unable to load", "failed to dlopen")
 
 
@@ -434,9 +441,11 @@ def _no_implementation(s: Scanner, m: re.Match[str], line: str) -> None:
 
 
 _RULES: tuple[Rule, ...] = (
-    # glibc's dlerror: "<soname>: cannot open shared object file", wherever it appears.
-    Rule(("cannot open shared object file",),
-          re.compile(r"([\w+.-]{1,200}\.so(?:\.\d{1,6}){0,4})\s*:\s*cannot open shared object file"), _so_missing),
+    # glibc's dlerror: "<soname>: cannot open shared object file", wherever it appears, in the languages its
+    # translations print it in (a machine with another LANG pastes those)
+    Rule(tuple(p.lower() for p in _DLERROR_OPEN),
+          re.compile(r"([\w+.-]{1,200}\.so(?:\.\d{1,6}){0,4})\s*[:：]\s*(?:"
+                     + "|".join(re.escape(p) for p in _DLERROR_OPEN) + ")", re.IGNORECASE), _so_missing),
     # cuDNN 9's own loader, when a sub-library it opens by name is not there
     Rule(("unable to load any of {",),
           re.compile(r"Unable to load any of \{(lib[\w+.-]{1,100}?\.so\.\d{1,3})\b"), _so_dlopen),
@@ -568,19 +577,19 @@ _RULES: tuple[Rule, ...] = (
           _simple("trt_unavailable", subject="")),
     # TensorRT building an engine (the provider compiles one per subgraph): why the build failed
     Rule(("cuda error in allocate", "could not be allocated", "cuda runtime (out of memory)", "unsupported sm",
-          "sufficient workspace",
+          "sufficient workspace", "could not find any implementation for node",
           "is not supported by this tensorrt release", "failed to create engine from network",
           "failed to build tensorrt engine", "failed to create tensorrt engine", "engine could not be created"),
           re.compile(r"(Cuda Error in allocate: 2|Requested amount of GPU memory \(\d{1,20} bytes\) could not be "
                      r"allocated)|(Error Code \d{1,3}: Cuda Runtime \(out of memory\))"
                      r"|(Unsupported SM|Target GPU SM \d{2,3} is not supported by this TensorRT release)"
-                     r"|(?:insufficient|not have sufficient) (workspace)"
+                     r"|(?:insufficient|not have sufficient) (workspace)|Could not find any (implementation) for node"
                      r"|(failed to create engine from network|Failed to build TensorRT engine"
                      r"|Failed to create TensorRT engine|Engine could not be created from network)", re.IGNORECASE),
           # TensorRT's allocator failing ("Error Code 1: Cuda Runtime (out of memory)") happens building an engine
           # or loading one: "allocator", not "memory"
           lambda s, m, line: s.add("trt_build", "memory" if m.group(1) else "allocator" if m.group(2) else
-                                   "sm" if m.group(3) else "workspace" if m.group(4) else "engine", line,
+                                   "sm" if m.group(3) else "workspace" if m.group(4) or m.group(5) else "engine", line,
                                    at=m.start())),
     # the loader's wording before 1.8: "ProviderLibrary] Failed to load library, error code: 126" and then
     # the C API function that asked for it
@@ -619,6 +628,11 @@ _RULES: tuple[Rule, ...] = (
                      re.IGNORECASE), _simple("ep_not_created", rank=3, subject="")),
     Rule(("cuda_path is set but cuda",),
           re.compile(r"CUDA_PATH is set but CUDA wasn'?t\s+able to be loaded", re.IGNORECASE), _cuda_path),
+    # NVIDIA's container images check the host driver at start: "This container was built for NVIDIA Driver
+    # Release 535.86 or later, but version 510.85.02 was detected and compatibility mode is UNAVAILABLE."
+    Rule(("this container was built for nvidia driver release",),
+          re.compile(r"This container was built for NVIDIA Driver Release (\d{3}\.\d{1,3}(?:\.\d{1,3})?) or later",
+                     re.IGNORECASE), _simple("container_driver", subject=1)),
     # PyTorch's own check of the GPU against the architectures its build carries, in its two wordings: "<GPU> with
     # CUDA capability sm_61 is not compatible with the current PyTorch installation." then "The current PyTorch
     # install supports CUDA capabilities sm_50 sm_70 ...", and (2.8 on) "Found GPU0 <GPU> which is of compute
