@@ -603,6 +603,10 @@ def _unpinned(stack: Stack, matrix: Matrix, pin: Pin, admitted: list[str], sourc
     # the releases the requirement admits, where one fits (the fix keeps its lower bound)
     within = every if _pick(matrix, cuda=want, within=every) else None
     spec = _target(matrix, stack, pin, cuda=want, python=python, within=within)
+    if spec is None and within is not None:
+        # none of the releases it admits has a wheel for the declared Python (phocr's `>=1.20.0` under
+        # python_requires ">=3.8"): the fix moves the lower bound, as lint-ort-python-unsupported's does
+        spec = _target(matrix, stack, pin, cuda=want, python=python)
     detail = (f"{_label(pin)} admits releases built for CUDA "
               f"{', '.join(str(m) for m in majors)}; today it installs {admitted[-1]}")
     if spec is not None and not spec.startswith("=="):

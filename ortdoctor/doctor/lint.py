@@ -48,6 +48,7 @@ from ortdoctor.formats.dockerfile import read_dockerfile
 from ortdoctor.formats.github_workflow import read_workflow
 from ortdoctor.formats.regular_file import NotRegularFile, open_regular
 from ortdoctor.formats.requirements_txt import ReqFile, read_requirements
+from ortdoctor.formats.setup_py import SetupSpec, read_setup_cfg, read_setup_py
 from ortdoctor.formats.toml_lines import LocatedStr, TomlError, read_toml
 
 __all__ = ["LintReport", "Suppressed", "kind_of", "lint_paths"]
@@ -73,13 +74,15 @@ class LintReport:
 
 
 def kind_of(path: Path) -> str | None:
-    """Which reader a file name calls for: requirements, pyproject, uv.lock, poetry.lock, pylock, conda,
-    dockerfile, compose; None for any other file."""
+    """Which reader a file name calls for: requirements, pyproject, setup.py, setup.cfg, uv.lock,
+    poetry.lock, pylock, conda, dockerfile, compose; None for any other file."""
     name = path.name
     if path.parent.name == "workflows" and path.parent.parent.name == ".github" and name.endswith((".yml", ".yaml")):
         return "workflow"
     if name == "pyproject.toml":
         return "pyproject"
+    if name in ("setup.py", "setup.cfg"):
+        return name
     if name == "uv.lock":
         return "uv.lock"
     if name == "poetry.lock":
@@ -235,6 +238,8 @@ class _Reader:
             return self.compose(path, shown, text)
         if kind == "workflow":
             return self.workflow(path, shown, text)
+        if kind in ("setup.py", "setup.cfg"):
+            return self.setup(path, shown, read_setup_py(text) if kind == "setup.py" else read_setup_cfg(text))
         try:
             if kind == "pyproject":
                 doc = _read_pyproject(text)
@@ -351,6 +356,29 @@ class _Reader:
                                              where))
         return [Stack(shown, (), (), tuple(declared))] if declared else []
 
+    def setup(self, path: Path, shown: str, spec: SetupSpec) -> list[Stack]:
+        """A setuptools package: its ``install_requires`` and each ``extras_require`` extra with them, under
+        its ``python_requires``. What its users install, so a library as a pyproject with a build system."""
+        declared: list[Declared] = []
+        rp = spec.python_requires
+        low = lowest_python(rp.text) if rp is not None else None
+        if rp is not None and low:
+            declared.append(Declared("python", low, f'python_requires "{rp.text}"',
+                                     Where(shown, rp.line, self.line(path, rp.line)), exact=False,
+                                     admits=admitted_pythons(rp.text)))
+
+        def pins_of(values: Iterable[Any]) -> list[Pin]:
+            return [pin for r in values if names_relevant(r.text)
+                    for pin in [parse_pin(r.text, Where(shown, r.line, self.line(path, r.line)))] if pin is not None]
+
+        base = pins_of(spec.install_requires)
+        stacks = [Stack(shown, tuple(base), (), tuple(declared), library=True)]
+        for extra, values in spec.extras_require:
+            pins = pins_of(values)
+            if pins:
+                stacks.append(Stack(f"{shown} (extra {extra})", tuple(base + pins), (), tuple(declared), library=True))
+        return stacks
+
     def conda(self, path: Path, shown: str, text: str) -> list[Stack]:
         env = read_conda_env(text)
         pins: list[Pin] = []
@@ -395,7 +423,7 @@ def _may_matter(text: str, kind: str) -> bool:
     """Whether a file can hold anything a rule reads: a package name a rule reads, an include (a
     requirements file), ``[tool.ortdoctor]`` (a pyproject). Most files of a monorepo name none, and skip
     the parse. Dockerfiles, conda and Compose files always count (a base image says enough alone)."""
-    if kind not in ("requirements", "pyproject", "uv.lock", "poetry.lock", "pylock"):
+    if kind not in ("requirements", "pyproject", "setup.py", "setup.cfg", "uv.lock", "poetry.lock", "pylock"):
         return True
     if not _TOKENS:
         _TOKENS.append(_relevant_tokens())
