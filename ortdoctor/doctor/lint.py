@@ -285,6 +285,11 @@ class _Reader:
             pins: list[Pin] = []
             feeds: list[tuple[str, str, Where]] = []
             for install in stage.pip_installs:
+                if install.uninstall:
+                    # `pip uninstall -y onnxruntime` before the GPU build goes in: the CPU one is gone
+                    gone = {canonicalize_name(w.word) for w in install.words if not w.word.startswith("-")}
+                    pins = [p for p in pins if p.name not in gone]
+                    continue
                 words = list(install.words)
                 i = 0
                 while i < len(words):
