@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from ortdoctor.decide.ort_dependents import dependents
 from ortdoctor.diagnose.lint_rules import LintFinding, Suppressed, image_declarations, lint_stack
 from ortdoctor.formats.compose import read_compose
 from ortdoctor.formats.conda_env import read_conda_env
-from ortdoctor.formats.dockerfile import read_dockerfile
+from ortdoctor.formats.dockerfile import PipInstall, read_dockerfile
 from ortdoctor.formats.github_workflow import read_workflow
 from ortdoctor.formats.regular_file import NotRegularFile, open_regular
 from ortdoctor.formats.requirements_txt import ReqFile, read_requirements
@@ -282,39 +282,47 @@ class _Reader:
                         arch = arch.replace("+PTX", "").strip()
                         if re.fullmatch(r"\d+\.\d", arch):
                             declared.append(Declared("gpu", arch, "TORCH_CUDA_ARCH_LIST", where))
-            pins: list[Pin] = []
-            feeds: list[tuple[str, str, Where]] = []
-            for install in stage.pip_installs:
-                if install.uninstall:
-                    # `pip uninstall -y onnxruntime` before the GPU build goes in: the CPU one is gone
-                    gone = {canonicalize_name(w.word) for w in install.words if not w.word.startswith("-")}
-                    pins = [p for p in pins if p.name not in gone]
-                    continue
-                words = list(install.words)
-                i = 0
-                while i < len(words):
-                    w = words[i]
-                    where = Where(shown, w.line, self.line(path, w.line))
-                    option, value, i = _pip_option(words, i)
-                    if option in ("-r", "--requirement", "-c", "--constraint") and value:
-                        target = _docker_path(path, value)
-                        if target is not None:
-                            sub_shown = os.path.normpath(os.path.relpath(target) if not target.is_absolute()
-                                                         else str(target))
-                            sub, sub_feeds = self.requirements(target, sub_shown)
-                            pins += sub if option in ("-r", "--requirement") else []
-                            feeds += sub_feeds
-                    elif option in ("-i", "--index-url") and value:
-                        feeds.append(("index-url", value, where))
-                    elif option == "--extra-index-url" and value:
-                        feeds.append(("extra-index-url", value, where))
-                    elif option is None and not w.word.startswith("-"):
-                        pin = parse_pin(w.word, where)
-                        if pin is not None and "$" not in w.word:
-                            pins.append(pin)
+            pins, feeds = self.pip_pins(path, shown, stage.pip_installs, lambda value: _docker_path(path, value))
             name = f"{shown} (stage {stage.name or n + 1}: FROM {stage.image})" if len(stages) > 1 else shown
             out.append(Stack(name, tuple(pins), tuple(feeds), tuple(declared)))
         return out
+
+    def pip_pins(self, path: Path, shown: str, installs: Iterable[PipInstall],
+                 locate: Callable[[str], Path | None]) -> tuple[list[Pin], list[tuple[str, str, Where]]]:
+        """What a sequence of pip commands leaves installed (a Dockerfile stage's, a workflow job's): the
+        requirements they name, with the files their ``-r`` names (``locate`` finds them), less what a
+        later ``pip uninstall`` takes out; and the index URLs they name."""
+        pins: list[Pin] = []
+        feeds: list[tuple[str, str, Where]] = []
+        for install in installs:
+            if install.uninstall:
+                # `pip uninstall -y onnxruntime` before the GPU build goes in: the CPU one is gone
+                gone = {canonicalize_name(w.word) for w in install.words if not w.word.startswith("-")}
+                pins = [p for p in pins if p.name not in gone]
+                continue
+            words = list(install.words)
+            i = 0
+            while i < len(words):
+                w = words[i]
+                where = Where(shown, w.line, self.line(path, w.line))
+                option, value, i = _pip_option(words, i)
+                if option in ("-r", "--requirement", "-c", "--constraint") and value:
+                    target = locate(value)
+                    if target is not None:
+                        sub_shown = os.path.normpath(os.path.relpath(target) if not target.is_absolute()
+                                                     else str(target))
+                        sub, sub_feeds = self.requirements(target, sub_shown)
+                        pins += sub if option in ("-r", "--requirement") else []
+                        feeds += sub_feeds
+                elif option in ("-i", "--index-url") and value:
+                    feeds.append(("index-url", value, where))
+                elif option == "--extra-index-url" and value:
+                    feeds.append(("extra-index-url", value, where))
+                elif option is None and not w.word.startswith("-"):
+                    pin = parse_pin(w.word, where)
+                    if pin is not None and "$" not in w.word:
+                        pins.append(pin)
+        return pins, feeds
 
     def compose(self, path: Path, shown: str, text: str) -> list[Stack]:
         """A service that asks for GPUs and names a CUDA image: its CUDA against the driver floor."""
@@ -331,11 +339,22 @@ class _Reader:
     def workflow(self, path: Path, shown: str, text: str) -> list[Stack]:
         """The machines a GitHub Actions workflow runs on: GPUs named by runner labels (``gpu-t4-4-core``,
         ``[self-hosted, a100]``) and by matrix keys about GPUs (``gpu: [sm_86, H100]``), and the ``gpus``
-        and ``min-driver`` inputs of the ortdoctor Action. No stack of its own: what it declares holds
-        for every file linted with it, as ``[tool.ortdoctor]`` does."""
+        and ``min-driver`` inputs of the ortdoctor Action: what it declares holds for every file linted
+        with it, as ``[tool.ortdoctor]`` does. A job whose ``run:`` steps pip-install a package a rule reads
+        (by name, or in a ``-r`` file of the repository) is a stack of its own, under each Python its
+        ``actions/setup-python`` step sets up."""
         declared: list[Declared] = []
+        jobs: list[Stack] = []
+        root = path.parent.parent.parent  # the repository: .github/workflows/ci.yml
         for job in read_workflow(text):
             origin = f"{_WORKFLOW} `{job.name}`"
+            pins, feeds = self.pip_pins(path, shown, job.pip, lambda value: _repo_path(root, value))
+            if pins:
+                # not a machine of the repository's (an origin of _MACHINE_ORIGINS): this job's own Python
+                pythons = [Declared("python", m.group(1), f"actions/setup-python's {v} (job `{job.name}`)",
+                                    self.where(path, shown, v))
+                           for v in dict.fromkeys(job.pythons) for m in [_SETUP_PYTHON.match(v)] if m]
+                jobs.append(Stack(f"{shown} (job {job.name})", tuple(pins), tuple(feeds), tuple(pythons)))
             for label in job.runs_on:
                 hit = sm_of_name(label)
                 if hit is not None:
@@ -359,7 +378,7 @@ class _Reader:
                 elif key == "min-driver" and re.fullmatch(r"\d+(?:\.\d+)*", value):
                     declared.append(Declared("driver", str(value), f"{origin}: the ortdoctor Action's min-driver",
                                              where))
-        return [Stack(shown, (), (), tuple(declared))] if declared else []
+        return ([Stack(shown, (), (), tuple(declared))] if declared else []) + jobs
 
     def setup(self, path: Path, shown: str, spec: SetupSpec) -> list[Stack]:
         """A setuptools package: its ``install_requires`` and each ``extras_require`` extra with them, under
@@ -442,6 +461,7 @@ def _may_matter(text: str, kind: str) -> bool:
 _WORKFLOW = "the GitHub Actions job"
 #: where the repository's machines are declared: they hold for every stack linted with them
 _MACHINE_ORIGINS = ("[tool.ortdoctor]", _WORKFLOW)
+_SETUP_PYTHON = re.compile(r"(3\.\d+)(?:\.\d+)?$")  # "3.10", "3.9.18"; not "3.x", "pypy3.9", "3.13t"
 _GPU_KEY = re.compile(r"gpu|cuda[-_]?arch|compute[-_]?cap|\bsm\b|\barch", re.IGNORECASE)
 _DRIVER_KEY = re.compile(r"(?:min[-_]?|nvidia[-_]?)?driver(?:[-_]version)?", re.IGNORECASE)
 
@@ -551,6 +571,13 @@ def _pip_option(words: list[Any], i: int) -> tuple[str | None, str | None, int]:
     if w.startswith("-"):
         return w, None, i + 1
     return None, None, i + 1
+
+
+def _repo_path(root: Path, target: str) -> Path | None:
+    """A requirements file a workflow's ``pip install -r`` names: from the repository's root, where a job
+    starts."""
+    candidate = root / target.removeprefix("./")
+    return candidate if "$" not in target and candidate.is_file() else None
 
 
 def _docker_path(dockerfile: Path, target: str) -> Path | None:

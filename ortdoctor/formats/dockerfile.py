@@ -14,7 +14,7 @@ import re
 
 from ortdoctor.core.record import record
 
-__all__ = ["DockerStage", "EnvValue", "PipInstall", "PipWord", "read_dockerfile"]
+__all__ = ["DockerStage", "EnvValue", "PipInstall", "PipWord", "pip_commands", "read_dockerfile"]
 
 
 @record
@@ -127,8 +127,11 @@ def _words(text: str) -> list[str]:
     return out
 
 
-def _pip_installs(parts: list[tuple[int, str]], values: dict[str, str]) -> list[PipInstall]:
+def pip_commands(parts: list[tuple[int, str]], values: dict[str, str] | None = None) -> list[PipInstall]:
+    """The pip install/uninstall commands of one shell command line, given as its physical lines (the
+    escape character removed), with ``values`` substituted for ``$VAR``."""
     out: list[PipInstall] = []
+    values = values or {}
     # each physical line's commands, so that every word keeps its line
     command: list[PipWord] | None = None
     command_line = 0
@@ -196,7 +199,7 @@ def read_dockerfile(text: str, build_args: dict[str, str] | None = None) -> tupl
                 values[name] = value
                 current["env"].append(EnvValue(line, name, value))  # type: ignore[attr-defined]
         elif current is not None and keyword == "RUN":
-            current["pip"].extend(_pip_installs(parts, values))  # type: ignore[attr-defined]
+            current["pip"].extend(pip_commands(parts, values))  # type: ignore[attr-defined]
             for number, text in parts:
                 for m in _PYTHON_INSTALL.finditer(_substitute(text, values)):
                     version = m.group(1) or m.group(2) or m.group(3)
