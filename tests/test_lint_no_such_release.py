@@ -39,9 +39,11 @@ def test_what_is_not_said(tmp_path: Path) -> None:
     # an index other than PyPI (a mirror, a private index, an onnxruntime feed) may have it
     assert _findings(tmp_path / "mirror", {"requirements.txt": "-i https://mirrors.example.org/pypi/simple\n"
                                                                "onnxruntime-gpu==1.20.1\n"}) == []
-    assert [f[0] for f in _findings(tmp_path / "pypi", {"requirements.txt": "-i https://pypi.org/simple\n"
-                                                                            "onnxruntime-gpu==1.20.1\n"})] == [
-        "lint-ort-no-such-release"]
+    # PyPI named as the index, PyTorch's beside it: still PyPI's versions
+    for name, index in (("pypi", "-i https://pypi.org/simple"),
+                        ("torch", "--extra-index-url https://download.pytorch.org/whl/cpu")):
+        got = _findings(tmp_path / name, {"requirements.txt": f"{index}\nonnxruntime-gpu==1.20.1\n"})
+        assert [f[0] for f in got] == ["lint-ort-no-such-release"]
 
 
 def test_pip_uninstall_takes_the_cpu_build_out_of_the_stage(tmp_path: Path) -> None:

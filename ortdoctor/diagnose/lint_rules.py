@@ -40,7 +40,6 @@ from ortdoctor.decide.lint_stack import (
     matching_versions,
     ort_builds,
     release_match,
-    torch_index_major,
     torch_majors,
     wheel_major,
 )
@@ -711,7 +710,8 @@ def _padded(v: str) -> tuple[int, ...]:
     return tuple(key)
 
 
-_PYPI_HOSTS = ("pypi.org/", "pypi.python.org/", "files.pythonhosted.org/")
+# PyPI, and PyTorch's index (torch's builds, never onnxruntime-gpu's): an index beside them changes nothing here
+_PYPI_HOSTS = ("pypi.org/", "pypi.python.org/", "files.pythonhosted.org/", "download.pytorch.org/")
 
 
 def _no_such_release(stack: Stack, matrix: Matrix, pin: Pin, python: str | None,
@@ -725,8 +725,7 @@ def _no_such_release(stack: Stack, matrix: Matrix, pin: Pin, python: str | None,
         return []
     indexes = [url for kind, url, _ in stack.feeds if kind in ("index-url", "extra-index-url")]
     indexes += [pin.index] if pin.index else []
-    if any(not any(host in url.lower() for host in _PYPI_HOSTS) and torch_index_major(url) is None
-           for url in indexes):
+    if any(not any(host in url.lower() for host in _PYPI_HOSTS) for url in indexes):
         return []  # an onnxruntime feed, a mirror, a private index: their versions are not PyPI's
     known = _oldest_first(matrix)
     # `==1.17` is 1.17.0 (PEP 440 pads with zeros)
