@@ -744,7 +744,7 @@ def _no_such_release(stack: Stack, matrix: Matrix, pin: Pin, python: str | None,
     where = (f"the newest {line.line} patch PyPI has" if same and line is not None
              else "the newest release that fits the stack")
     gone = f"its line {line.line} has {', '.join(line.versions)}" if line is not None and line.versions else (
-        f"PyPI has no onnxruntime-gpu for Linux x86_64 before {known[0]}")
+        f"its Linux x86_64 wheels start at {known[0]}")
     detail = f"{_label(pin)}: PyPI has no onnxruntime-gpu {exact} ({gone}); a fresh install stops at this line"
     fix, replacement = _pin_fix(pin, spec, matrix, where, stack)
     return [LintFinding(make("lint-ort-no-such-release", detail, fix), pin.where, replacement, (), stack.name)]
