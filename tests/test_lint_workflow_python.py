@@ -30,6 +30,7 @@ jobs:
           pip install -r requirements.txt \\
             pytest
       - run: pip uninstall -y onnxruntime
+        working-directory: app
   docs:
     runs-on: ubuntu-latest
     steps:
@@ -43,10 +44,10 @@ jobs:
 def test_the_reader_keeps_setup_python_and_the_pip_commands_of_run_steps() -> None:
     jobs = {j.name: j for j in read_workflow(CI)}
     assert [(v.line, str(v)) for v in jobs["test"].pythons] == [(6, "3.8"), (6, "3.9"), (6, "3.10")]
-    commands = [(c.line, c.uninstall, [(w.line, w.word) for w in c.words]) for c in jobs["test"].pip]
-    assert commands == [(14, False, [(14, "--upgrade"), (14, "pip")]),
-                        (15, False, [(15, "-r"), (15, "requirements.txt"), (16, "pytest")]),
-                        (17, True, [(17, "-y"), (17, "onnxruntime")])]
+    commands = [(d, c.line, c.uninstall, [(w.line, w.word) for w in c.words]) for d, c in jobs["test"].pip]
+    assert commands == [("", 14, False, [(14, "--upgrade"), (14, "pip")]),
+                        ("", 15, False, [(15, "-r"), (15, "requirements.txt"), (16, "pytest")]),
+                        ("app", 17, True, [(17, "-y"), (17, "onnxruntime")])]
     assert [str(v) for v in jobs["docs"].pythons] == ["3.x"]
 
 
@@ -67,6 +68,17 @@ def test_a_requirement_the_job_installs_on_a_python_it_has_no_wheel_for(tmp_path
     assert [(Path(r.file).name, r.line) for r in finding.related] == [("ci.yml", 6)]
     assert "actions/setup-python's 3.8 (job `test`)" in finding.finding.detail
     assert finding.replacement == "onnxruntime-gpu==1.19.2"
+
+
+def test_a_requirements_file_is_found_from_the_step_working_directory(tmp_path: Path) -> None:
+    """`working-directory: service` runs `pip install -r requirements.txt` in service/: the root's file (CPU
+    only) is not the one installed."""
+    ci = CI.replace("      - name: Install\n", "      - name: Install\n        working-directory: service\n")
+    _write(tmp_path, {".github/workflows/ci.yml": ci, "requirements.txt": "onnxruntime==1.20.1\n",
+                      "service/requirements.txt": "onnxruntime-gpu==1.20.2\n"})
+    report = lint_paths([str(tmp_path)])
+    assert [(f.finding.id, Path(f.where.file).parent.name) for f in report.findings] == [
+        ("lint-ort-python-unsupported", "service")]
 
 
 def test_a_pin_on_the_run_line_and_what_is_not_a_python(tmp_path: Path) -> None:
@@ -93,4 +105,4 @@ _PARTS = ["jobs:", "  a:", "    steps:", "      - run: |", "      - run: pip ins
 def test_the_workflow_reader_never_raises_on_run_scripts(parts: list[str]) -> None:
     with within():
         for job in read_workflow("\n".join(parts)):
-            assert all(isinstance(c.line, int) for c in job.pip)
+            assert all(isinstance(c.line, int) for _, c in job.pip)

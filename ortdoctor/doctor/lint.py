@@ -12,6 +12,7 @@ Action's inputs), a Dockerfile's ``TORCH_CUDA_ARCH_LIST``, or the caller (``--gp
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -287,12 +288,12 @@ class _Reader:
             out.append(Stack(name, tuple(pins), tuple(feeds), tuple(declared)))
         return out
 
-    def pip_pins(self, path: Path, shown: str, installs: Iterable[PipInstall],
-                 locate: Callable[[str], Path | None]) -> tuple[list[Pin], list[tuple[str, str, Where]]]:
-        """What a sequence of pip commands leaves installed (a Dockerfile stage's, a workflow job's): the
-        requirements they name, with the files their ``-r`` names (``locate`` finds them), less what a
-        later ``pip uninstall`` takes out; and the index URLs they name."""
-        pins: list[Pin] = []
+    def pip_pins(self, path: Path, shown: str, installs: Iterable[PipInstall], locate: Callable[[str], Path | None],
+                 before: Sequence[Pin] = ()) -> tuple[list[Pin], list[tuple[str, str, Where]]]:
+        """What a sequence of pip commands leaves installed (a Dockerfile stage's, a workflow job's) on top of
+        ``before``: the requirements they name, with the files their ``-r`` names (``locate`` finds them),
+        less what a later ``pip uninstall`` takes out; and the index URLs they name."""
+        pins: list[Pin] = list(before)
         feeds: list[tuple[str, str, Where]] = []
         for install in installs:
             if install.uninstall:
@@ -348,7 +349,13 @@ class _Reader:
         root = path.parent.parent.parent  # the repository: .github/workflows/ci.yml
         for job in read_workflow(text):
             origin = f"{_WORKFLOW} `{job.name}`"
-            pins, feeds = self.pip_pins(path, shown, job.pip, lambda value: _repo_path(root, value))
+            pins: list[Pin] = []
+            feeds: list[tuple[str, str, Where]] = []
+            for directory, command in job.pip:
+                # one command at a time: each step runs in its own working directory
+                pins, added = self.pip_pins(path, shown, [command], functools.partial(_repo_path, root, directory),
+                                            pins)
+                feeds += added
             if pins:
                 # not a machine of the repository's (an origin of _MACHINE_ORIGINS): this job's own Python
                 pythons = [Declared("python", m.group(1), f"actions/setup-python's {v} (job `{job.name}`)",
@@ -573,11 +580,13 @@ def _pip_option(words: list[Any], i: int) -> tuple[str | None, str | None, int]:
     return None, None, i + 1
 
 
-def _repo_path(root: Path, target: str) -> Path | None:
-    """A requirements file a workflow's ``pip install -r`` names: from the repository's root, where a job
-    starts."""
-    candidate = root / target.removeprefix("./")
-    return candidate if "$" not in target and candidate.is_file() else None
+def _repo_path(root: Path, directory: str, target: str) -> Path | None:
+    """A requirements file a workflow's ``pip install -r`` names: from the step's working directory, the
+    repository's root unless ``working-directory`` says otherwise."""
+    if "$" in target or "$" in directory or target.startswith("/") or directory.startswith("/"):
+        return None
+    candidate = root / directory / target
+    return candidate if ".." not in candidate.relative_to(root).parts and candidate.is_file() else None
 
 
 def _docker_path(dockerfile: Path, target: str) -> Path | None:

@@ -35,7 +35,9 @@ class WorkflowJob:
     matrix: tuple[tuple[str, tuple[LocatedStr, ...]], ...]  # (key, values), `include` entries merged
     ortdoctor_inputs: tuple[tuple[str, LocatedStr], ...]  # (input, value) of `uses: .../ortdoctor@...` steps
     pythons: tuple[LocatedStr, ...] = ()  # actions/setup-python's python-version values, matrix expanded
-    pip: tuple[PipInstall, ...] = ()  # the pip install/uninstall commands of the run: steps, in order
+    # (working directory, command): the pip install/uninstall commands of the run: steps, in order, each with
+    # the step's `working-directory` (else the job's `defaults.run.working-directory`; "" for the checkout)
+    pip: tuple[tuple[str, PipInstall], ...] = ()
 
 
 def _strip_comment(line: str) -> str:
@@ -261,11 +263,15 @@ def read_workflow(text: str) -> tuple[WorkflowJob, ...]:
             labels += values.get(ref.group(1), []) if ref else [label]
         inputs: list[tuple[str, LocatedStr]] = []
         pythons: list[LocatedStr] = []
-        pip: list[PipInstall] = []
+        pip: list[tuple[str, PipInstall]] = []
+        defaults = job.get("defaults")
+        run_defaults = defaults.get("run") if isinstance(defaults, dict) else None
+        job_dir = run_defaults.get("working-directory") if isinstance(run_defaults, dict) else None
         for step in job.get("steps", []) if isinstance(job.get("steps"), list) else []:
             if not isinstance(step, dict):
                 continue
-            pip += _script(step.get("run"), src.blocks)
+            where = step.get("working-directory", job_dir)
+            pip += [(str(where) if isinstance(where, LocatedStr) else "", c) for c in _script(step.get("run"), src.blocks)]
             if not isinstance(step.get("uses"), str):
                 continue
             action = str(step["uses"]).split("@", 1)[0].rstrip("/")
