@@ -72,7 +72,7 @@ def test_failure_classes_are_found_in_real_files(monkeypatch: pytest.MonkeyPatch
         expected = json.loads((DATA / case / "expected.json").read_text(encoding="utf-8"))
         ids |= {f[0] for f in expected["findings"]}
     assert {"lint-ort-cpu-and-gpu", "lint-ort-cuda-mismatch", "lint-ort-cudnn-mismatch",
-            "lint-ort-unpinned"} <= ids
+            "lint-ort-python-unsupported", "lint-ort-no-such-release", "lint-ort-unpinned"} <= ids
     # the CUDA major against each kind of source, on real files: torch (hallo), a base image (the
     # onnxruntime-gpu that audio-separator[gpu] pulls onto nvidia/cuda:11.8.0), pinned NVIDIA wheels
     # (Step-Audio-EditX's nvidia-cuda-nvrtc-cu12 beside torch)
@@ -158,3 +158,28 @@ def test_a_poetry_entry_for_some_pythons_is_judged_on_those(monkeypatch: pytest.
     (finding,) = report.findings  # type: ignore[attr-defined]
     assert 'python_full_version >= "3.13"' in finding.finding.detail
     assert (finding.replacement or "").endswith('python = ">=3.13"}')
+
+
+def test_a_setup_py_extra_its_python_requires_cannot_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """phocr f793cd6 raised its `cuda` extra to onnxruntime-gpu>=1.20.0 (wheels from Python 3.10) and kept
+    python_requires=">=3.8"; two days later issue #12 reported `pip install phocr[cuda]` failing on Python
+    3.9.23. lint reads setup.py without running it and finds the line; the fix is a range of CUDA 12
+    releases that has a wheel for each Python the package admits, 3.8 included."""
+    report = _run("puhuilab__phocr@8b64a57c6f16", monkeypatch)
+    (finding,) = [f for f in report.findings if f.finding.id == "lint-ort-python-unsupported"]  # type: ignore[attr-defined]
+    assert (finding.where.file, finding.where.line) == ("setup.py", 77)
+    assert [(r.file, r.line) for r in finding.related] == [("setup.py", 63)]
+    assert 'python_requires ">=3.8" (setup.py:63) is Python 3.8' in finding.finding.detail
+    assert finding.where.text.strip() == '"onnxruntime-gpu>=1.20.0",'
+
+
+def test_a_withdrawn_release_and_the_fix_upstream_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EchoMuse 7ee61e1's GPU build pinned onnxruntime-gpu==1.20.1, withdrawn from PyPI since; pull request #131
+    (bf46f09) reports the failed fresh build and pins 1.20.2. lint finds the line and writes the line upstream
+    wrote. Both commits uninstall the CPU build before the GPU one goes in: no second flavour."""
+    (finding,) = _run("wilbowes__EchoMuse@7ee61e1e1d62", monkeypatch).findings  # type: ignore[attr-defined]
+    assert (finding.finding.id, finding.where.file, finding.where.line) == (
+        "lint-ort-no-such-release", "controller/Dockerfile", 18)
+    after = (DATA / "wilbowes__EchoMuse@bf46f0908704" / "controller" / "Dockerfile").read_text(encoding="utf-8")
+    assert finding.replacement == after.splitlines()[25]
+    assert not _run("wilbowes__EchoMuse@bf46f0908704", monkeypatch).findings  # type: ignore[attr-defined]

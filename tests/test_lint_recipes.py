@@ -43,7 +43,7 @@ def test_hook_manifest_and_configuration() -> None:
     names = ["requirements.txt", "req/requirements-gpu.txt", "requirements/base.in", "constraints.txt",
              "pyproject.toml", "uv.lock", "poetry.lock", "pylock.toml", "pylock.dev.toml", "environment.yml",
              "env-cuda.yaml", "docker-compose.yml", "compose.gpu.yaml", "Dockerfile", "docker/Dockerfile.cuda12", "gpu.Dockerfile", "README.md",
-             "setup.py", "src/app.py", "requirements.md", ".github/workflows/ci.yml", ".github/workflows/gpu.yaml",
+             "setup.py", "setup.cfg", "src/app.py", "requirements.md", ".github/workflows/ci.yml", ".github/workflows/gpu.yaml",
              "ci/workflows/ci.yml", ".github/dependabot.yml"]
     for name in names:
         assert bool(pattern.search(name)) == (kind_of(Path(name)) is not None), name

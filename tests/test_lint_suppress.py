@@ -65,7 +65,7 @@ def test_tool_ortdoctor_ignore_and_an_unknown_id(tmp_path: Path, monkeypatch: py
 
 def test_the_cli_exit_code_show_suppressed_and_sarif(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "requirements.txt").write_text(
-        "onnxruntime  # ortdoctor: ignore[lint-ort-cpu-and-gpu]\nonnxruntime-gpu==1.20.1\n", encoding="utf-8")
+        "onnxruntime  # ortdoctor: ignore[lint-ort-cpu-and-gpu]\nonnxruntime-gpu==1.20.2\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
     plain = runner.invoke(command, ["--strict"])

@@ -1540,6 +1540,23 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         produced_by="lint",
     ),
     CatalogEntry(
+        id="lint-ort-no-such-release",
+        severity="error",
+        title="the pinned onnxruntime-gpu release is not on PyPI",
+        cause="pip installs what the index lists today. onnxruntime-gpu releases have been withdrawn "
+        "(1.20.1, listed in early 2025, is gone) and the Linux wheels of lines before 1.11 are no longer on "
+        "PyPI: a fresh install of an exact pin on one stops with `Could not find a version that satisfies "
+        "the requirement onnxruntime-gpu==...`, while an environment built before goes on working, so the "
+        "pin goes unnoticed.",
+        evidence="The pinned version against the onnxruntime-gpu versions PyPI has in the matrix's package "
+        "table; not reported for a version newer than the table's newest, nor where the files name an "
+        "index other than PyPI.",
+        fix="Pin a release PyPI has: the newest patch of the same line with a wheel for the declared "
+        "Python (the finding gives the line).",
+        docs=("https://pypi.org/project/onnxruntime-gpu/#history",),
+        produced_by="lint",
+    ),
+    CatalogEntry(
         id="lint-cuda-needs-newer-driver",
         severity="error",
         title="the declared CUDA needs a newer driver than the declared floor",

@@ -117,6 +117,7 @@ if TYPE_CHECKING:
         "lint-ort-cuda-mismatch",
         "lint-ort-cudnn-mismatch",
         "lint-ort-python-unsupported",
+        "lint-ort-no-such-release",
         "lint-cuda-needs-newer-driver",
         "lint-gpu-arch-unsupported",
         "lint-ort-unpinned",

@@ -492,6 +492,7 @@ def lint_stack(stack: Stack, matrix: Matrix) -> list[LintFinding]:
         python = _pin_python(stack, pin)
         if not applies(pin, python):
             continue
+        out += _no_such_release(stack, matrix, pin, python, sources)
         version, admitted = _resolved(matrix, pin, python)
         if version is None:
             continue
@@ -603,6 +604,10 @@ def _unpinned(stack: Stack, matrix: Matrix, pin: Pin, admitted: list[str], sourc
     # the releases the requirement admits, where one fits (the fix keeps its lower bound)
     within = every if _pick(matrix, cuda=want, within=every) else None
     spec = _target(matrix, stack, pin, cuda=want, python=python, within=within)
+    if spec is None and within is not None:
+        # none of the releases it admits has a wheel for the declared Python (phocr's `>=1.20.0` under
+        # python_requires ">=3.8"): the fix moves the lower bound, as lint-ort-python-unsupported's does
+        spec = _target(matrix, stack, pin, cuda=want, python=python)
     detail = (f"{_label(pin)} admits releases built for CUDA "
               f"{', '.join(str(m) for m in majors)}; today it installs {admitted[-1]}")
     if spec is not None and not spec.startswith("=="):
@@ -696,6 +701,53 @@ def _python(stack: Stack, matrix: Matrix, pin: Pin, admitted: list[str],
         out.append(LintFinding(make("lint-ort-python-unsupported", detail, fix), pin.where, line, (d.where,),
                                stack.name))
     return out
+
+
+def _padded(v: str) -> tuple[int, ...]:
+    key = list(_vkey(v))
+    while key and key[-1] == 0:
+        key.pop()
+    return tuple(key)
+
+
+# PyPI, and PyTorch's index (torch's builds, never onnxruntime-gpu's): an index beside them changes nothing here
+_PYPI_HOSTS = ("pypi.org/", "pypi.python.org/", "files.pythonhosted.org/", "download.pytorch.org/")
+
+
+def _no_such_release(stack: Stack, matrix: Matrix, pin: Pin, python: str | None,
+                     sources: list[_Source]) -> list[LintFinding]:
+    """An exact pin on a version PyPI does not have: withdrawn (onnxruntime-gpu 1.20.1), or of a line whose
+    Linux wheels are gone (below 1.11). A fresh build stops at it; one built before goes on working, so
+    the pin goes unnoticed. Not said of a version newer than the matrix's newest (it may be out since),
+    nor where an index other than PyPI is named: a mirror or a private index may have it."""
+    exact = exact_version(pin.spec)
+    if exact is None or not re.fullmatch(r"\d+(?:\.\d+)+", exact):
+        return []
+    indexes = [url for kind, url, _ in stack.feeds if kind in ("index-url", "extra-index-url")]
+    indexes += [pin.index] if pin.index else []
+    if any(not any(host in url.lower() for host in _PYPI_HOSTS) for url in indexes):
+        return []  # an onnxruntime feed, a mirror, a private index: their versions are not PyPI's
+    known = _oldest_first(matrix)
+    # `==1.17` is 1.17.0 (PEP 440 pads with zeros)
+    if not known or _vkey(exact) >= _vkey(known[-1]) or any(_padded(v) == _padded(exact) for v in known):
+        return []
+    match = _match(matrix, exact)
+    line = match.release if match is not None else None
+    pythons = [d.value for d in _pythons(stack) if applies(pin, d.value)]
+    # the newest patch of the same line with a wheel for the declared Pythons: the smallest change
+    same = [v for v in known if line is not None and v in line.versions
+            and all(_python_ok(matrix, v, p) for p in pythons)]
+    # else the newest release of the CUDA major the pin meant (its line's, else the stack's)
+    cuda = line.cuda_major if line is not None else next((s.cuda for s in sources if s.cuda is not None), None)
+    spec = ("==" + same[-1]) if same else (_target(matrix, stack, pin, cuda=cuda, python=python)
+                                           or _target(matrix, stack, pin, python=python))
+    where = (f"the newest {line.line} patch PyPI has" if same and line is not None
+             else "the newest release that fits the stack")
+    gone = f"its line {line.line} has {', '.join(line.versions)}" if line is not None and line.versions else (
+        f"its Linux x86_64 wheels start at {known[0]}")
+    detail = f"{_label(pin)}: PyPI has no onnxruntime-gpu {exact} ({gone}); a fresh install stops at this line"
+    fix, replacement = _pin_fix(pin, spec, matrix, where, stack)
+    return [LintFinding(make("lint-ort-no-such-release", detail, fix), pin.where, replacement, (), stack.name)]
 
 
 def _floor(stack: Stack) -> Declared | None:

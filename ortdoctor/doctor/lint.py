@@ -12,9 +12,10 @@ Action's inputs), a Dockerfile's ``TORCH_CUDA_ARCH_LIST``, or the caller (``--gp
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +45,11 @@ from ortdoctor.decide.ort_dependents import dependents
 from ortdoctor.diagnose.lint_rules import LintFinding, Suppressed, image_declarations, lint_stack
 from ortdoctor.formats.compose import read_compose
 from ortdoctor.formats.conda_env import read_conda_env
-from ortdoctor.formats.dockerfile import read_dockerfile
+from ortdoctor.formats.dockerfile import PipInstall, read_dockerfile
 from ortdoctor.formats.github_workflow import read_workflow
 from ortdoctor.formats.regular_file import NotRegularFile, open_regular
 from ortdoctor.formats.requirements_txt import ReqFile, read_requirements
+from ortdoctor.formats.setup_py import SetupSpec, read_setup_cfg, read_setup_py
 from ortdoctor.formats.toml_lines import LocatedStr, TomlError, read_toml
 
 __all__ = ["LintReport", "Suppressed", "kind_of", "lint_paths"]
@@ -73,13 +75,15 @@ class LintReport:
 
 
 def kind_of(path: Path) -> str | None:
-    """Which reader a file name calls for: requirements, pyproject, uv.lock, poetry.lock, pylock, conda,
-    dockerfile, compose; None for any other file."""
+    """Which reader a file name calls for: requirements, pyproject, setup.py, setup.cfg, uv.lock,
+    poetry.lock, pylock, conda, dockerfile, compose; None for any other file."""
     name = path.name
     if path.parent.name == "workflows" and path.parent.parent.name == ".github" and name.endswith((".yml", ".yaml")):
         return "workflow"
     if name == "pyproject.toml":
         return "pyproject"
+    if name in ("setup.py", "setup.cfg"):
+        return name
     if name == "uv.lock":
         return "uv.lock"
     if name == "poetry.lock":
@@ -235,6 +239,8 @@ class _Reader:
             return self.compose(path, shown, text)
         if kind == "workflow":
             return self.workflow(path, shown, text)
+        if kind in ("setup.py", "setup.cfg"):
+            return self.setup(path, shown, read_setup_py(text) if kind == "setup.py" else read_setup_cfg(text))
         try:
             if kind == "pyproject":
                 doc = _read_pyproject(text)
@@ -277,34 +283,47 @@ class _Reader:
                         arch = arch.replace("+PTX", "").strip()
                         if re.fullmatch(r"\d+\.\d", arch):
                             declared.append(Declared("gpu", arch, "TORCH_CUDA_ARCH_LIST", where))
-            pins: list[Pin] = []
-            feeds: list[tuple[str, str, Where]] = []
-            for install in stage.pip_installs:
-                words = list(install.words)
-                i = 0
-                while i < len(words):
-                    w = words[i]
-                    where = Where(shown, w.line, self.line(path, w.line))
-                    option, value, i = _pip_option(words, i)
-                    if option in ("-r", "--requirement", "-c", "--constraint") and value:
-                        target = _docker_path(path, value)
-                        if target is not None:
-                            sub_shown = os.path.normpath(os.path.relpath(target) if not target.is_absolute()
-                                                         else str(target))
-                            sub, sub_feeds = self.requirements(target, sub_shown)
-                            pins += sub if option in ("-r", "--requirement") else []
-                            feeds += sub_feeds
-                    elif option in ("-i", "--index-url") and value:
-                        feeds.append(("index-url", value, where))
-                    elif option == "--extra-index-url" and value:
-                        feeds.append(("extra-index-url", value, where))
-                    elif option is None and not w.word.startswith("-"):
-                        pin = parse_pin(w.word, where)
-                        if pin is not None and "$" not in w.word:
-                            pins.append(pin)
+            pins, feeds = self.pip_pins(path, shown, stage.pip_installs, lambda value: _docker_path(path, value))
             name = f"{shown} (stage {stage.name or n + 1}: FROM {stage.image})" if len(stages) > 1 else shown
             out.append(Stack(name, tuple(pins), tuple(feeds), tuple(declared)))
         return out
+
+    def pip_pins(self, path: Path, shown: str, installs: Iterable[PipInstall], locate: Callable[[str], Path | None],
+                 before: Sequence[Pin] = ()) -> tuple[list[Pin], list[tuple[str, str, Where]]]:
+        """What a sequence of pip commands leaves installed (a Dockerfile stage's, a workflow job's) on top of
+        ``before``: the requirements they name, with the files their ``-r`` names (``locate`` finds them),
+        less what a later ``pip uninstall`` takes out; and the index URLs they name."""
+        pins: list[Pin] = list(before)
+        feeds: list[tuple[str, str, Where]] = []
+        for install in installs:
+            if install.uninstall:
+                # `pip uninstall -y onnxruntime` before the GPU build goes in: the CPU one is gone
+                gone = {canonicalize_name(w.word) for w in install.words if not w.word.startswith("-")}
+                pins = [p for p in pins if p.name not in gone]
+                continue
+            words = list(install.words)
+            i = 0
+            while i < len(words):
+                w = words[i]
+                where = Where(shown, w.line, self.line(path, w.line))
+                option, value, i = _pip_option(words, i)
+                if option in ("-r", "--requirement", "-c", "--constraint") and value:
+                    target = locate(value)
+                    if target is not None:
+                        sub_shown = os.path.normpath(os.path.relpath(target) if not target.is_absolute()
+                                                     else str(target))
+                        sub, sub_feeds = self.requirements(target, sub_shown)
+                        pins += sub if option in ("-r", "--requirement") else []
+                        feeds += sub_feeds
+                elif option in ("-i", "--index-url") and value:
+                    feeds.append(("index-url", value, where))
+                elif option == "--extra-index-url" and value:
+                    feeds.append(("extra-index-url", value, where))
+                elif option is None and not w.word.startswith("-"):
+                    pin = parse_pin(w.word, where)
+                    if pin is not None and "$" not in w.word:
+                        pins.append(pin)
+        return pins, feeds
 
     def compose(self, path: Path, shown: str, text: str) -> list[Stack]:
         """A service that asks for GPUs and names a CUDA image: its CUDA against the driver floor."""
@@ -321,11 +340,28 @@ class _Reader:
     def workflow(self, path: Path, shown: str, text: str) -> list[Stack]:
         """The machines a GitHub Actions workflow runs on: GPUs named by runner labels (``gpu-t4-4-core``,
         ``[self-hosted, a100]``) and by matrix keys about GPUs (``gpu: [sm_86, H100]``), and the ``gpus``
-        and ``min-driver`` inputs of the ortdoctor Action. No stack of its own: what it declares holds
-        for every file linted with it, as ``[tool.ortdoctor]`` does."""
+        and ``min-driver`` inputs of the ortdoctor Action: what it declares holds for every file linted
+        with it, as ``[tool.ortdoctor]`` does. A job whose ``run:`` steps pip-install a package a rule reads
+        (by name, or in a ``-r`` file of the repository) is a stack of its own, under each Python its
+        ``actions/setup-python`` step sets up."""
         declared: list[Declared] = []
+        jobs: list[Stack] = []
+        root = path.parent.parent.parent  # the repository: .github/workflows/ci.yml
         for job in read_workflow(text):
             origin = f"{_WORKFLOW} `{job.name}`"
+            pins: list[Pin] = []
+            feeds: list[tuple[str, str, Where]] = []
+            for directory, command in job.pip:
+                # one command at a time: each step runs in its own working directory
+                pins, added = self.pip_pins(path, shown, [command], functools.partial(_repo_path, root, directory),
+                                            pins)
+                feeds += added
+            if pins:
+                # not a machine of the repository's (an origin of _MACHINE_ORIGINS): this job's own Python
+                pythons = [Declared("python", m.group(1), f"actions/setup-python's {v} (job `{job.name}`)",
+                                    self.where(path, shown, v))
+                           for v in dict.fromkeys(job.pythons) for m in [_SETUP_PYTHON.match(v)] if m]
+                jobs.append(Stack(f"{shown} (job {job.name})", tuple(pins), tuple(feeds), tuple(pythons)))
             for label in job.runs_on:
                 hit = sm_of_name(label)
                 if hit is not None:
@@ -349,7 +385,30 @@ class _Reader:
                 elif key == "min-driver" and re.fullmatch(r"\d+(?:\.\d+)*", value):
                     declared.append(Declared("driver", str(value), f"{origin}: the ortdoctor Action's min-driver",
                                              where))
-        return [Stack(shown, (), (), tuple(declared))] if declared else []
+        return ([Stack(shown, (), (), tuple(declared))] if declared else []) + jobs
+
+    def setup(self, path: Path, shown: str, spec: SetupSpec) -> list[Stack]:
+        """A setuptools package: its ``install_requires`` and each ``extras_require`` extra with them, under
+        its ``python_requires``. What its users install, so a library as a pyproject with a build system."""
+        declared: list[Declared] = []
+        rp = spec.python_requires
+        low = lowest_python(rp.text) if rp is not None else None
+        if rp is not None and low:
+            declared.append(Declared("python", low, f'python_requires "{rp.text}"',
+                                     Where(shown, rp.line, self.line(path, rp.line)), exact=False,
+                                     admits=admitted_pythons(rp.text)))
+
+        def pins_of(values: Iterable[Any]) -> list[Pin]:
+            return [pin for r in values if names_relevant(r.text)
+                    for pin in [parse_pin(r.text, Where(shown, r.line, self.line(path, r.line)))] if pin is not None]
+
+        base = pins_of(spec.install_requires)
+        stacks = [Stack(shown, tuple(base), (), tuple(declared), library=True)]
+        for extra, values in spec.extras_require:
+            pins = pins_of(values)
+            if pins:
+                stacks.append(Stack(f"{shown} (extra {extra})", tuple(base + pins), (), tuple(declared), library=True))
+        return stacks
 
     def conda(self, path: Path, shown: str, text: str) -> list[Stack]:
         env = read_conda_env(text)
@@ -395,7 +454,7 @@ def _may_matter(text: str, kind: str) -> bool:
     """Whether a file can hold anything a rule reads: a package name a rule reads, an include (a
     requirements file), ``[tool.ortdoctor]`` (a pyproject). Most files of a monorepo name none, and skip
     the parse. Dockerfiles, conda and Compose files always count (a base image says enough alone)."""
-    if kind not in ("requirements", "pyproject", "uv.lock", "poetry.lock", "pylock"):
+    if kind not in ("requirements", "pyproject", "setup.py", "setup.cfg", "uv.lock", "poetry.lock", "pylock"):
         return True
     if not _TOKENS:
         _TOKENS.append(_relevant_tokens())
@@ -409,6 +468,7 @@ def _may_matter(text: str, kind: str) -> bool:
 _WORKFLOW = "the GitHub Actions job"
 #: where the repository's machines are declared: they hold for every stack linted with them
 _MACHINE_ORIGINS = ("[tool.ortdoctor]", _WORKFLOW)
+_SETUP_PYTHON = re.compile(r"(3\.\d+)(?:\.\d+)?$")  # "3.10", "3.9.18"; not "3.x", "pypy3.9", "3.13t"
 _GPU_KEY = re.compile(r"gpu|cuda[-_]?arch|compute[-_]?cap|\bsm\b|\barch", re.IGNORECASE)
 _DRIVER_KEY = re.compile(r"(?:min[-_]?|nvidia[-_]?)?driver(?:[-_]version)?", re.IGNORECASE)
 
@@ -518,6 +578,15 @@ def _pip_option(words: list[Any], i: int) -> tuple[str | None, str | None, int]:
     if w.startswith("-"):
         return w, None, i + 1
     return None, None, i + 1
+
+
+def _repo_path(root: Path, directory: str, target: str) -> Path | None:
+    """A requirements file a workflow's ``pip install -r`` names: from the step's working directory, the
+    repository's root unless ``working-directory`` says otherwise."""
+    if "$" in target or "$" in directory or target.startswith("/") or directory.startswith("/"):
+        return None
+    candidate = root / directory / target
+    return candidate if ".." not in candidate.relative_to(root).parts and candidate.is_file() else None
 
 
 def _docker_path(dockerfile: Path, target: str) -> Path | None:

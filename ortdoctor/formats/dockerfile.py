@@ -3,9 +3,9 @@
 Standard library only, no shell: lines continued with the escape character are joined (the first line
 is the instruction's line), ``ARG``/``ENV`` values are substituted where ``$VAR``, ``${VAR}`` or
 ``${VAR:-default}`` appear (the shell of ``RUN`` would do the same), and each ``RUN`` is split at ``&&``,
-``||``, ``;`` and ``|`` into commands. A command that runs pip's ``install`` (``pip``, ``pip3``,
-``pythonX -m pip``, ``uv pip``) gives a :class:`PipInstall` whose words keep the physical line they
-are written on. Heredocs and JSON-form ``RUN`` are read as plain words.
+``||``, ``;`` and ``|`` into commands. A command that runs pip's ``install`` or ``uninstall`` (``pip``,
+``pip3``, ``pythonX -m pip``, ``uv pip``) gives a :class:`PipInstall` whose words keep the physical line
+they are written on. Heredocs and JSON-form ``RUN`` are read as plain words.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 
 from ortdoctor.core.record import record
 
-__all__ = ["DockerStage", "EnvValue", "PipInstall", "PipWord", "read_dockerfile"]
+__all__ = ["DockerStage", "EnvValue", "PipInstall", "PipWord", "pip_commands", "read_dockerfile"]
 
 
 @record
@@ -27,6 +27,7 @@ class PipWord:
 class PipInstall:
     line: int
     words: tuple[PipWord, ...]  # everything after `install`, variables substituted, quotes removed
+    uninstall: bool = False  # `pip uninstall -y onnxruntime`: what it names is gone from then on
 
 
 @record
@@ -52,7 +53,7 @@ _PYTHON_INSTALL = re.compile(r"(?:\bapt(?:-get)?\s+(?:-\S+\s+)*install\b[^&;|]*?
                              r"|\buv\s+python\s+install\s+(?:cpython-)?(3\.\d+)"
                              r"|\b(?:conda|mamba|micromamba)\s+(?:create|install)\b[^&;|]*?\bpython==?(3\.\d+))")
 _SPLIT = re.compile(r"&&|\|\||;|\|")
-_PIP = re.compile(r"(?:^|\s)(?:\S*/)?(?:(?:python[0-9.]*\s+-m\s+pip)|pip[0-9.]*|uv\s+pip)\s+install(?=\s|$)")
+_PIP = re.compile(r"(?:^|\s)(?:\S*/)?(?:(?:python[0-9.]*\s+-m\s+pip)|pip[0-9.]*|uv\s+pip)\s+(un)?install(?=\s|$)")
 
 
 def _substitute(text: str, values: dict[str, str]) -> str:
@@ -126,29 +127,34 @@ def _words(text: str) -> list[str]:
     return out
 
 
-def _pip_installs(parts: list[tuple[int, str]], values: dict[str, str]) -> list[PipInstall]:
+def pip_commands(parts: list[tuple[int, str]], values: dict[str, str] | None = None) -> list[PipInstall]:
+    """The pip install/uninstall commands of one shell command line, given as its physical lines (the
+    escape character removed), with ``values`` substituted for ``$VAR``."""
     out: list[PipInstall] = []
+    values = values or {}
     # each physical line's commands, so that every word keeps its line
     command: list[PipWord] | None = None
     command_line = 0
+    removes = False
     for number, text in parts:
         text = _substitute(text, values)
         pieces = _SPLIT.split(text)
         for k, piece in enumerate(pieces):
             if k > 0 and command is not None:  # a separator ended the pip command
-                out.append(PipInstall(command_line, tuple(command)))
+                out.append(PipInstall(command_line, tuple(command), removes))
                 command = None
             m = _PIP.search(piece)
             if m:
                 if command is not None:
-                    out.append(PipInstall(command_line, tuple(command)))
+                    out.append(PipInstall(command_line, tuple(command), removes))
                 command = []
                 command_line = number
+                removes = m.group(1) is not None
                 piece = piece[m.end():]
             if command is not None:
                 command.extend(PipWord(number, w) for w in _words(piece))
     if command is not None:
-        out.append(PipInstall(command_line, tuple(command)))
+        out.append(PipInstall(command_line, tuple(command), removes))
     return out
 
 
@@ -193,7 +199,7 @@ def read_dockerfile(text: str, build_args: dict[str, str] | None = None) -> tupl
                 values[name] = value
                 current["env"].append(EnvValue(line, name, value))  # type: ignore[attr-defined]
         elif current is not None and keyword == "RUN":
-            current["pip"].extend(_pip_installs(parts, values))  # type: ignore[attr-defined]
+            current["pip"].extend(pip_commands(parts, values))  # type: ignore[attr-defined]
             for number, text in parts:
                 for m in _PYTHON_INSTALL.finditer(_substitute(text, values)):
                     version = m.group(1) or m.group(2) or m.group(3)

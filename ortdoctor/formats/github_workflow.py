@@ -7,9 +7,11 @@ several lines), quoted and plain scalars, comments; block scalars (``run: |``) a
 does not understand becomes a plain string or is skipped, never an error.
 
 :func:`read_workflow` returns, per job, the runner labels of ``runs-on`` (``${{ matrix.KEY }}`` replaced
-by the matrix's values), the ``strategy.matrix`` values by key (``include`` entries too), and the
-``with:`` inputs of steps that use the ortdoctor Action. What the values mean (a GPU name, a driver) is
-for the caller to decide.
+by the matrix's values), the ``strategy.matrix`` values by key (``include`` entries too), the
+``with:`` inputs of steps that use the ortdoctor Action, the ``python-version`` of ``actions/setup-python``
+steps (matrix references expanded), and the ``pip install``/``pip uninstall`` commands of the ``run:``
+scripts (a ``run: |`` block's lines kept for this). What the values mean (a GPU name, a driver) is for the
+caller to decide.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 from typing import Any
 
 from ortdoctor.core.record import record
+from ortdoctor.formats.dockerfile import PipInstall, pip_commands
 from ortdoctor.formats.toml_lines import LocatedStr
 
 __all__ = ["WorkflowJob", "read_workflow", "read_yaml_lines"]
@@ -31,6 +34,10 @@ class WorkflowJob:
     runs_on: tuple[LocatedStr, ...]  # runner labels, matrix references expanded
     matrix: tuple[tuple[str, tuple[LocatedStr, ...]], ...]  # (key, values), `include` entries merged
     ortdoctor_inputs: tuple[tuple[str, LocatedStr], ...]  # (input, value) of `uses: .../ortdoctor@...` steps
+    pythons: tuple[LocatedStr, ...] = ()  # actions/setup-python's python-version values, matrix expanded
+    # (working directory, command): the pip install/uninstall commands of the run: steps, in order, each with
+    # the step's `working-directory` (else the job's `defaults.run.working-directory`; "" for the checkout)
+    pip: tuple[tuple[str, PipInstall], ...] = ()
 
 
 def _strip_comment(line: str) -> str:
@@ -93,6 +100,8 @@ def _flow(text: str, line: int, depth: int = 0) -> Any:
 class _Lines:
     def __init__(self, text: str) -> None:
         self.rows: list[tuple[int, int, str]] = []  # (line number, indent, text without the indent)
+        # a block scalar's lines by the line of its key: [(line number, text)], for `run: |` scripts
+        self.blocks: dict[int, list[tuple[int, str]]] = {}
         lines = text.splitlines()
         i = 0
         while i < len(lines):
@@ -109,9 +118,12 @@ class _Lines:
                 i += 1
             # a block scalar (`run: |`): its lines are text, not structure
             if re.search(r"(?:^|:\s|-\s)[|>][+-]?\d*$", body):
+                block: list[tuple[int, str]] = []
                 while i < len(lines) and (not lines[i].strip()
                                           or len(lines[i]) - len(lines[i].lstrip(" ")) > indent):
+                    block.append((i + 1, lines[i]))
                     i += 1
+                self.blocks[number] = block
                 body = re.sub(r"[|>][+-]?\d*$", "", body).rstrip()
                 if body.endswith(":"):
                     body += " ''"
@@ -181,7 +193,10 @@ def _sequence(src: _Lines, indent: int, depth: int) -> list[Any]:
 
 def read_yaml_lines(text: str) -> Any:
     """The block-YAML subset of a workflow as dicts, lists and LocatedStr (each scalar with its line)."""
-    src = _Lines(text)
+    return _read(_Lines(text))
+
+
+def _read(src: _Lines) -> Any:
     if not src.rows:
         return {}
     return _block(src, src.rows[0][1], 0)
@@ -198,8 +213,28 @@ def _strings(value: Any) -> list[LocatedStr]:
 _MATRIX_REF = re.compile(r"^\$\{\{\s*matrix\.([\w-]+)\s*\}\}$")
 
 
+def _script(run: Any, blocks: dict[int, list[tuple[int, str]]]) -> list[PipInstall]:
+    """The pip commands of a ``run:`` value: a one-line command, or a block's lines; a line ending in a
+    backslash goes on, any other ends the command."""
+    if not isinstance(run, LocatedStr):
+        return []
+    lines = blocks.get(run.line) or [(run.line, str(run))]
+    out: list[PipInstall] = []
+    command: list[tuple[int, str]] = []
+    for number, text in lines:
+        text = text.rstrip()
+        if text.endswith("\\"):
+            command.append((number, text[:-1]))
+            continue
+        command.append((number, text))
+        out += pip_commands(command)
+        command = []
+    return out + (pip_commands(command) if command else [])
+
+
 def read_workflow(text: str) -> tuple[WorkflowJob, ...]:
-    doc = read_yaml_lines(text)
+    src = _Lines(text)
+    doc = _read(src)
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
     if not isinstance(jobs, dict):
         return ()
@@ -227,13 +262,27 @@ def read_workflow(text: str) -> tuple[WorkflowJob, ...]:
             ref = _MATRIX_REF.match(label)
             labels += values.get(ref.group(1), []) if ref else [label]
         inputs: list[tuple[str, LocatedStr]] = []
+        pythons: list[LocatedStr] = []
+        pip: list[tuple[str, PipInstall]] = []
+        defaults = job.get("defaults")
+        run_defaults = defaults.get("run") if isinstance(defaults, dict) else None
+        job_dir = run_defaults.get("working-directory") if isinstance(run_defaults, dict) else None
         for step in job.get("steps", []) if isinstance(job.get("steps"), list) else []:
-            if not isinstance(step, dict) or not isinstance(step.get("uses"), str):
+            if not isinstance(step, dict):
+                continue
+            where = step.get("working-directory", job_dir)
+            pip += [(str(where) if isinstance(where, LocatedStr) else "", c) for c in _script(step.get("run"), src.blocks)]
+            if not isinstance(step.get("uses"), str):
                 continue
             action = str(step["uses"]).split("@", 1)[0].rstrip("/")
-            if action.rsplit("/", 1)[-1] != "ortdoctor" or not isinstance(step.get("with"), dict):
+            given: dict[str, Any] = step["with"] if isinstance(step.get("with"), dict) else {}
+            if action == "actions/setup-python":
+                for version in _strings(given.get("python-version")):
+                    ref = _MATRIX_REF.match(version)
+                    pythons += values.get(ref.group(1), []) if ref else [version]
+            if action.rsplit("/", 1)[-1] != "ortdoctor" or not given:
                 continue
-            inputs += [(k, v) for k, v in step["with"].items() if isinstance(v, LocatedStr)]
+            inputs += [(k, v) for k, v in given.items() if isinstance(v, LocatedStr)]
         out.append(WorkflowJob(str(name), tuple(labels), tuple((k, tuple(v)) for k, v in values.items()),
-                               tuple(inputs)))
+                               tuple(inputs), tuple(pythons), tuple(pip)))
     return tuple(out)
