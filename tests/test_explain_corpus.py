@@ -42,6 +42,8 @@ TARGET_ACCURACY = 0.95  # the working part, which rules are written against
 # classes in view. Entries 300-314 and 341-354 (29 threads, scored against those rules before any rule
 # changed: 18 of 29 right) brought it to 136/160 (85.0 %), the measure of texts no rule was written against;
 # round 3's general readings, written after their misses were classified, brought it to 142/160 (88.8 %).
+# Entries 380-394 (15 threads, scored against round 3 before any rule changed: 12 of 15 right) left it at
+# 154/175 (88.0 %), on the floor.
 # The floor follows the measured score, it is not a target.
 HELDOUT_FLOOR = 0.88
 MIN_ENTRIES = 170
