@@ -42,8 +42,9 @@ TARGET_ACCURACY = 0.95  # the working part, which rules are written against
 # classes in view. Entries 300-314 and 341-354 (29 threads, scored against those rules before any rule
 # changed: 18 of 29 right) brought it to 136/160 (85.0 %), the measure of texts no rule was written against;
 # round 3's general readings, written after their misses were classified, brought it to 142/160 (88.8 %).
-# The floor follows the measured score, it is not a target.
-HELDOUT_FLOOR = 0.88
+# Entries 410-425 (16 threads, scored against those rules before any rule changed: 10 of 16 right) brought it
+# to 152/176 (86.4 %). The floor follows the measured score, it is not a target.
+HELDOUT_FLOOR = 0.86
 MIN_ENTRIES = 170
 DOC = Path(__file__).resolve().parents[1] / "docs" / "explain.md"
 MISSES_FILE = Path(tempfile.gettempdir()) / "ortdoctor-explain-corpus-misses.md"
