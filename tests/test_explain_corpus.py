@@ -42,10 +42,9 @@ TARGET_ACCURACY = 0.95  # the working part, which rules are written against
 # classes in view. Entries 300-314 and 341-354 (29 threads, scored against those rules before any rule
 # changed: 18 of 29 right) brought it to 136/160 (85.0 %), the measure of texts no rule was written against;
 # round 3's general readings, written after their misses were classified, brought it to 142/160 (88.8 %).
-# Entries 380-394 (15 threads, scored against round 3 before any rule changed: 12 of 15 right) left it at
-# 154/175 (88.0 %), on the floor.
-# The floor follows the measured score, it is not a target.
-HELDOUT_FLOOR = 0.88
+# Entries 380-394 and 410-425 (31 threads, scored against round 3 before any rule changed: 22 of 31 right)
+# brought it to 164/191 (85.9 %). The floor follows the measured score, it is not a target.
+HELDOUT_FLOOR = 0.85
 MIN_ENTRIES = 170
 DOC = Path(__file__).resolve().parents[1] / "docs" / "explain.md"
 MISSES_FILE = Path(tempfile.gettempdir()) / "ortdoctor-explain-corpus-misses.md"
