@@ -306,3 +306,40 @@ def test_the_loaders_message_is_read_in_other_languages(line: str, soname: str) 
 def test_a_drivers_highest_cuda_is_not_an_installed_cuda() -> None:
     # a public root-cause note on cudaErrorInsufficientDriver (found by code search; cuda-python 13 on driver 570)
     assert _facts("- **Driver**: 570.172.08 (supports CUDA 12.8)") == {("driver.version", "570.172.08")}
+
+
+@pytest.mark.parametrize("line", [
+    # facefusion/facefusion-docker#9 (fixed with a libnvrtc.so symbolic link to torch's versioned copy)
+    "facefusion-docker-facefusion-cuda-1  | Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot "
+    "open shared object file: No such file or directory",
+    # v-iashin/Synchformer#9
+    "`Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot open shared object file: No such file "
+    "or directory`.",
+])
+def test_an_unversioned_cuda_library_cudnn_opens_is_a_missing_cuda_library(line: str) -> None:
+    found = classify(line)[0]
+    assert found.finding_id == "cuda-lib-missing"
+    assert "libnvrtc.so" in found.what
+    assert "symbolic link" in found.fix
+
+
+@pytest.mark.parametrize("line", [
+    # NVIDIA container logs kept in public notes (found by code search): an image release older than the GPU
+    "bytetrack  | WARNING: Detected NVIDIA NVIDIA GeForce RTX 4090 GPU, which is not yet supported in this version of "
+    "the container",
+    "WARNING: Detected NVIDIA NVIDIA GeForce RTX 3070 Ti GPU, which is not yet supported in this version of the "
+    "container",
+])
+def test_an_nvidia_container_older_than_the_gpu(line: str) -> None:
+    found = classify(line + "\nERROR: No supported GPU(s) detected to run this container")[0]
+    assert found.finding_id == "cuda-runtime-older-than-gpu"
+    assert "newer release of the image" in found.fix
+
+
+def test_the_release_a_python_prompt_prints_is_read() -> None:
+    # a public Jetson set-up note (found by code search): the answer to onnxruntime.__version__ is the next line
+    from ortdoctor.diagnose.classify import classify_with_stack
+    from ortdoctor.diagnose.textlines import iter_lines
+
+    _, stack = classify_with_stack(iter_lines(">>> import onnxruntime\n>>> onnxruntime.__version__\n'1.1.2'\n"))
+    assert stack.ort_version == "1.1.2"

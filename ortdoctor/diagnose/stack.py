@@ -110,6 +110,12 @@ class Stack:
         return self.binding != "unknown"
 
 
+# Python's own answer to onnxruntime.__version__: ">>> onnxruntime.__version__" (or a print of it, "ort" as the
+# usual alias), then the version alone on the next line, quoted in a REPL
+_ASKS_VERSION = re.compile(r"^(?:>>>\s*)?(?:print\()?(?:onnxruntime|ort)\.__version__\)?\s*$")
+_REPL_VERSION = re.compile(r"""['"]?(1\.\d{1,2}\.\d{1,2})['"]?""")
+
+
 class StackScanner:
     """Accumulates binding and OS evidence line by line; :meth:`stack` gives the verdict."""
 
@@ -152,6 +158,14 @@ class StackScanner:
             heading = text.lstrip("#").strip().lower()
             if heading in ("onnx runtime api", "onnx runtime version or commit id"):
                 self._form_field = heading
+            return
+        if field == "__version__" and self._ort_version is None:
+            m = _REPL_VERSION.fullmatch(text)
+            if m:
+                self._ort_version = m.group(1)
+            return
+        if _ASKS_VERSION.search(text):  # a REPL or print() of onnxruntime.__version__: its answer is the next line
+            self._form_field = "__version__"
             return
         if field == "onnx runtime api" and text.lower() in _FORM_API:
             self._binding[_FORM_API[text.lower()]] += 3

@@ -44,6 +44,7 @@ class Context:
 _CUDNN_SO = re.compile(r"^libcudnn(?:_\w+)?\.so\.(\d+)")
 _CUDNN_DLL = re.compile(r"^cudnn(?:_\w+?)?64_(\d+)\.dll$", re.IGNORECASE)
 _CUDA_SO = re.compile(r"^lib(cudart|cublasLt|cublas|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink)\.so\.(\d+)")
+_CUDA_UNVERSIONED = re.compile(r"^lib(cudart|cublasLt|cublas|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink)\.so$")
 _CUDA_DLL = re.compile(r"^(cudart|cublasLt|cublas|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink)64_(\d+)(?:_0)?\.dll$",
                        re.IGNORECASE)
 _TRT_LIB = re.compile(r"^(?:lib)?(nvinfer\w*|nvonnxparser|nvparsers)(?:\.so|_\d+\.dll|\.dll)", re.IGNORECASE)
@@ -103,6 +104,9 @@ def _identify(matrix: Matrix, name: str) -> _Lib | None:
         if comp == "cufft":
             return _Lib(name, "cuda", comp, frozenset({so + 1}))
         return _Lib(name, "cuda", comp, frozenset())
+    m = _CUDA_UNVERSIONED.match(name)
+    if m:  # "libnvrtc.so": cuDNN 8 opens some CUDA libraries by their development name, which no major names
+        return _Lib(name, "cuda", m.group(1), frozenset())
     m = _CUDA_DLL.match(name)
     if m:
         ver = m.group(2)
@@ -404,7 +408,10 @@ class Decider:
                "the loader path by themselves)" if self.stack.python else "")
             + ". A CUDA major different from the build's cannot stand in." + era,
             self._libs_fix(lib, lib_major, what=f"the CUDA {lib_major} libraries ({lib.name})" if lib_major
-                           else f"the CUDA library {lib.name}"),
+                           else f"the CUDA library {lib.name}")
+            + (f" It is opened by its unversioned name: the CUDA toolkit's development package has {lib.name}; with "
+               f"only a versioned {lib.name}.N installed, a symbolic link {lib.name} to it in the same directory "
+               "serves." if lib.name.endswith(".so") else ""),
             hit.evidence, details,
         )
 
@@ -1276,6 +1283,23 @@ class Decider:
             "image built for the CUDA the host driver supports (nvidia-smi's \"CUDA Version\" is the highest it runs)"
             + (f". {self._summary()}." if self._summary() else "."),
             hit.evidence, {"needs_driver": need} | ({"driver": drv.value} if drv is not None else {}))
+
+    def _b_container_gpu(self, hit: Hit) -> Match:
+        """An NVIDIA container image older than the GPU: its CUDA and libraries do not know the GPU yet."""
+        sm = self.ev.sm()
+        need = _FIRST_CUDA.get(sm) if sm is not None else None
+        self._used("cuda-runtime-older-than-gpu", "gpu.name", "gpu.compute_capability", "cuda.version",
+                   "tensorrt.version")
+        return Match(
+            "cuda-runtime-older-than-gpu",
+            f"The container image predates the GPU ({hit.subject}): its release does not support it yet.",
+            "An NVIDIA container release supports the GPUs its CUDA, cuDNN and TensorRT know; a GPU newer than the "
+            "release is refused at start (or runs without kernels for it).",
+            "Use a newer release of the image, one whose CUDA knows the GPU"
+            + (f" (CUDA {need[0]}.{need[1]} or newer for sm_{sm})" if need is not None and sm is not None else "")
+            + ", with the onnxruntime-gpu build for that CUDA major; the release notes of the image list the GPUs "
+            "each release supports.",
+            hit.evidence, {"gpu": hit.subject} | ({"sm": f"sm_{sm}"} if sm is not None else {}))
 
     def _b_torch_arch(self, hit: Hit) -> Match:
         """PyTorch's check of the GPU against its build's architectures: a GPU newer than all of them needs a

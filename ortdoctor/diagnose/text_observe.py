@@ -633,6 +633,11 @@ _RULES: tuple[Rule, ...] = (
     Rule(("this container was built for nvidia driver release",),
           re.compile(r"This container was built for NVIDIA Driver Release (\d{3}\.\d{1,3}(?:\.\d{1,3})?) or later",
                      re.IGNORECASE), _simple("container_driver", subject=1)),
+    # ... and the GPU: "WARNING: Detected NVIDIA GeForce RTX 3090 GPU, which is not yet supported in this version of
+    # the container" (then "ERROR: No supported GPU(s) detected to run this container")
+    Rule(("not yet supported in this version of the container",),
+          re.compile(r"Detected (?:NVIDIA )*(.{1,60}?) GPU, which is not yet supported in this version of the container",
+                     re.IGNORECASE), _simple("container_gpu", subject=1)),
     # PyTorch's own check of the GPU against the architectures its build carries, in its two wordings: "<GPU> with
     # CUDA capability sm_61 is not compatible with the current PyTorch installation." then "The current PyTorch
     # install supports CUDA capabilities sm_50 sm_70 ...", and (2.8 on) "Found GPU0 <GPU> which is of compute
