@@ -343,3 +343,8 @@ def test_the_release_a_python_prompt_prints_is_read() -> None:
 
     _, stack = classify_with_stack(iter_lines(">>> import onnxruntime\n>>> onnxruntime.__version__\n'1.1.2'\n"))
     assert stack.ort_version == "1.1.2"
+
+
+def test_an_issue_forms_single_cuda_cudnn_answer_is_cudas() -> None:
+    # a public Lightning issue form (found by code search): one version in the CUDA/cuDNN field is CUDA's
+    assert _facts("#- CUDA/cuDNN version: 11.8") == {("cuda.version", "11.8")}

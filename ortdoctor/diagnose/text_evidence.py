@@ -92,6 +92,8 @@ _CC = re.compile(r"(?:compute capability|CUDA capability|capability)(?: major/mi
 _TRT_SM = re.compile(r"Unsupported SM:?\s*0x([1-9a-c])0([0-9])\b")
 _PAIRED = re.compile(r"CUDA\s*/\s*cuDNN(?:\s*versions?)?\s*[:=]?\s*v?((?:1[0-3]|[89])\.\d{1,2}(?:\.\d{1,3})?)\s*/\s*v?"
                      r"(\d{1,2}(?:\.\d{1,3}){0,3})\b", re.IGNORECASE)
+_FORM_SINGLE = re.compile(r"CUDA\s*/\s*cuDNN(?:\s*versions?)?\s*[:=]\s*v?((?:1[0-3]|[89])\.\d)(?:\.\d{1,3})?\s*$",
+                          re.IGNORECASE)
 _REQUIRE = re.compile(r"Require cuDNN (\d{1,2})\.\* and CUDA (\d{1,2})\.\*")
 # What a program asks for is not what the machine has: "sherpa-onnx is looking for CUDA 11 file", "it searches
 # for CUDA 11.x dependencies", "needs CUDA 11" name the build's CUDA, and "(supports CUDA 13.0)" a driver's
@@ -133,10 +135,15 @@ class EvidenceScanner:
                 self._add("ort.cudnn_major", m.group(1), line)
                 self._add("ort.cuda_major", m.group(2), line)
             return  # the build's majors, not the machine's: no other rule reads this line
-        paired = _PAIRED.search(line) if "/cudnn" in low.replace(" ", "") else None
+        form = "/cudnn" in low.replace(" ", "")
+        paired = _PAIRED.search(line) if form else None
         if paired:  # an issue form's "CUDA/cuDNN version: 11.0.3 / 8.0.2.39": the first is CUDA's, the second cuDNN's
             self._add("cuda.version", ".".join(paired.group(1).split(".")[:2]), line)
             self._add("cudnn.version", paired.group(2), line)
+        elif form and (single := _FORM_SINGLE.search(line)) is not None:
+            # the same field answered with one version ("CUDA/cuDNN version: 10.1"): CUDA's, not a cuDNN 10.1
+            self._add("cuda.version", single.group(1), line)
+            paired = single
         for fact, needles, pattern in _RULES:
             if not any(n in low for n in needles) or (fact.startswith("cuda.") and "driver version" in low):
                 continue  # nvidia-smi's "CUDA Version" is the driver's highest CUDA, not an installed one

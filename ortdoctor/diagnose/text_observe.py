@@ -631,7 +631,7 @@ _RULES: tuple[Rule, ...] = (
     # NVIDIA's container images check the host driver at start: "This container was built for NVIDIA Driver
     # Release 535.86 or later, but version 510.85.02 was detected and compatibility mode is UNAVAILABLE."
     Rule(("this container was built for nvidia driver release",),
-          re.compile(r"This container was built for NVIDIA Driver Release (\d{3}\.\d{1,3}(?:\.\d{1,3})?) or later",
+          re.compile(r"This container was built for NVIDIA Driver Release (\d{3}(?:\.\d{1,3}){0,2}) or later",
                      re.IGNORECASE), _simple("container_driver", subject=1)),
     # ... and the GPU: "WARNING: Detected NVIDIA GeForce RTX 3090 GPU, which is not yet supported in this version of
     # the container" (then "ERROR: No supported GPU(s) detected to run this container")
