@@ -39,7 +39,7 @@ _BINDING_MARKERS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("node", 3, ("onnxruntime-node", "node_modules", "onnxruntime_binding.node")),
     ("cpp", 3, ("Ort::", "terminate called after throwing", "what():", "[dnn_onnxruntime @",
                 # TensorRT's C++ tools and samples, and glibc's assert() in a C/C++ program
-                "&&&& RUNNING TensorRT", "&&&& FAILED TensorRT", "&&&& PASSED TensorRT", "trtexec", "): Assertion `")),
+                "&&&& RUNNING TensorRT", "&&&& FAILED TensorRT", "&&&& PASSED TensorRT", "): Assertion `")),
     # the C API by name: C and C++ programs (Java's and C#'s messages carry their own stronger markers)
     ("cpp", 2, ("SessionOptionsAppendExecutionProvider_", "onnxruntime-linux-x64-gpu-", "onnxruntime-win-x64-gpu-",
                 "model_repository_manager.cc")),
