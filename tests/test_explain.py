@@ -213,8 +213,13 @@ def test_file_errors_are_usage_errors(tmp_path: Path) -> None:
 
 
 def test_a_file_name_given_as_the_text_gets_a_hint(tmp_path: Path) -> None:
-    log = tmp_path / "my app.log"
+    import shlex
+
+    log = tmp_path / "it's $(touch pwned) my app.log"
     log.write_text("nothing to see\n", encoding="utf-8")
     code, _, err = _run("--no-here", str(log))
     assert code == 1
-    assert "ortdoctor explain --file '" + str(log) + "'" in err
+    command = err.split("to read the file: ", 1)[1].splitlines()[0]
+    # the printed command, split as a POSIX shell splits it, is the argument list with the path unharmed
+    assert shlex.split(command) == ["ortdoctor", "explain", "--file", str(log)]
+    assert not (tmp_path / "pwned").exists()

@@ -324,14 +324,15 @@ def test_an_unversioned_cuda_library_cudnn_opens_is_a_missing_cuda_library(line:
 
 
 @pytest.mark.parametrize("line", [
-    # NVIDIA container logs kept in public notes (found by code search): an image release older than the GPU
-    "bytetrack  | WARNING: Detected NVIDIA NVIDIA GeForce RTX 4090 GPU, which is not yet supported in this version of "
-    "the container",
-    "WARNING: Detected NVIDIA NVIDIA GeForce RTX 3070 Ti GPU, which is not yet supported in this version of the "
-    "container",
+    # HuangJunJie2017/BEVDet#314 (a TensorRT 22.07 image on an RTX 4090; 22.12 fixed it)
+    "WARNING: Detected NVIDIA NVIDIA GeForce RTX 4090 GPU, which is not yet supported in this version of the "
+    "container\nERROR: No supported GPU(s) detected to run this container",
+    # fauxpilot/fauxpilot#248 (a Triton image on an RTX 4060)
+    "triton-1         | WARNING: Detected NVIDIA NVIDIA GeForce RTX 4060 GPU, which is not yet supported in this "
+    "version of the container\ntriton-1         | ERROR: No supported GPU(s) detected to run this container",
 ])
 def test_an_nvidia_container_older_than_the_gpu(line: str) -> None:
-    found = classify(line + "\nERROR: No supported GPU(s) detected to run this container")[0]
+    found = classify(line)[0]
     assert found.finding_id == "cuda-runtime-older-than-gpu"
     assert "newer release of the image" in found.fix
 
