@@ -19,7 +19,7 @@ from ortdoctor.core.record import record, replace
 from ortdoctor.decide import gpu_names, kernels, packages, tensorrt_versions
 from ortdoctor.decide.fix_plan import driver_first
 from ortdoctor.decide.fixes import DriverGate, step
-from ortdoctor.decide.matrix.model import Matrix
+from ortdoctor.decide.matrix.model import Matrix, line_key, parse_version
 from ortdoctor.diagnose import fixes
 from ortdoctor.diagnose.platforms import jetson_routes, wheel_platforms_text
 from ortdoctor.diagnose.stack import Stack
@@ -1062,7 +1062,7 @@ class Decider:
             return self._runtime_older(hit, sm, need, max(runtime))
         dropped = self._dropped(sm)
         if dropped is not None:
-            return self._gpu_dropped(hit, sm, dropped)
+            return self._gpu_dropped(hit, sm, *dropped)
         return None
 
     def _evidenced_cuda(self) -> int | None:
@@ -1124,14 +1124,15 @@ class Decider:
     def _cite(items: list[Evidence]) -> str:
         return "; ".join(f"{e.fact} {e.value} (line {e.line_no})" for e in items[:6])
 
-    def _dropped(self, sm: int) -> str | None:
-        """What dropped this GPU generation, from the versions in the text (None when nothing did)."""
+    def _dropped(self, sm: int) -> tuple[str, str | None] | None:
+        """What dropped this GPU generation, from the versions in the text, and the fix when it is not the
+        catalog's (None when nothing did)."""
         cudnn = [tuple(int(x) for x in v.split(".")[:2]) for v in self.ev.values("cudnn.version") if "." in v]
         if sm < _CUDNN_DROP_BELOW and any(v >= _CUDNN_DROP_FROM for v in cudnn):
-            return f"cuDNN {'.'.join(map(str, max(cudnn)))} (cuDNN 9.11 and later support no GPU older than Volta)"
+            return f"cuDNN {'.'.join(map(str, max(cudnn)))} (cuDNN 9.11 and later support no GPU older than Volta)", None
         trt = self._tensorrt_drop(sm)
         if trt is not None:
-            return trt[0]
+            return trt
         shown = {m for m, _ in self.ev.cuda_versions()} | self.ev.majors("cuda.major")
         if self.ctx.cuda_major is not None:
             shown.add(self.ctx.cuda_major)
@@ -1139,8 +1140,13 @@ class Decider:
             floor = kernels.CUDA_FLOOR.get(major)
             if floor is not None and sm < floor[0] * 10 + floor[1]:
                 return (f"CUDA {major} (it builds nothing below sm_{floor[0]}{floor[1]}"
-                        + (": no Maxwell, Pascal or Volta)" if major == 13 else ": no Kepler)" if major == 12 else ")"))
+                        + (": no Maxwell, Pascal or Volta)" if major == 13 else ": no Kepler)" if major == 12 else ")"),
+                        None)
         return None
+
+    def _majors_with_kernels(self, sm: int) -> list[int]:
+        """The current CUDA majors whose builds still carry kernels for this GPU, newest first."""
+        return [m for m in sorted(self._current(), reverse=True) if kernels.CUDA_FLOOR.get(m, (0, 0)) <= divmod(sm, 10)]
 
     def _tensorrt_drop(self, sm: int) -> tuple[str, str] | None:
         """(what dropped the GPU, the fix) when a TensorRT version the text shows supports no GPU this old
@@ -1150,18 +1156,12 @@ class Decider:
         if facts is None:
             return None
         for value in self.ev.values("tensorrt.version"):
-            head = value.split(".")
-            if len(head) < 2 or not (head[0].isdigit() and head[1].isdigit()):
-                continue
-            floor = facts.gpu_floor((int(head[0]), int(head[1])))
+            floor = facts.gpu_floor(_major_minor(value))
             if floor is None or sm >= floor.sm:
                 continue
-            # the current CUDA majors whose builds still carry kernels for this GPU, newest first
-            cuda = [m for m in sorted(self._current(), reverse=True)
-                    if kernels.CUDA_FLOOR.get(m, (0, 0)) <= divmod(sm, 10)]
-            keeps = next((b for b in sorted(facts.builds, key=lambda b: _line_key(b.lines[-1]), reverse=True)
-                          if (f := facts.gpu_floor(tuple(int(x) for x in b.tensorrt.split(".")[:2])))  # type: ignore[arg-type]
-                          is None or sm >= f.sm), None)
+            cuda = self._majors_with_kernels(sm)
+            keeps = next((b for b in sorted(facts.builds, key=lambda b: _major_minor(b.lines[-1]), reverse=True)
+                          if (f := facts.gpu_floor(_major_minor(b.tensorrt))) is None or sm >= f.sm), None)
             fix = (f"Use a TensorRT older than {floor.since} on this GPU"
                    + (f": for the TensorRT provider, onnxruntime-gpu {keeps.lines[-1]} with TensorRT {keeps.tensorrt}, "
                       "the TensorRT its provider was built with" if keeps is not None else "")
@@ -1202,21 +1202,18 @@ class Decider:
                      doc.cause + " Evidence: " + self._cite(items) + ".", fix,
                      items[0].line if items else hit.evidence, {"sm": f"sm_{sm}", "needs_cuda": f"{need[0]}.{need[1]}"})
 
-    def _gpu_dropped(self, hit: Hit, sm: int, by: str) -> Match:
+    def _gpu_dropped(self, hit: Hit, sm: int, by: str, own_fix: str | None) -> Match:
         items = self._used("gpu-dropped-by-library", "gpu.name", "gpu.compute_capability", "cudnn.version",
-                           "cuda.version", "cuda.major")
+                           "cuda.version", "cuda.major", *(("tensorrt.version",) if own_fix is not None else ()))
         doc = _CATALOG["gpu-dropped-by-library"]
         fix = doc.fix
-        trt = self._tensorrt_drop(sm) if by.startswith("TensorRT") else None
-        if trt is not None:
-            items += self._used("gpu-dropped-by-library", "gpu.name", "gpu.compute_capability", "tensorrt.version")[2:]
+        if own_fix is not None:  # TensorRT's drop: its fix names the release to stay on
             return Match("gpu-dropped-by-library", f"The GPU (sm_{sm}) is not supported by {by}.",
-                         doc.cause + " Evidence: " + self._cite(items) + ".", trt[1],
+                         doc.cause + " Evidence: " + self._cite(items) + ".", own_fix,
                          items[0].line if items else hit.evidence, {"sm": f"sm_{sm}"})
         # the fix sends the GPU to the newest current CUDA major that still builds for it: that major's driver
         # floor is checked against a driver the text shows (_for_driver)
-        keeps = [m for m in sorted(self._current(), reverse=True) if kernels.CUDA_FLOOR.get(m, (0, 0)) <= divmod(sm, 10)]
-        self._naming += keeps[:1]
+        self._naming += self._majors_with_kernels(sm)[:1]
         if "cuDNN" in by and self.stack.python and self.matrix is not None:
             wheel = packages.cudnn_wheel(self.matrix, 9, 12)
             if wheel:
@@ -1323,8 +1320,7 @@ class Decider:
                          _CATALOG["cuda-runtime-older-than-gpu"].cause + " Evidence: " + self._cite(items) + ".",
                          fix, hit.evidence, {"sm": f"sm_{sm}", "needs_cuda": f"{need[0]}.{need[1]}"})
         if archs and sm < archs[0]:
-            cuda = [m for m in sorted(self._current(), reverse=True)
-                    if kernels.CUDA_FLOOR.get(m, (0, 0)) <= divmod(sm, 10)]
+            cuda = self._majors_with_kernels(sm)
             self._used("gpu-dropped-by-library", "gpu.name", "gpu.compute_capability", "cuda.version")
             return Match("gpu-dropped-by-library",
                          f"The GPU (sm_{sm}) is not supported by this PyTorch build: its kernels start at sm_{archs[0]}.",
@@ -1374,8 +1370,10 @@ _CUDNN_DROP_FROM = (9, 11)
 _CUDNN_DROP_BELOW = 70
 
 
-def _line_key(line: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in line.split(".") if x.isdigit())
+def _major_minor(version: str) -> tuple[int, int]:
+    """``(10, 2)`` for "10.2.0.19" or "10.2"; ``(0, 0)`` for what is no version."""
+    parsed = parse_version(version)
+    return line_key(parsed) if parsed is not None else (0, 0)
 
 
 def with_evidence(stack: Stack, ev: TextEvidence) -> Stack:

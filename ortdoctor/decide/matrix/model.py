@@ -398,8 +398,8 @@ class TensorrtGpuFloor:
 
     @property
     def since_tuple(self) -> tuple[int, int]:
-        major, _, minor = self.since.partition(".")
-        return int(major), int(minor or 0)
+        parsed = parse_version(self.since)  # "10.0" (validated when the matrix is read)
+        return line_key(parsed) if parsed is not None else (0, 0)
 
 
 @record
