@@ -49,7 +49,7 @@ from ortdoctor.formats.dockerfile import PipInstall, read_dockerfile
 from ortdoctor.formats.github_workflow import read_workflow
 from ortdoctor.formats.regular_file import NotRegularFile, open_regular
 from ortdoctor.formats.requirements_txt import ReqFile, read_requirements
-from ortdoctor.formats.setup_py import SetupSpec, read_setup_cfg, read_setup_py
+from ortdoctor.formats.setup_py import SetupRequirement, SetupSpec, read_setup_cfg, read_setup_py
 from ortdoctor.formats.toml_lines import LocatedStr, TomlError, read_toml
 
 __all__ = ["LintReport", "Suppressed", "kind_of", "lint_paths"]
@@ -398,7 +398,7 @@ class _Reader:
                                      Where(shown, rp.line, self.line(path, rp.line)), exact=False,
                                      admits=admitted_pythons(rp.text)))
 
-        def pins_of(values: Iterable[Any]) -> list[Pin]:
+        def pins_of(values: Iterable[SetupRequirement]) -> list[Pin]:
             return [pin for r in values if names_relevant(r.text)
                     for pin in [parse_pin(r.text, Where(shown, r.line, self.line(path, r.line)))] if pin is not None]
 
