@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from ortdoctor.diagnose.classify import classify
+from ortdoctor.decide import gpu_names
+from ortdoctor.diagnose.classify import classify, classify_with_stack
+from ortdoctor.diagnose.stack import Stack
 from ortdoctor.diagnose.text_evidence import Evidence, EvidenceScanner
 from ortdoctor.diagnose.text_normalise import normalise_line
+from ortdoctor.diagnose.textlines import iter_lines
 
 
 def _facts(*lines: str) -> set[tuple[str, str]]:
@@ -349,3 +352,108 @@ def test_the_release_a_python_prompt_prints_is_read() -> None:
 def test_an_issue_forms_single_cuda_cudnn_answer_is_cudas() -> None:
     # a public Lightning issue form (found by code search): one version in the CUDA/cuDNN field is CUDA's
     assert _facts("#- CUDA/cuDNN version: 11.8") == {("cuda.version", "11.8")}
+
+
+# -- readings of round 6: each a general reading, tested on lines quoted from the threads named --------------------
+
+def _stack_of(text: str) -> Stack:
+    return classify_with_stack(iter_lines(text))[1]
+
+
+def test_an_issue_forms_version_outweighs_versions_named_in_prose() -> None:
+    # microsoft/onnxruntime#6050: the prose names the release migrated from first
+    text = ("I migrated my code from onnxruntime 1.4.0 to 1.5.2 version.\n"
+            "- ONNX Runtime version: 1.5.2\n")
+    assert _stack_of(text).ort_version == "1.5.2"
+
+
+@pytest.mark.parametrize(("line", "version"), [
+    # dudarenok-maker/Castwright#2534: the name in Markdown code
+    ("`onnxruntime-gpu` 1.27 silently falls back to `CPUExecutionProvider` on this box's CUDA 12.4 / cuDNN mismatch,",
+     "1.27"),
+    # microsoft/onnxruntime#20571: the version in a note in brackets
+    ("I am using the following content: Microsoft.ML.OnnxRuntime.GPU (nuget package VERSION 1.16.0)", "1.16.0"),
+])
+def test_a_release_named_in_code_or_in_brackets_is_read(line: str, version: str) -> None:
+    assert _stack_of(line).ort_version == version
+
+
+def test_versions_in_brackets_after_the_name_are_read() -> None:
+    # microsoft/onnxruntime#20571, the reporter's comment
+    assert _facts(" NVIDIA CUDA Tool Kit (VERSION 12.2) ", "CUDNN (VERSION 8.9)") == {
+        ("cuda.version", "12.2"), ("cudnn.version", "8.9")}
+
+
+def test_a_release_that_links_cuda_into_its_core_dll_against_the_machines_cuda_minor() -> None:
+    # microsoft/onnxruntime#6050: .NET names the DllImport without its extension; 1.5 is built for CUDA 10.2, and
+    # before CUDA 11 the minor is in the DLL names (the maintainer: "the CUDA requirement is 10.2 as of 1.5")
+    text = ("Unable to load DLL 'onnxruntime': The specified module could not be found. (Exception from HRESULT: "
+            "0x8007007E)\n- ONNX Runtime version: 1.5.2\n- CUDA/cuDNN version: CUDA 10.1\n")
+    first = classify(text)[0]
+    assert first.finding_id == "cuda-major-mismatch"
+    assert "CUDA 10.2" in first.what
+    assert "CUDA 10.1" in first.what
+
+
+def test_the_nuget_release_and_the_toolkit_a_reporter_lists_decide_a_provider_126() -> None:
+    # microsoft/onnxruntime#20571: the error, and the reporter's comment with the package and the toolkit
+    text = ('[ErrorCode:RuntimeException] D:\\a\\_work\\1\\s\\onnxruntime\\core\\session\\provider_bridge_ort.cc:1193 '
+            "onnxruntime::ProviderLibrary::Get [ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 \"\" "
+            'when trying to load "D:\\Projects\\Yolov8.Net\\Yolo.Net.FromTest\\bin\\Debug\\net6.0-windows\\runtimes'
+            '\\win-x64\\native\\onnxruntime_providers_cuda.dll\n'
+            "I am using the following content: Microsoft.ML.OnnxRuntime.GPU (nuget package VERSION 1.16.0)\n"
+            " NVIDIA CUDA Tool Kit (VERSION 12.2) \nCUDNN (VERSION 8.9)\n")
+    first = classify(text)[0]
+    assert first.finding_id == "cuda-major-mismatch"
+    assert "CUDA 11" in first.what
+    assert "CUDA 12" in first.what
+
+
+@pytest.mark.parametrize("name", ["NVIDIA GeForce GTX 1080Ti", "RTX 3090Ti", "RTX 4070Super"])
+def test_a_suffix_written_onto_the_number_is_still_the_gpu(name: str) -> None:
+    # microsoft/onnxruntime#6050 ("GTX 1080Ti"); the others as people write them
+    assert gpu_names.sm_of_name(name) is not None
+
+
+def test_of_two_gpus_the_one_the_cuda_runtime_is_older_than_is_the_cause() -> None:
+    # AlexeyAB/darknet#2836: works on a GTX 1050 Ti, fails on an RTX 2070, under CUDA 9.0
+    text = ("On the setup with GTX 1050Ti, everything works perfectly. Yet, when I switch to RTX 2070 card, I've got "
+            "the following error: \ncuDNN Error: CUDNN_STATUS_EXECUTION_FAILED\n- CUDA 9.0.176\n- cuDNN 7.2\n")
+    first = classify(text)[0]
+    assert first.finding_id == "cuda-runtime-older-than-gpu"
+    assert first.details["sm"] == "sm_75"
+
+
+def test_a_cuda_a_person_asks_about_installing_is_not_the_machines() -> None:
+    # deepbeepmeep/Wan2GP#1513
+    assert _facts("it wants cuda 12 but i have cuda 13 as i should as indicated in the guide.",
+                  "what should i do?  Should I install cuda 12 or will that conflict?") == {("cuda.major", "13")}
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # Kedreamix/Linly-Dubbing#41 (the issue's title): no space between the words and the version
+    ("请问使用whisper转录时，安装了cudnn-8.9，已有libcudnn_ops.so.8还要求寻找libcudnn_ops.so.9.1.0，需要重装cudnn吗？",
+     ("cudnn.version", "8.9")),
+    # YaoFANGUK/video-subtitle-extractor#48: cuDNN 7 is a cuDNN too
+    ("我发现好像是版本问题，我是GTX1650 TI的显卡，按照说明装的是cudn10.1和cudnn-7.6.5，对应的库应该是cudnn64_7.dll",
+     ("cudnn.version", "7.6.5")),
+])
+def test_versions_written_onto_chinese_words_are_read(line: str, expected: tuple[str, str]) -> None:
+    assert expected in _facts(line)
+
+
+def test_a_library_a_person_says_is_missing_in_chinese_against_the_cudnn_installed() -> None:
+    # YaoFANGUK/video-subtitle-extractor#48: "the GPU version reports it cannot find cudnn64_8.dll"; cuDNN 7.6.5
+    # is installed
+    text = ("我发现好像是版本问题，我是GTX1650 TI的显卡，按照说明装的是cudn10.1和cudnn-7.6.5，对应的库应该是cudnn64_7.dll\n"
+            "但GPU版本报错说找不到cudnn64_8.dll, 这个肯定是没有的，GPU版本默认找cudnn-8+吗？\n")
+    assert classify(text)[0].finding_id == "cudnn-major-mismatch"
+
+
+def test_the_loaders_126_retold_in_markdown_code_is_read() -> None:
+    # dme-compunet/YoloSharp#74: 1.19.1's CUDA 12 build uses cuDNN 9; cuDNN 8.9.7 is installed
+    text = ("I am currently using ONNX Runtime with GPU support in a project based on the YoloV8.Gpu library. However, "
+            "I am encountering a `LoadLibrary failed with error 126` when trying to use `onnxruntime_providers_cuda.dll`. "
+            "I have CUDA 12.6 and cuDNN v8.9.7 installed. Could you please let me know which versions of CUDA and cuDNN "
+            "are recommended for compatibility with ONNX Runtime version 1.19.1 in this context?")
+    assert classify(text)[0].finding_id == "cudnn-major-mismatch"

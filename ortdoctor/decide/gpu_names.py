@@ -37,11 +37,15 @@ FAMILIES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
     )
 )
 
+_SUFFIX = re.compile(r"(\d{3,4})(?=(?:Ti|SUPER|Super|S)\b)")
 _SM = re.compile(r"\bsm_?(\d{2,3})[a-z]?\b|compute capability[:\s]*(\d{1,2})\.(\d)", re.IGNORECASE)
 
 
 def sm_of_name(name: str) -> tuple[str, str] | None:
     """``("sm_120", "Blackwell")`` for a GPU name in the table, else None."""
+    # users write the suffix onto the number ("GTX 1080Ti", "RTX 4070Super"); the table's names end at a word
+    # boundary, so the suffix is set apart first
+    name = _SUFFIX.sub(r"\1 ", name)
     for pattern, sm, family in FAMILIES:
         if pattern.search(name):
             return sm, family

@@ -69,9 +69,16 @@ _STACK_CHARS = 4096  # of a line, the part read for markers (they sit near the s
 _ORT_VERSION = re.compile(
     r"(?<!Since )(?:\bonnxruntime(?:[-_]gpu)?(?:-(?:linux|win|osx)-(?:x64|aarch64|arm64)(?:-gpu)?(?:-cuda1\d)?)?"
     r"|\bONNX\s?Runtime|Microsoft\.ML\.OnnxRuntime(?:\.Gpu(?:\.Linux|\.Windows)?)?"
-    r"|\bORT)(?:\s*(?:version|ver\.?))?[\s=:v-]{0,3}(1\.\d{1,2}(?:\.\d{1,2})?)\b",
+    # a name in Markdown code or quotes ("`onnxruntime-gpu` 1.27") names its version too, and so does a note in
+    # brackets ("Microsoft.ML.OnnxRuntime.GPU (nuget package VERSION 1.16.0)")
+    r"|\bORT)[`'\"]?(?:\s*\(?(?:nuget\s+)?(?:package\s+)?(?:version|ver\.?))?[\s=:v-]{0,3}(1\.\d{1,2}(?:\.\d{1,2})?)\b",
     re.IGNORECASE,
 )
+# An issue form's version field as a list item or a line of its own ("- ONNX Runtime version: 1.5.2", "ONNX Runtime
+# version: 1.16"): the reporter's answer about what runs, so it outweighs versions named in prose ("I migrated from
+# 1.4.0 to 1.5.2").
+_FORM_LINE_VERSION = re.compile(r"^[-*\s]*(?:\*\*)?ONNX\s?Runtime(?:\s+\w+)?\s+version(?:\*\*)?\s*[:：]\s*v?"
+                                r"(1\.\d{1,2}(?:\.\d{1,2})?)\b", re.IGNORECASE)
 # ONNX Runtime's issue form: a "### <field>" heading, its answer on the next non-empty line. The API field names
 # the binding, the version field the release (whatever the answer's spelling: "onnxrumtime 1.16.2", "1.13").
 _FORM_API = {"python": "python", "c++": "cpp", "c": "cpp", "c#": "csharp", "java": "java", "javascript": "node",
@@ -123,6 +130,7 @@ class StackScanner:
         self._binding: Counter[str] = Counter()
         self._os: Counter[str] = Counter()
         self._ort_version: str | None = None
+        self._form_version: str | None = None  # the issue form's answer, which outweighs prose
         self._gpu: str | None = None
         self._genai = False
         self._conda = False
@@ -138,6 +146,8 @@ class StackScanner:
         for os_name, weight, marks in _OS_MARKERS:
             if any(m in low for m in marks) and _os_confirmed(os_name, line, low):
                 self._os[os_name] += weight
+        if self._form_version is None and "version" in low and (f := _FORM_LINE_VERSION.search(line)) is not None:
+            self._form_version = f.group(1)
         if self._ort_version is None and ("onnx" in low or "ort " in low):
             m = _ORT_VERSION.search(line)
             if m:
@@ -169,16 +179,16 @@ class StackScanner:
             return
         if field == "onnx runtime api" and text.lower() in _FORM_API:
             self._binding[_FORM_API[text.lower()]] += 3
-        elif field and self._ort_version is None:
+        elif field and self._form_version is None:
             m = _FORM_VERSION.search(text)
             if m:
-                self._ort_version = m.group(1)
+                self._form_version = m.group(1)
 
     def stack(self) -> Stack:
         return Stack(
             binding=_winner(self._binding, prefer_other_than="python"),
             os=_os_winner(self._os),
-            ort_version=self._ort_version,
+            ort_version=self._form_version or self._ort_version,
             gpu=self._gpu,
             genai=self._genai,
             conda=self._conda,

@@ -49,7 +49,7 @@ _RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     # an NVIDIA container's start-up check: "... but version 510.85.02 was detected and compatibility mode is ..."
     ("driver.version", ("was detected",), re.compile(r"version\s+(\d{3}\.\d{1,3}(?:\.\d{1,3})?) was detected")),
     ("cuda.version", ("cuda", "nvcc", "cu1"),
-     re.compile(r"(?<![A-Za-z0-9_.])(?:CUDA(?:[ _-]?(?:toolkit|runtime))?(?:\s*version)?(?!\s*Version:)[\s:=_\\/(-]{0,3}v?"
+     re.compile(r"(?<![A-Za-z0-9_.])(?:CUDA(?:[ _-]?(?:tool\s?kit|runtime))?(?:\s*\(?version)?(?!\s*Version:)[\s:=_\\/(-]{0,3}v?"
                 r"|cuda-|nvidia/cuda:|release\s)((?:1[0-3]|[89])\.\d)(?!\.\*)\b|\bcu(1[1-3])(\d)\b", re.IGNORECASE)),
     # environment dumps people paste: torch's collect_env ("CUDA used to build PyTorch: 12.1"), torch.version.cuda,
     # and `pip list`'s CUDA runtime wheel ("nvidia-cuda-runtime-cu12   12.4.127": the wheel's version is the runtime's)
@@ -61,7 +61,7 @@ _RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
      re.compile(r"(?<![A-Za-z0-9_.])(?:CUDA[ _-]?|cu)(1[1-3])(?:\.[x*])?(?!\w|\.\d)(?!\s*(?:Version|toolkit)\b)",
                 re.IGNORECASE)),
     ("cudnn.version", ("cudnn",),
-     re.compile(r"\bcu[Dd][Nn][Nn][\s_-]?v?(?:version\s*)?[:=]?\s?((?:[89]|1\d)(?:\.\d{1,2}){1,3})\b"
+     re.compile(r"\bcu[Dd][Nn][Nn][\s_-]?v?(?:\(?version\s*)?[:=]?\s?((?:[789]|1\d)(?:\.\d{1,2}){1,3})\b"
                 r"|nvidia-cudnn-cu1\d[=\s]{1,40}((?:[89]|1\d)\.\d{1,2})|\bcudnn(8|9)\b"
                 # the integer torch.backends.cudnn.version() prints (CUDNN_VERSION): 8907 is 8.9.7, 90100 is 9.1.0
                 r"|\bcu[Dd][Nn][Nn](?:\s*(?:version|ver\.?))?\s*[:=]?\s*([89]\d{3}|[19]\d{4})\b", re.IGNORECASE)),
@@ -102,7 +102,12 @@ _ASKED = re.compile(r"\b(?:looking|looks|look|searching|searches|search|asks|ask
                     # a driver's highest CUDA ("Driver: 580.126.18 (supports CUDA 13.0)") is not an installed one
                     r"|\bsupports?\s+(?:up\s+to\s+)?$"
                     r"|\b(?:requires?|requiring|needs?|needing|wants?|expects?|built\s+(?:for|with)|compiled\s+(?:for|with))"
-                    r"\s+(?:the\s+|a\s+)?$", re.IGNORECASE)
+                    r"\s+(?:the\s+|a\s+)?$"
+                    # a question about what to do ("Should I install cuda 12", "do I need to downgrade to CUDA 11"):
+                    # a CUDA the person considers, not one they have
+                    r"|\b(?:should|shall|do|can|could|must|would)\s+(?:I|we)\s+(?:also\s+|just\s+|then\s+)?"
+                    r"(?:need\s+to\s+)?(?:install|use|get|downgrade\s+to|upgrade\s+to|switch\s+to|go\s+back\s+to)\s+"
+                    r"(?:the\s+|a\s+)?$", re.IGNORECASE)
 # A library file the machine has: the target ldd resolved a soname to ("libcudnn.so.8 => /usr/lib/.../libcudnn.so.8"),
 # or a path in a listing (ls, find, locate) with the file's full version ("/usr/lib/x86_64-linux-gnu/libcudnn.so.9.6.0";
 # a loader's message names a soname, never a path with three version numbers). Only the libraries whose major
@@ -227,9 +232,13 @@ class TextEvidence:
         values = self.values("python.version")
         return values[0] if len(set(values)) == 1 else None
 
+    def sms(self) -> set[int]:
+        """The compute capabilities of the GPUs the text shows, as numbers (86 for sm_86)."""
+        return {int(v[3:].rstrip("abf")) for v in self.values("gpu.compute_capability") if v[3:].rstrip("abf").isdigit()}
+
     def sm(self) -> int | None:
         """The GPU's compute capability as a number (86 for sm_86), when the text shows one GPU."""
-        sms = {int(v[3:].rstrip("abf")) for v in self.values("gpu.compute_capability") if v[3:].rstrip("abf").isdigit()}
+        sms = self.sms()
         return sms.pop() if len(sms) == 1 else None
 
     def ort_owners(self) -> list[str]:

@@ -252,6 +252,9 @@ class Decider:
             return self._m("zlibwapi-missing", hit, f"{dll} could not be found: cuDNN 8 on Windows needs it and "
                            "does not ship it.")
         if low == "onnxruntime.dll":
+            against = self._core_against_machine(hit, dll)
+            if against is not None:
+                return against
             return Match(
                 "cuda-lib-missing",
                 "onnxruntime.dll could not be loaded (the specified module could not be found).",
@@ -469,6 +472,29 @@ class Decider:
             "major than the CUDA that is installed.",
             fix, hit.evidence, details,
         )
+
+    def _core_against_machine(self, hit: Hit, dll: str) -> Match | None:
+        """The core library of a release that links CUDA into it (the GPU build's onnxruntime.dll) could not be
+        loaded, and the text shows the machine's CUDA: a release built for another CUDA is the cause. Before CUDA
+        11 a build needs its CUDA minor too (its DLLs carry it: cudart64_102.dll is not cudart64_101.dll)."""
+        line = packages.release_line(self.matrix, self.ctx.ort_version) if self.matrix is not None else None
+        have = sorted(set(self.ev.cuda_versions()))
+        if line is None or len(have) != 1:
+            return None
+        build = _major_minor(line.cuda)
+        machine = have[0]
+        same = machine == build if build[0] < 11 else machine[0] in (self.version_cuda or {build[0]})
+        if same:
+            return None
+        self._used("cuda-major-mismatch", "cuda.version")
+        shown = f"{machine[0]}.{machine[1]}"
+        return self._major_mismatch(
+            _Lib(dll, "cuda", "", frozenset({build[0]})), hit, {"dll": dll}, "", wanted=build[0], have=machine[0],
+            what=f"{dll} could not be loaded: onnxruntime {self.ctx.ort_version} is built for CUDA {line.cuda} "
+                 f"(cuDNN {line.cudnn_major}), and the text shows CUDA {shown}. This release links the CUDA and "
+                 "cuDNN DLLs of its build, so the DLL itself fails to load"
+                 + (" (before CUDA 11 a build needs its CUDA minor: the DLL names carry it)." if build[0] < 11
+                    else "."))
 
     def _sibling(self, lib: _Lib, hit: Hit) -> Match:
         major = min(lib.majors) if len(lib.majors) == 1 else None
@@ -1053,9 +1079,11 @@ class Decider:
         dropped. Such a pair fails whatever else the text says, so it is a cause even in a text that quotes no
         error line (``first`` is None then)."""
         sm = self.ev.sm()
+        runtime = self.ev.cuda_versions()
+        if sm is None:
+            sm = self._only_gpu_too_new(runtime)
         if sm is None:
             return None
-        runtime = self.ev.cuda_versions()
         need = _FIRST_CUDA.get(sm)
         hit = first or Hit("evidence", "", "", -1)
         if need is not None and runtime and all(v < need for v in runtime):
@@ -1064,6 +1092,15 @@ class Decider:
         if dropped is not None:
             return self._gpu_dropped(hit, sm, *dropped)
         return None
+
+    def _only_gpu_too_new(self, runtime: list[tuple[int, int]]) -> int | None:
+        """Of several GPUs in the text ("works on the GTX 1050 Ti, fails on the RTX 2070"), the one GPU that every
+        CUDA runtime the text shows is older than: whatever else differs, that GPU cannot run (None when none or
+        several are)."""
+        sms = self.ev.sms()
+        too_new = [sm for sm in sms if runtime and (need := _FIRST_CUDA.get(sm)) is not None
+                   and all(v < need for v in runtime)]
+        return too_new[0] if len(sms) > 1 and len(too_new) == 1 else None
 
     def _evidenced_cuda(self) -> int | None:
         """The CUDA major the text shows the build or the machine on (None when it shows none, or several)."""

@@ -39,6 +39,10 @@ _FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _PROMPT = re.compile(r"^\s*(?:\$|PS [A-Z]:\\[^>]{0,200}>|\([\w.-]{1,60}\)\s*\$?)\s+(?=\S)")
 _BACKTICKS = re.compile(r"^\s*`+|`+\s*$")
+# Chinese and Japanese put no space between a word and a version or file name ("安装了cudnn-8.9", "找不到cudnn64_8.dll");
+# Python's \w and \b count their characters as word characters, so no rule would see a word start there. A space is
+# put at each such seam (never inside an ASCII word).
+_CJK_ASCII = re.compile(r"(?<=[\u3040-\u30ff\u3400-\u9fff])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[\u3040-\u30ff\u3400-\u9fff])")
 # Widths a terminal or an issue form wraps at: a line of exactly this length was cut mid-word.
 _WRAP_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
 
@@ -53,6 +57,8 @@ def normalise_line(line: str) -> str:
     line = _despace(line)
     if not line.isascii():
         line = _unmojibake(line)
+        if _CJK_ASCII.search(line):
+            line = _CJK_ASCII.sub(" ", line)
         if any(c in _TYPO_CHARS for c in line):
             line = line.translate(_TYPOGRAPHIC)
     if "**" in line:  # Markdown bold around an issue form's labels: "**TensorRT Version**: 10.2.0.19"

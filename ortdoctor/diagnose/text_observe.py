@@ -203,7 +203,9 @@ _DLERROR_OPEN = ("cannot open shared object file", "无法打开共享对象文�
 #: Words with which people say a library is missing, in prose rather than in a loader's message.
 _PROSE_MISSING = ("lost of", "is missing", "are missing", "missing ", "not found", "cannot find", "can't find",
                   "could not find", "couldn't find", "unable to find", "does not have", "doesn't have",
-                  "no such file", "not exist", "searches for", "looks for", "looking for")
+                  "no such file", "not exist", "searches for", "looks for", "looking for",
+                  # the same in Chinese and Japanese: "can't find", "lacking", "missing", "not found", "look for"
+                  "找不到", "缺少", "缺失", "未找到", "寻找", "見つかりません", "見つからない")
 _PROSE_LIBRARY = re.compile(
     r"(?<!\w)((?:lib)?(?:cudnn|cublas|cudart|cufft|curand|cusparse|cusolver|nvinfer|nvonnxparser|nvrtc"
     r"|nvJitLink)[\w+-]{0,40}(?:\.so(?:\.\d{1,6}){1,3}|\.dll))\b", re.IGNORECASE)
@@ -249,6 +251,8 @@ def _undefined_symbol(s: Scanner, m: re.Match[str], line: str) -> None:
 
 def _dll_missing(s: Scanner, m: re.Match[str], line: str) -> None:
     dll = next((g for g in m.groups() if g), "").rsplit("\\", 1)[-1]
+    if not dll.lower().endswith(".dll"):
+        dll += ".dll"
     if not s.seen("dll_missing", dll):
         s.add("dll_missing", dll, line, {"requester": _requester(line, m.start())}, at=m.start())
 
@@ -463,11 +467,14 @@ _RULES: tuple[Rule, ...] = (
                                       re.IGNORECASE), _dll_error_code),
     Rule(("not found",), re.compile(r"LoadLibrary\(\)\s*:\s*'([\w.-]{1,80}\.dll)' not found", re.IGNORECASE),
           _dll_missing),
-    Rule(("unable to load dll",), re.compile(r"Unable to load DLL '([\w.-]{1,80}\.dll)'", re.IGNORECASE),
+    # .NET names the DLL as the DllImport does, often without its extension ("Unable to load DLL 'onnxruntime'")
+    Rule(("unable to load dll",), re.compile(r"Unable to load DLL '([\w.-]{1,80}?)(?:\.dll)?'", re.IGNORECASE),
           _dll_missing),
     Rule(("loadlibrary failed with error",),
-          re.compile(r"LoadLibrary failed with error (\d{1,5})(?:\s*\"[^\"]{0,200}\")?\s*when trying to load\s*\"?"
-                     r"([^\"\n]{1,400}?\.dll)?", re.IGNORECASE), _loadlibrary),
+          # also as people retell it, in Markdown code: "`LoadLibrary failed with error 126` when trying to use
+          # `onnxruntime_providers_cuda.dll`"
+          re.compile(r"LoadLibrary failed with error (\d{1,5})`?(?:\s*\"[^\"]{0,200}\")?\s*when trying to (?:load|use)"
+                     r"\s*[\"`]?([^\"`\n]{1,400}?\.dll)?", re.IGNORECASE), _loadlibrary),
     Rule(("ensure", "providers_shared"),
           re.compile(r"ProviderSharedLibrary::Ensure\]? Failed to load library, error code: (\d+)"
                      r"|Failed to load library (?:\S*/)?(libonnxruntime_providers_shared\.so)"),
