@@ -457,3 +457,13 @@ def test_the_loaders_126_retold_in_markdown_code_is_read() -> None:
             "I have CUDA 12.6 and cuDNN v8.9.7 installed. Could you please let me know which versions of CUDA and cuDNN "
             "are recommended for compatibility with ONNX Runtime version 1.19.1 in this context?")
     assert classify(text)[0].finding_id == "cudnn-major-mismatch"
+
+
+def test_error_35_with_a_driver_that_runs_the_texts_cuda_is_a_driver_the_process_does_not_see() -> None:
+    # imagegenius/docker-immich#349: driver 550.78 runs CUDA 12; the container's settings had a stray space
+    text = ("CUDA failure 35: CUDA driver version is insufficient for CUDA runtime version\n\nOS: UnRAID 6.12.10\n"
+            "Nvidia Driver: v550.78 (Quadro RTX 4000 should fine for CUDA 12)\nImmich: v1.102.3\n")
+    first = classify(text)[0]
+    assert first.finding_id == "driver-missing"
+    assert "550.78" in first.what
+

@@ -405,6 +405,18 @@ def driver_gate(matrix: Matrix, driver: str | None, os_name: str | None,
     return DriverGate(driver, os_key or "unknown", tuple(floors), tuple(runs), newest_cuda(matrix, driver, os_key))
 
 
+def driver_runs(matrix: Matrix, driver: str, os_name: str | None, cuda_major: int) -> bool | None:
+    """Whether ``driver`` meets CUDA ``cuda_major``'s floor on ``os_name`` (an unknown OS: the lower of the Linux
+    and Windows floors, as :func:`driver_gate`); None when the driver or the floor is unknown."""
+    key = _driver_key(driver)
+    os_key = "windows" if os_name in ("windows", "wsl") else "linux" if os_name == "linux" else None
+    known = [f for f in (driver_floor(matrix, cuda_major, o) for o in ((os_key,) if os_key else ("linux", "windows")))
+             if f]
+    floor = min(known, key=lambda f: _driver_key(f) or (0,)) if known else None
+    need = _driver_key(floor) if floor else None
+    return None if key is None or need is None else key >= need
+
+
 def newest_cuda(matrix: Matrix, driver: str, os_name: str | None) -> str | None:
     """The newest CUDA ``major.minor`` whose floor (``min_driver``, raised per minor by ``min_driver_by_minor``)
     ``driver`` meets on ``os_name`` (``"12.x"``: every minor of a major with minor version compatibility);

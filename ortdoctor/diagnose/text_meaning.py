@@ -18,7 +18,7 @@ from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import record, replace
 from ortdoctor.decide import gpu_names, kernels, packages, tensorrt_versions
 from ortdoctor.decide.fix_plan import driver_first
-from ortdoctor.decide.fixes import DriverGate, step
+from ortdoctor.decide.fixes import DriverGate, driver_runs, step
 from ortdoctor.decide.matrix.model import Matrix, line_key, parse_version
 from ortdoctor.diagnose import fixes
 from ortdoctor.diagnose.platforms import jetson_routes, wheel_platforms_text
@@ -1448,6 +1448,9 @@ def _driver_too_old(d: Decider, hit: Hit) -> Match:
            "the CUDA major the driver supports (`ortdoctor matrix`; nvidia-smi shows the highest CUDA the driver "
            "supports)" + (f". {d._summary()}." if d._summary() else "."))
     drv = d._driver()
+    unseen = _driver_unseen(d, hit, drv)
+    if unseen is not None:
+        return unseen
     # the driver the text shows, against the current builds' CUDA majors (the floors of the matrix): which of
     # them it runs, and the floor of the one it does not
     gate = d._driver_gate(sorted(d._current())) if drv is not None else None
@@ -1475,6 +1478,31 @@ def _driver_too_old(d: Decider, hit: Hit) -> Match:
         why = ("Each CUDA major needs a minimum driver (CUDA 12: >= 525.60.13, CUDA 13: R580+ on Linux). In a container "
                "the image's CUDA can be newer than the host driver supports.")
     return Match("driver-too-old", what, why, fix, hit.evidence, {"driver": drv.value} if drv is not None else {})
+
+
+def _driver_unseen(d: Decider, hit: Hit, drv: Evidence | None) -> Match | None:
+    """Error 35 where the text shows a driver that runs the CUDA major the text shows (the build's or the
+    machine's): that driver is not the one the process sees. A container started without the GPU (or with a
+    misspelt NVIDIA_VISIBLE_DEVICES / runtime setting) finds no driver, or only a stub, and CUDA reports the
+    missing driver as an insufficient one. None when the text does not show both, or the driver is too old."""
+    major = d._evidenced_cuda()
+    if hit.subject != "35" or drv is None or major is None or d.matrix is None:
+        return None
+    if not driver_runs(d.matrix, drv.value, d.stack.os, major):
+        return None
+    d.used["driver-missing"] = [drv, *d.ev.about("cuda.version", "cuda.major")]
+    doc = _CATALOG["driver-missing"]
+    return Match(
+        "driver-missing",
+        f"CUDA reports error 35 (driver insufficient), but the text shows driver {drv.value} (line {drv.line_no}), "
+        f"which runs CUDA {major}: the process does not see that driver.",
+        doc.cause + " CUDA reports a driver it cannot find as an insufficient one.",
+        "Check what the process sees: run nvidia-smi where the program runs (inside the container); start the "
+        "container with the GPU (docker run --gpus all, or runtime: nvidia / deploy.resources.reservations.devices "
+        "in compose, with nvidia-container-toolkit on the host) and check NVIDIA_VISIBLE_DEVICES and "
+        "NVIDIA_DRIVER_CAPABILITIES for typos and stray spaces; `ortdoctor check` inside it reads the driver it loads.",
+        hit.evidence, {"driver": drv.value, "cuda_major": str(major)},
+    )
 
 
 def _no_device(d: Decider, hit: Hit) -> Match:
