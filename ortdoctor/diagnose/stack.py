@@ -28,15 +28,18 @@ __all__ = ["BINDINGS", "Stack", "StackScanner"]
 # weaker ones add up. Plain substrings, matched case-sensitively as the messages spell them: a few dozen
 # `in` tests cost less than one regular expression over the line.
 _BINDING_MARKERS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
-    ("java", 3, ("ai.onnxruntime.Ort", "OrtException", "onnxruntime-java", ":ort-java", "com.microsoft.onnxruntime")),
-    ("java", 2, ("java.lang.", ".java:", "(Native Method)", "<artifactId>onnxruntime", "Maven")),
+    # JavaCPP's presets (org.bytedeco) bring ONNX Runtime, CUDA and cuDNN to Java as Maven artifacts
+    ("java", 3, ("ai.onnxruntime.Ort", "OrtException", "onnxruntime-java", ":ort-java", "com.microsoft.onnxruntime",
+                 "org.bytedeco")),
+    ("java", 2, ("java.lang.", ".java:", "(Native Method)", "<artifactId>onnxruntime", "Maven", ".jar")),
     ("csharp", 3, ("Microsoft.ML.OnnxRuntime", "OnnxRuntimeException", "OnnxRuntimeGenAIException",
                    "runtimes\\win-x64\\native", "runtimes/win-x64/native", "NuGet", "Unable to load DLL '")),
     ("csharp", 2, ("System.DllNotFoundException", "System.EntryPointNotFoundException", "System.TypeInitialization",
                    "net6.0", "net7.0", "net8.0", "net9.0", ".csproj", "HResult=0x")),
-    ("rust", 3, ("ort::", "ort-artifacts", "crates.io", "cargo", "panicked at", "Result::unwrap()", "ORT_DYLIB_PATH",
+    ("rust", 3, ("ort::", "ort-artifacts", "ort-sys", "crates.io", "cargo", "panicked at", "Result::unwrap()", "ORT_DYLIB_PATH",
                  "/ort-2.", " INFO ort:", " WARN ort:", " ERROR ort:")),
-    ("node", 3, ("onnxruntime-node", "node_modules", "onnxruntime_binding.node")),
+    # npm's own error prefix; onnxruntime-node's installer fetches the NuGet packages, so their paths appear too
+    ("node", 3, ("onnxruntime-node", "node_modules", "onnxruntime_binding.node", "npm ERR!", "npm error ")),
     ("cpp", 3, ("Ort::", "terminate called after throwing", "what():", "[dnn_onnxruntime @",
                 # TensorRT's C++ tools and samples, and glibc's assert() in a C/C++ program
                 "&&&& RUNNING TensorRT", "&&&& FAILED TensorRT", "&&&& PASSED TensorRT", "): Assertion `")),
