@@ -48,7 +48,8 @@ TARGET_ACCURACY = 0.95  # the working part, which rules are written against
 # (83.6 %); round 5's two fixes to 189/225 (84.0 %). Entries 500-514 and 530-543 (29 threads, scored against
 # round 5 before any rule changed: 21 of 29 right) brought it to 210/254 (82.7 %); round 6's general readings to
 # 214/254. Entries 560-564 and 580-587 (13 threads, not seen by round 6: 6 of 13 right before it and after it)
-# brought it to 220/267, and the error-35 reading to 221/267 (82.8 %). The floor follows the measured score,
+# brought it to 220/267, the error-35 reading to 221/267, and round 7 (the CUDA a person says is installed) to
+# 222/267 (83.1 %). The floor follows the measured score,
 # it is not a target.
 HELDOUT_FLOOR = 0.82
 MIN_ENTRIES = 170

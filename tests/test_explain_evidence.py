@@ -427,7 +427,8 @@ def test_of_two_gpus_the_one_the_cuda_runtime_is_older_than_is_the_cause() -> No
 def test_a_cuda_a_person_asks_about_installing_is_not_the_machines() -> None:
     # deepbeepmeep/Wan2GP#1513
     assert _facts("it wants cuda 12 but i have cuda 13 as i should as indicated in the guide.",
-                  "what should i do?  Should I install cuda 12 or will that conflict?") == {("cuda.major", "13")}
+                  "what should i do?  Should I install cuda 12 or will that conflict?") == {
+        ("cuda.major", "13"), ("cuda.installed", "13")}
 
 
 @pytest.mark.parametrize(("line", "expected"), [
@@ -467,3 +468,36 @@ def test_error_35_with_a_driver_that_runs_the_texts_cuda_is_a_driver_the_process
     assert first.finding_id == "driver-missing"
     assert "550.78" in first.what
 
+
+
+@pytest.mark.parametrize(("line", "major"), [
+    ("it wants cuda 12 but i have cuda 13 as i should as indicated in the guide.", "13"),  # deepbeepmeep/Wan2GP#1513
+    # dme-compunet/YoloSharp#128
+    ("Additionally, my system has CUDA version 11.8, cuDNN version 8.5.0, and the platform is x64.Help!please!", "11"),
+    # roflcoopter/viseron#1451
+    ("Since the `amd64-cuda` image ships CUDA 12.x, pip resolving the newest `onnxruntime-gpu` at wheel-build time "
+     "means", "12"),
+    # cassiebreviu/StableDiffusion#4
+    ("I installed CUDA Toolkit 12.1 and cudnn for Cuda12. Both are in the path. I'm running Windows 11 and Visual "
+     "Studio 2022.", "12"),
+    ("I have cuda V12.0 with CUDNN installed (if I didnt failed installation).", "12"),  # sstainba/Yolov8.Net#22
+])
+def test_a_cuda_a_person_says_the_machine_has_is_read(line: str, major: str) -> None:
+    assert ("cuda.installed", major) in _facts(line)
+
+
+def test_a_build_requirement_against_the_cuda_the_text_says_is_installed() -> None:
+    # roflcoopter/viseron#1451: 1.27's CUDA 13 build (its Require line) in an image that ships CUDA 12; the prose
+    # names both majors, the one the image ships is the machine's
+    text = ("`fast-alpr`'s `onnx-gpu` extra (used for the `amd64-cuda` image only, per #a5a3c9a) depends on an "
+            "unpinned `onnxruntime-gpu>=1.19.2`. As of `1.27.0`, `onnxruntime-gpu` dropped CUDA 12 support and links "
+            "against `libcublas.so.13`/`cuDNN-cu13` instead of the CUDA 12 equivalents. Since the `amd64-cuda` image "
+            "ships CUDA 12.x, pip resolving the newest `onnxruntime-gpu` at wheel-build time means the CUDA and "
+            "TensorRT execution providers fail to load at runtime:\n\n```\n"
+            "[E:onnxruntime:Default, provider_bridge_ort.cc:...] Failed to load library\n"
+            ".../libonnxruntime_providers_cuda.so with error: libcublasLt.so.13: cannot\n"
+            "open shared object file: No such file or directory\n...\n"
+            "Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 13.*.\n```\n")
+    first = classify(text)[0]
+    assert first.finding_id == "cuda-major-mismatch"
+    assert "CUDA 12" in first.fix

@@ -116,6 +116,18 @@ _PRESENT = re.compile(r"=>\s*/\S*?/(lib(?:cudnn|cudart|cublas|cublasLt)\.so\.\d{
                       r"|(?<![A-Za-z0-9_.])/(?:[\w.+-]{1,80}/){1,20}(lib(?:cudnn|cudart|cublas|cublasLt)\.so\.\d{1,2}(?:\.\d{1,3}){2,3})\b")
 
 
+# A CUDA a person says the machine has ("I have cuda 13", "the image ships CUDA 12.x", "my system has CUDA version
+# 11.8"): where a text also names other CUDA majors (what a build wants, what was tried), this one is the machine's.
+_INSTALLED = re.compile(
+    r"(?:\b(?:i|we)\s+(?:have|had|got|'ve\s+got|have\s+installed|installed|am\s+using|'m\s+using|am\s+running"
+    r"|'m\s+running|am\s+on|'m\s+on)"
+    r"|\b(?:image|container|system|machine|box|server|host|laptop|pc|computer|distro)\s+(?:has|had|ships(?:\s+with)?"
+    r"|comes\s+with|uses|runs|is\s+on)"
+    r"|\bmy\s+cuda(?:\s+version)?\s+is)"
+    r"\s+(?:only\s+)?(?:the\s+|a\s+)?(?:nvidia\s+)?(?:cuda[\s_-]?(?:toolkit\s*)?(?:version\s*)?v?)?"
+    r"((?:1[0-3]|[89])(?:\.\d)?)(?![\d.]*\d)", re.IGNORECASE)
+
+
 class EvidenceScanner:
     """Fed each (normalised) line; keeps the first item of each (fact, value), at most _MAX_ITEMS."""
 
@@ -158,6 +170,10 @@ class EvidenceScanner:
                 value = _value(fact, m)
                 if value and not (fact.startswith("cuda.") and _ASKED.search(line, max(0, m.start() - 40), m.start())):
                     self._add(fact, value, line)
+        if "cuda" in low and "driver version" not in low:
+            for m in _INSTALLED.finditer(line):
+                if "cuda" in m.group(0).lower():
+                    self._add("cuda.installed", m.group(1).split(".")[0], line)
         if ".so." in low and ("=>" in low or "/lib" in low):
             self._present(line)
         if "unsupported sm" in low:

@@ -381,12 +381,18 @@ class Decider:
         if lib.majors and build is not None and build not in lib.majors:
             return self._major_mismatch(lib, hit, details, f"this onnxruntime build is for CUDA {build}",
                                         wanted=lib_major, have=build)
+        machine = self.stack.machine_cuda_major
+        if lib.majors and build is not None and machine is not None and machine != build:
+            # the build asks for its own major's library (its Require line says which), and the text shows
+            # another major installed: installing the library is one way, a build for the installed CUDA the other
+            self._used("cuda-major-mismatch", "ort.cuda_major", "cuda.installed", "cuda.version", "cuda.major")
+            return self._major_mismatch(lib, hit, details, f"this onnxruntime build is for CUDA {build} and the text "
+                                        f"shows CUDA {machine} installed", wanted=build, have=machine)
         if lib.majors and build is None and self.version_cuda and not (lib.majors & self.version_cuda):
             builds = " or ".join(str(m) for m in sorted(self.version_cuda, reverse=True))
             return self._major_mismatch(lib, hit, details,
                                         f"onnxruntime {self.ctx.ort_version} is built for CUDA {builds}",
                                         wanted=lib_major, have=max(self.version_cuda))
-        machine = self.stack.machine_cuda_major
         if lib.majors and build is None and machine is not None and machine not in lib.majors:
             return self._major_mismatch(lib, hit, details, f"the text shows CUDA {machine}", wanted=lib_major,
                                         have=machine)
@@ -1419,6 +1425,8 @@ def with_evidence(stack: Stack, ev: TextEvidence) -> Stack:
     # the CUDA the machine has is read once, by the evidence (which knows nvidia-smi's "CUDA Version" is the
     # driver's, not an installed one); a text that shows two majors shows none for sure
     majors = {m for m, _ in ev.cuda_versions()} or ev.majors("cuda.major")
+    if len(majors) > 1 and len(said := ev.majors("cuda.installed")) == 1 and said <= majors:
+        majors = said  # of several, the one the person says the machine has
     return replace(stack, python_version=ev.python(), gpu_sm=sm,
                    machine_cuda_major=majors.pop() if len(majors) == 1 else None)
 
