@@ -501,3 +501,38 @@ def test_a_build_requirement_against_the_cuda_the_text_says_is_installed() -> No
     first = classify(text)[0]
     assert first.finding_id == "cuda-major-mismatch"
     assert "CUDA 12" in first.fix
+
+
+@pytest.mark.parametrize("line", [
+    # cyrusbehr/tensorrt-cpp-api#78: solved by copying nvinfer_builder_resource_10.dll beside the executable
+    "[2024-06-13 20:21:01.668] [error] 6: [libLoader.cpp::nvinfer1::rt::DynamicLibrary::Impl::Impl::288] Error Code 6: "
+    "Internal Error (Unable to load library: nvinfer_builder_resource_10.dll)",
+    # replicate/cog-triton#51: "The upstream TRT package didn't have that file. Fixed by upgrading to 10.2.0.post1"
+    "[07/25/2024-13:52:57] [TRT] [E] IBuilder::buildSerializedNetwork: Error Code 6: API Usage Error (Unable to load "
+    "library: libnvinfer_builder_resource_win.so.10.2.0: libnvinfer_builder_resource_win.so.10.2.0: cannot open shared "
+    "object file: No such file or directory)",
+])
+def test_a_part_of_tensorrt_it_opens_on_demand_missing_is_an_incomplete_tensorrt(line: str) -> None:
+    assert classify(line)[0].finding_id == "tensorrt-incomplete"
+
+
+def test_a_tensorrt_part_the_kernel_refused_to_map_is_not_a_missing_part() -> None:
+    # TNTwise/REAL-Video-Enhancer#85: the file is there; the kernel refused its executable stack
+    line = ("ERROR: [Torch-TensorRT TorchScript Conversion Context] - createInferBuilder: Error Code 6: API Usage Error "
+            "(Unable to load library: libnvinfer_builder_resource.so.10.7.0: libnvinfer_builder_resource.so.10.7.0: "
+            "cannot enable executable stack as shared object requires: Invalid argument)")
+    assert "tensorrt-incomplete" not in [m.finding_id for m in classify(line)]
+
+
+def test_conda_forges_cpu_build_of_onnxruntime_is_read() -> None:
+    # a `conda list` kept in a public README (found by code search): conda-forge's build string names the variant
+    line = "onnxruntime               1.16.3          py311h76957bc_0_cpu    conda-forge"
+    first = classify(line)[0]
+    assert first.finding_id == "ort-cpu-only"
+    assert "onnxruntime=*=*cuda*" in first.fix
+
+
+def test_the_cuda_a_build_is_built_against_is_not_the_machines() -> None:
+    # a public write-up (found by code search): jaxlib's build CUDA against the CUDA the base image runs
+    line = ("has.** `jaxlib 0.4.25` — confirmed intact through every CPU round — was built against CUDA 11.8; the")
+    assert not any(fact.startswith("cuda.") for fact, _ in _facts(line))

@@ -101,7 +101,9 @@ _REQUIRE = re.compile(r"Require cuDNN (\d{1,2})\.\* and CUDA (\d{1,2})\.\*")
 _ASKED = re.compile(r"\b(?:looking|looks|look|searching|searches|search|asks|asking|ask)\s+for\s+(?:the\s+|a\s+)?$"
                     # a driver's highest CUDA ("Driver: 580.126.18 (supports CUDA 13.0)") is not an installed one
                     r"|\bsupports?\s+(?:up\s+to\s+)?$"
-                    r"|\b(?:requires?|requiring|needs?|needing|wants?|expects?|built\s+(?:for|with)|compiled\s+(?:for|with))"
+                    # what a build links is the build's ("is built against CUDA 12.x", "links against CUDA 13")
+                    r"|\b(?:requires?|requiring|needs?|needing|wants?|expects?|(?:built|compiled)\s+(?:for|with|against)"
+                    r"|(?:links?|linked|linking)\s+against)"
                     r"\s+(?:the\s+|a\s+)?$"
                     # a question about what to do ("Should I install cuda 12", "do I need to downgrade to CUDA 11"):
                     # a CUDA the person considers, not one they have

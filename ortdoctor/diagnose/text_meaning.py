@@ -560,6 +560,12 @@ class Decider:
         elif stack.binding in ("cpp", "node"):
             fix = ("Use a GPU build of onnxruntime (the onnxruntime-linux-x64-gpu / onnxruntime-win-x64-gpu release "
                    "archives, or a source build with --use_cuda) and make sure that library is the one loaded.")
+        elif hit.data.get("form") == "conda":
+            fix = ("conda-forge publishes onnxruntime per variant and the build string names it: install a CUDA "
+                   "variant where conda-forge has one for this platform (`conda search -c conda-forge "
+                   "\"onnxruntime=*=*cuda*\"` lists them; `conda install -c conda-forge \"onnxruntime=*=*cuda*\"`), or "
+                   "remove it (`conda remove onnxruntime`) and install onnxruntime-gpu with this environment's own "
+                   "Python: " + self._gpu_install() + ".")
         else:
             fix = _py(stack,
                       "python -m pip uninstall -y onnxruntime onnxruntime-gpu && " + self._gpu_install() + " "
@@ -590,6 +596,8 @@ class Decider:
             "dylib": "The onnxruntime library that was loaded is a CPU build.",
             "optimum": "Optimum asked for the CUDA execution provider, but the imported onnxruntime only offers the "
                        "CPU.",
+            "conda": "conda installed onnxruntime's CPU build (its build string ends in _cpu), which has no CUDA "
+                     "execution provider.",
         }.get(form, "The CUDA execution provider is not in the onnxruntime that was loaded.")
         return self._cpu_only(hit, what)
 
@@ -933,6 +941,21 @@ class Decider:
             "fails and falls back, which buries any CUDA failure that follows.",
             fix, hit.evidence, {"soname": lib} if lib else {},
         )
+
+    def _b_trt_part_missing(self, hit: Hit) -> Match:
+        part = hit.subject
+        m = re.search(r"_(\d{1,2})\.dll$|\.so\.(\d{1,2})", part)
+        major = (m.group(1) or m.group(2)) if m else None
+        whole = f"TensorRT {major}" if major else "TensorRT"
+        fix = (f"Install {whole} whole, not some of its files: {part} ships beside nvinfer in the same release (the "
+               "zip's lib folder, the installer, the tarball or the apt packages); copy or install all of it, and "
+               "keep one TensorRT on the " + ("PATH" if self.stack.windows else "loader path") + ".")
+        if self.stack.python:
+            fix = _CATALOG["tensorrt-incomplete"].fix + ". " + fix
+        return self._m("tensorrt-incomplete", hit,
+                       f"TensorRT loaded, but could not open {part}, a part of {whole} it opens on demand (the builder "
+                       "resource when it builds an engine): the TensorRT install is incomplete.", fix=fix,
+                       details={"soname": part})
 
     def _b_trt_engine(self, hit: Hit) -> Match:
         need = tensorrt_versions.tensorrt_for(self.ctx.ort_version)

@@ -229,6 +229,13 @@ def _prose_missing(s: Scanner, m: re.Match[str], line: str) -> None:
         s.add(kind, name, line, {"requester": _requester(line, m.start()), "prose": "1"}, at=m.start())
 
 
+def _trt_part_missing(s: Scanner, m: re.Match[str], line: str) -> None:
+    # the file is there but the kernel refused to map it ("cannot enable executable stack", a hardened kernel or
+    # glibc 2.41): another cause than a missing part
+    if "executable stack" not in line:
+        s.add("trt_part_missing", m.group(1), line, at=m.start())
+
+
 def _torch_archs(s: Scanner, m: re.Match[str], line: str) -> None:
     """The architectures a PyTorch build carries, one observation each (data for ``torch_arch``, no finding)."""
     # (PyTorch before 2.8 names only its minimum for a GPU that is too old: that is the oldest it carries)
@@ -572,6 +579,16 @@ _RULES: tuple[Rule, ...] = (
     Rule((">>>",), re.compile(r"^[\s>`]*>>>"), _repl),
     Rule(("explicitly set the providers parameter",),
           re.compile(r"required to explicitly set the providers parameter"), _simple("providers_not_set", subject="")),
+    # conda-forge builds onnxruntime per variant; the build string names it ("onnxruntime-1.20.1-py312h414cfab_0_cpu",
+    # or `conda list`'s "onnxruntime  1.20.1  py312h..._cpu  conda-forge"): the _cpu one has no CUDA provider
+    Rule(("_cpu",), re.compile(r"\bonnxruntime-1\.\d{1,2}\.\d{1,2}-[\w.]{1,60}?_cpu\b"
+                               r"|^\s*onnxruntime\s+1\.\d{1,2}\.\d{1,2}\s+[\w.]{1,60}?_cpu\b"), _cpu_only("conda")),
+    # TensorRT's own loader, for a part of TensorRT it opens on demand (the builder resource, plugins): TensorRT
+    # itself loaded, so the install is incomplete ("createInferBuilder: Error Code 6: API Usage Error (Unable to load
+    # library: nvinfer_builder_resource_10.dll)")
+    Rule(("unable to load library",),
+          re.compile(r"Unable to load library:?\s*((?:lib)?nvinfer_[\w-]{1,40}?(?:_\d{1,2})?\.(?:dll|so(?:\.\d{1,3}){0,3}))",
+                     re.IGNORECASE), _trt_part_missing),
     Rule(("applied providers:",), re.compile(r"Applied providers: \['CPUExecutionProvider'\]"),
           _simple("cpu_applied", rank=3, subject="")),
     Rule(("were not assigned to the preferred execution providers",),
