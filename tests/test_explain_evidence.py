@@ -536,3 +536,34 @@ def test_the_cuda_a_build_is_built_against_is_not_the_machines() -> None:
     # a public write-up (found by code search): jaxlib's build CUDA against the CUDA the base image runs
     line = ("has.** `jaxlib 0.4.25` — confirmed intact through every CPU round — was built against CUDA 11.8; the")
     assert not any(fact.startswith("cuda.") for fact, _ in _facts(line))
+
+
+def test_an_issue_templates_unticked_options_say_nothing() -> None:
+    # C0untFloyd/roop-unleashed#457: the template's options, only one of each ticked
+    assert normalise_line("- [ ] Linux in WSL") == ""
+    assert normalise_line("- [+] Windows ") != ""
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    # C0untFloyd/roop-unleashed#586
+    ("I do not have an nvidia card (I have an Intel(R) HD graphics 530) so I am trying to run roop with CPU but I keep "
+     "seeing this error:", True),
+    ("- [+] Intel", True),  # C0untFloyd/roop-unleashed#457, the answer to "Are you using a GPU?"
+    ("- [ OK] NVIDIA", False),  # C0untFloyd/roop-unleashed#321: NVIDIA ticked
+])
+def test_a_machine_without_an_nvidia_gpu_is_read(line: str, said: bool) -> None:
+    assert any(fact == "gpu.not_nvidia" for fact, _ in _facts(line)) is said
+
+
+def test_error_35_on_a_machine_without_an_nvidia_gpu_is_no_driver() -> None:
+    # C0untFloyd/roop-unleashed#457: "Cuda provider is for Nvidia cards. You need to install and select openvino
+    # provider for intel cards."
+    text = ("D:\\a\\_work\\1\\s\\onnxruntime\\core\\providers\\cuda\\cuda_call.cc:121 onnxruntime::CudaCall "
+            "D:\\a\\_work\\1\\s\\onnxruntime\\core\\providers\\cuda\\cuda_call.cc:114 onnxruntime::CudaCall CUDA failure "
+            "35: CUDA driver version is insufficient for CUDA runtime version ; GPU=1167449144 ; "
+            "hostname=LAPTOP-GURTBS7E ; file=D:\\a\\_work\\1\\s\\onnxruntime\\core\\providers\\cuda\\"
+            "cuda_execution_provider.cc ; line=236 ; expr=cudaSetDevice(info_.device_id);\n\n"
+            "Are you using a GPU?\n- [ ] No. CPU FTW\n- [ ] NVIDIA\n- [ ] AMD\n- [+] Intel\n- [ ] Mac\n")
+    first = classify(text)[0]
+    assert first.finding_id == "driver-missing"
+    assert "OpenVINO" in first.fix

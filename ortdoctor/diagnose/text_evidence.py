@@ -130,6 +130,12 @@ _INSTALLED = re.compile(
     r"((?:1[0-3]|[89])(?:\.\d)?)(?![\d.]*\d)", re.IGNORECASE)
 
 
+# A machine without an NVIDIA GPU, as people say it ("I do not have an nvidia card", "no NVIDIA GPU") or as an issue
+# template's ticked answer to "Are you using a GPU?" ("- [x] Intel", "- [+] AMD"): the CUDA provider finds no driver.
+_NOT_NVIDIA = re.compile(r"\b(?:(?:do\s*n[o']t|does\s*n[o']t|don't)\s+have\s+(?:an?\s+)?|\bno\s+)nvidia\s+(?:card|gpu|graphics)"
+                         r"|^\s*[-*+]\s+\[[xX+]\]\s+(Intel|AMD|Mac|No\b)", re.IGNORECASE)
+
+
 class EvidenceScanner:
     """Fed each (normalised) line; keeps the first item of each (fact, value), at most _MAX_ITEMS."""
 
@@ -176,6 +182,8 @@ class EvidenceScanner:
             for m in _INSTALLED.finditer(line):
                 if "cuda" in m.group(0).lower():
                     self._add("cuda.installed", m.group(1).split(".")[0], line)
+        if ("nvidia" in low or "[" in low) and (nn := _NOT_NVIDIA.search(line)) is not None:
+            self._add("gpu.not_nvidia", (nn.group(1) or "no NVIDIA GPU").strip(), line)
         if ".so." in low and ("=>" in low or "/lib" in low):
             self._present(line)
         if "unsupported sm" in low:

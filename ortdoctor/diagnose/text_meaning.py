@@ -1516,6 +1516,19 @@ def _driver_unseen(d: Decider, hit: Hit, drv: Evidence | None) -> Match | None:
     machine's): that driver is not the one the process sees. A container started without the GPU (or with a
     misspelt NVIDIA_VISIBLE_DEVICES / runtime setting) finds no driver, or only a stub, and CUDA reports the
     missing driver as an insufficient one. None when the text does not show both, or the driver is too old."""
+    if hit.subject == "35" and (said := d.ev.first("gpu.not_nvidia")) is not None:
+        d.used["driver-missing"] = [said]
+        doc = _CATALOG["driver-missing"]
+        return Match(
+            "driver-missing",
+            f"CUDA reports error 35 (driver insufficient) on a machine the text says has no NVIDIA GPU (line "
+            f"{said.line_no}: {said.line!r}): the CUDA provider finds no NVIDIA driver at all.",
+            doc.cause + " CUDA reports the missing driver as an insufficient one.",
+            "The CUDA execution provider needs an NVIDIA GPU and its driver: without one, ask for the CPU provider "
+            "(providers=['CPUExecutionProvider'], or the program's provider setting set to cpu) and install the CPU "
+            "onnxruntime package; on an Intel or AMD GPU use the provider for it (OpenVINO, DirectML, ROCm/MIGraphX).",
+            hit.evidence, {"gpu": said.value},
+        )
     major = d._evidenced_cuda()
     if hit.subject != "35" or drv is None or major is None or d.matrix is None:
         return None

@@ -43,6 +43,7 @@ _BACKTICKS = re.compile(r"^\s*`+|`+\s*$")
 # Python's \w and \b count their characters as word characters, so no rule would see a word start there. A space is
 # put at each such seam (never inside an ASCII word).
 _CJK_ASCII = re.compile(r"(?<=[\u3040-\u30ff\u3400-\u9fff])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[\u3040-\u30ff\u3400-\u9fff])")
+_UNCHECKED = re.compile(r"^\s*[-*+]\s+\[ \]\s")
 # Widths a terminal or an issue form wraps at: a line of exactly this length was cut mid-word.
 _WRAP_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
 
@@ -65,6 +66,8 @@ def normalise_line(line: str) -> str:
         line = line.replace("**", "")
     if line[:1] in (" ", "`", ">", "$", "~", "P", "(", "\t") or line.endswith("`"):
         line = _demarkdown(line)
+    if "[ ]" in line and _UNCHECKED.match(line):
+        return ""  # an issue template's option the person did not tick ("- [ ] Linux in WSL") says nothing
     return line
 
 
