@@ -342,9 +342,6 @@ def test_an_nvidia_container_older_than_the_gpu(line: str) -> None:
 
 def test_the_release_a_python_prompt_prints_is_read() -> None:
     # a public Jetson set-up note (found by code search): the answer to onnxruntime.__version__ is the next line
-    from ortdoctor.diagnose.classify import classify_with_stack
-    from ortdoctor.diagnose.textlines import iter_lines
-
     _, stack = classify_with_stack(iter_lines(">>> import onnxruntime\n>>> onnxruntime.__version__\n'1.1.2'\n"))
     assert stack.ort_version == "1.1.2"
 

@@ -385,15 +385,11 @@ def driver_gate(matrix: Matrix, driver: str | None, os_name: str | None,
     key = _driver_key(driver) if driver else None
     if key is None or not driver:
         return None
-    os_key = "windows" if os_name in ("windows", "wsl") else "linux" if os_name == "linux" else None
+    os_key = _os_key(os_name)
     floors: list[tuple[int, str]] = []
     runs: list[int] = []
     for major in dict.fromkeys(cuda_majors):
-        if os_key is not None:
-            floor = driver_floor(matrix, major, os_key)
-        else:
-            known = [f for f in (driver_floor(matrix, major, o) for o in ("linux", "windows")) if f]
-            floor = min(known, key=lambda f: _driver_key(f) or (0,)) if known else None
+        floor = _floor_on(matrix, major, os_key)
         need = _driver_key(floor) if floor else None
         if floor is None or need is None:
             continue
@@ -409,12 +405,23 @@ def driver_runs(matrix: Matrix, driver: str, os_name: str | None, cuda_major: in
     """Whether ``driver`` meets CUDA ``cuda_major``'s floor on ``os_name`` (an unknown OS: the lower of the Linux
     and Windows floors, as :func:`driver_gate`); None when the driver or the floor is unknown."""
     key = _driver_key(driver)
-    os_key = "windows" if os_name in ("windows", "wsl") else "linux" if os_name == "linux" else None
-    known = [f for f in (driver_floor(matrix, cuda_major, o) for o in ((os_key,) if os_key else ("linux", "windows")))
-             if f]
-    floor = min(known, key=lambda f: _driver_key(f) or (0,)) if known else None
+    floor = _floor_on(matrix, cuda_major, _os_key(os_name))
     need = _driver_key(floor) if floor else None
     return None if key is None or need is None else key >= need
+
+
+def _os_key(os_name: str | None) -> str | None:
+    """The driver family an OS runs: WSL runs the Windows driver; None when the OS is unknown."""
+    return "windows" if os_name in ("windows", "wsl") else "linux" if os_name == "linux" else None
+
+
+def _floor_on(matrix: Matrix, cuda_major: int, os_key: str | None) -> str | None:
+    """CUDA ``cuda_major``'s oldest driver on ``os_key``; on an unknown OS the lower of the Linux and Windows
+    floors (a driver below both runs the major nowhere)."""
+    if os_key is not None:
+        return driver_floor(matrix, cuda_major, os_key)
+    known = [f for f in (driver_floor(matrix, cuda_major, o) for o in ("linux", "windows")) if f]
+    return min(known, key=lambda f: _driver_key(f) or (0,)) if known else None
 
 
 def newest_cuda(matrix: Matrix, driver: str, os_name: str | None) -> str | None:

@@ -16,6 +16,7 @@ from ortdoctor.core.catalog import CATALOG as _CATALOG
 from ortdoctor.core.facts import Match
 from ortdoctor.core.finding_ids import FindingId
 from ortdoctor.core.record import record, replace
+from ortdoctor.core.shell import Command, render
 from ortdoctor.decide import gpu_names, kernels, packages, tensorrt_versions
 from ortdoctor.decide.fix_plan import driver_first
 from ortdoctor.decide.fixes import DriverGate, driver_runs, step
@@ -561,10 +562,14 @@ class Decider:
             fix = ("Use a GPU build of onnxruntime (the onnxruntime-linux-x64-gpu / onnxruntime-win-x64-gpu release "
                    "archives, or a source build with --use_cuda) and make sure that library is the one loaded.")
         elif hit.data.get("form") == "conda":
+            def conda(*args: str) -> str:  # quoted for the shell the text shows (the variant spec has wildcards)
+                return render(Command(("conda", *args)), windows=stack.windows)
+
+            cuda = "onnxruntime=*=*cuda*"
             fix = ("conda-forge publishes onnxruntime per variant and the build string names it: install a CUDA "
-                   "variant where conda-forge has one for this platform (`conda search -c conda-forge "
-                   "\"onnxruntime=*=*cuda*\"` lists them; `conda install -c conda-forge \"onnxruntime=*=*cuda*\"`), or "
-                   "remove it (`conda remove onnxruntime`) and install onnxruntime-gpu with this environment's own "
+                   f"variant where conda-forge has one for this platform (`{conda('search', '-c', 'conda-forge', cuda)}` "
+                   f"lists them; `{conda('install', '-c', 'conda-forge', cuda)}`), or remove it "
+                   f"(`{conda('remove', 'onnxruntime')}`) and install onnxruntime-gpu with this environment's own "
                    "Python: " + self._gpu_install() + ".")
         else:
             fix = _py(stack,
